@@ -1,0 +1,111 @@
+//! The CPU backend: host memory, rayon's global thread pool.
+
+use std::sync::Arc;
+
+use super::{BackendCore, BackendInfo, BackendKind};
+use crate::error::{check_len, Error, Result};
+use crate::scalar::{DType, Storable};
+
+/// The CPU backend: buffers are `Vec<T>` in host memory and kernels run on rayon's global
+/// thread pool. It is the default backend and the reference that every device kernel is
+/// verified against.
+///
+/// Cloning is cheap; all clones are the same backend.
+#[derive(Clone, Debug)]
+pub struct Cpu {
+    info: Arc<BackendInfo>,
+}
+
+impl Cpu {
+    /// The CPU backend.
+    pub fn new() -> Self {
+        let threads = rayon::current_num_threads() as u32;
+        Cpu {
+            info: Arc::new(BackendInfo {
+                kind: BackendKind::Cpu,
+                device: format!("host, {threads} rayon threads"),
+                dtypes: vec![DType::F16, DType::BF16, DType::F32, DType::F64, DType::U32, DType::I32],
+                plane_ops: false,
+                plane_size: (1, 1),
+                max_buffer_bytes: isize::MAX as u64,
+                max_shared_bytes: 0,
+                max_units_per_cube: threads,
+                max_cube_count: (u32::MAX, 1, 1),
+                atomic_f64: false,
+            }),
+        }
+    }
+}
+
+impl Cpu {
+    /// A CPU backend that accepts only the element types in `dtypes`: it behaves like a
+    /// device without f64 (or without f16), to exercise the fallback paths of code that must
+    /// also run on such devices. Asking it for another type gives
+    /// [`Error::Unsupported`](crate::Error::Unsupported).
+    pub fn with_dtypes(dtypes: &[DType]) -> Self {
+        let mut info = (*Cpu::new().info).clone();
+        info.dtypes = dtypes.to_vec();
+        info.device = format!("{} limited to {:?}", info.device, dtypes);
+        Cpu { info: Arc::new(info) }
+    }
+}
+
+impl Default for Cpu {
+    fn default() -> Self {
+        Cpu::new()
+    }
+}
+
+impl BackendCore for Cpu {
+    type Buffer<T: Storable> = Vec<T>;
+
+    fn kind(&self) -> BackendKind {
+        BackendKind::Cpu
+    }
+
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn alloc<T: Storable>(&self, len: usize) -> Result<Vec<T>> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len).map_err(|_| Error::ResourceLimit {
+            backend: self.info.to_string(),
+            what: format!("a buffer of {len} {}", T::DTYPE),
+            requested: (len as u64).saturating_mul(T::DTYPE.size() as u64),
+            limit: self.info.max_buffer_bytes,
+        })?;
+        v.resize(len, T::default());
+        Ok(v)
+    }
+
+    fn upload<T: Storable>(&self, data: &[T]) -> Result<Vec<T>> {
+        let mut v = self.alloc::<T>(0)?;
+        v.try_reserve_exact(data.len()).map_err(|_| Error::ResourceLimit {
+            backend: self.info.to_string(),
+            what: format!("a buffer of {} {}", data.len(), T::DTYPE),
+            requested: (data.len() as u64).saturating_mul(T::DTYPE.size() as u64),
+            limit: self.info.max_buffer_bytes,
+        })?;
+        v.extend_from_slice(data);
+        Ok(v)
+    }
+
+    fn download<T: Storable>(&self, buffer: &Vec<T>) -> Result<Vec<T>> {
+        Ok(buffer.clone())
+    }
+
+    fn write<T: Storable>(&self, buffer: &mut Vec<T>, data: &[T]) -> Result<()> {
+        check_len("write", "data", buffer.len(), data.len())?;
+        buffer.copy_from_slice(data);
+        Ok(())
+    }
+
+    fn len<T: Storable>(buffer: &Vec<T>) -> usize {
+        buffer.len()
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        Ok(())
+    }
+}

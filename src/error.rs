@@ -1,0 +1,129 @@
+//! The one error type of the crate.
+//!
+//! Every fallible public function returns [`Result<T>`]. Variants carry the data a user
+//! needs to find the problem: which operation, which argument, the sizes involved.
+//! The library does not panic on user input; panics are reserved for broken internal
+//! invariants and are documented under `# Panics` where they can occur.
+
+use std::fmt;
+
+/// Shorthand for `std::result::Result<T, galerkin::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in `galerkin`.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Two operands that must agree in size do not.
+    #[error("dimension mismatch in {op}: {what} has length {found}, expected {expected}")]
+    DimensionMismatch {
+        /// The operation that found the mismatch (e.g. `"axpy"`).
+        op: &'static str,
+        /// Which operand or dimension disagrees (e.g. `"x"` or `"ncols"`).
+        what: &'static str,
+        /// The size that was required.
+        expected: usize,
+        /// The size that was given.
+        found: usize,
+    },
+
+    /// The backend or device cannot do what was asked (a precision it lacks, a feature
+    /// its runtime does not have).
+    #[error("{what} is not supported on {backend}: {reason}")]
+    Unsupported {
+        /// The backend's name, with its device.
+        backend: String,
+        /// What was requested (e.g. `"f64 vectors"`).
+        what: String,
+        /// Why it cannot be done there.
+        reason: String,
+    },
+
+    /// A backend could not be created: its runtime is not compiled in, or no device exists.
+    #[error("backend `{backend}` is not available: {reason}")]
+    BackendUnavailable {
+        /// The backend that was asked for.
+        backend: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+
+    /// A string named no known backend.
+    #[error("unknown backend `{0}`: expected one of `cpu`, `wgpu`, `cuda`")]
+    UnknownBackend(String),
+
+    /// A request exceeds a limit of the device (largest buffer, grid size).
+    #[error("{what} needs {requested} bytes but {backend} allows at most {limit} bytes")]
+    ResourceLimit {
+        /// The backend's name, with its device.
+        backend: String,
+        /// What was being allocated.
+        what: String,
+        /// The size asked for, in bytes.
+        requested: u64,
+        /// The device limit, in bytes.
+        limit: u64,
+    },
+
+    /// An argument is outside the range the operation accepts.
+    #[error("invalid argument `{name}` to {op}: {reason}")]
+    InvalidArgument {
+        /// The operation.
+        op: &'static str,
+        /// The argument.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// Two vectors or matrices live on different devices or backends.
+    #[error("operands of {op} live on different devices: {left} and {right}")]
+    DeviceMismatch {
+        /// The operation.
+        op: &'static str,
+        /// The device of the receiver.
+        left: String,
+        /// The device of the argument.
+        right: String,
+    },
+
+    /// The device runtime reported a failure (a launch, a copy, a lost device).
+    #[error("device error on {backend}: {message}")]
+    Device {
+        /// The backend's name, with its device.
+        backend: String,
+        /// The runtime's message.
+        message: String,
+    },
+
+    /// Reading or writing a file failed.
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// A [`Error::DimensionMismatch`] for operand `what` of `op`.
+    pub(crate) fn dims(op: &'static str, what: &'static str, expected: usize, found: usize) -> Self {
+        Error::DimensionMismatch {
+            op,
+            what,
+            expected,
+            found,
+        }
+    }
+}
+
+/// Checks `found == expected`, else returns [`Error::DimensionMismatch`].
+pub(crate) fn check_len(op: &'static str, what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected == found {
+        Ok(())
+    } else {
+        Err(Error::dims(op, what, expected, found))
+    }
+}

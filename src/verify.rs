@@ -1,0 +1,461 @@
+//! Cross-backend verification: run an operation on any backend and on the f64 CPU
+//! reference, and compare.
+//!
+//! A [`Check`] is an operation with its inputs (generated from a seed). [`check`] runs it on
+//! a backend in precision `T` and on [`Cpu`] in f64 — with the inputs rounded to `T` first,
+//! so both runs see the same numbers — and returns a [`Comparison`]: the relative norm error,
+//! the largest error in units in the last place (ULP) of `T` and where it occurs, and a
+//! verdict against the precision-scaled [`tolerance`](crate::scalar::tolerance).
+//!
+//! ```
+//! use galerkin::verify::{check, StandardCheck};
+//! use galerkin::Cpu;
+//!
+//! let report = check::<_, f32, _>(&Cpu::new(), &StandardCheck::Dot { len: 1000, seed: 7 })?;
+//! assert!(report.passed, "{report}");
+//! # Ok::<(), galerkin::Error>(())
+//! ```
+//!
+//! [`standard_checks`] lists one check per operator of the library; the `conformance`
+//! example runs them on every backend and precision of the machine.
+
+use std::fmt;
+
+use crate::backend::{Backend, Cpu};
+use crate::error::{check_len, Result};
+use crate::scalar::{tolerance, ulp_distance, DType, Element, Scalar};
+use crate::vector::{self, Vector};
+
+/// A small, fast, seedable generator (xoshiro256**, seeded through SplitMix64): the same
+/// seed gives the same numbers on every platform and version of this crate.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    /// A generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        let mut z = seed;
+        let mut next = || {
+            z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            x ^ (x >> 31)
+        };
+        Rng {
+            s: [next(), next(), next(), next()],
+        }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let t = self.s[1] << 17;
+        self.s[2] ^= self.s[0];
+        self.s[3] ^= self.s[1];
+        self.s[1] ^= self.s[2];
+        self.s[0] ^= self.s[3];
+        self.s[2] ^= t;
+        self.s[3] = self.s[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in `[0, 1)` with 53 random bits.
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in `[lo, hi)`.
+    pub fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.uniform()
+    }
+
+    /// Uniform integer in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+}
+
+/// `len` values uniform in `[-1, 1)`, rounded to `T`.
+pub fn random_vec<T: Element>(len: usize, seed: u64) -> Vec<T> {
+    let mut rng = Rng::new(seed);
+    (0..len).map(|_| T::from_f64(rng.range(-1.0, 1.0))).collect()
+}
+
+/// `len` values uniform in `[lo, hi)`, rounded to `T`.
+pub fn random_range<T: Element>(len: usize, lo: f64, hi: f64, seed: u64) -> Vec<T> {
+    let mut rng = Rng::new(seed);
+    (0..len).map(|_| T::from_f64(rng.range(lo, hi))).collect()
+}
+
+/// `len` NaNs: the value outputs are poisoned with before an operation writes them.
+pub fn poison<T: Element>(len: usize) -> Vec<T> {
+    vec![T::from_f64(f64::NAN); len]
+}
+
+/// `values` rounded to `dtype` and widened back to f64: what a run in `dtype` sees.
+pub fn round_to(values: &[f64], dtype: DType) -> Vec<f64> {
+    match dtype {
+        DType::F16 => values.iter().map(|&v| half::f16::from_f64(v).as_f64()).collect(),
+        DType::BF16 => values.iter().map(|&v| half::bf16::from_f64(v).as_f64()).collect(),
+        DType::F32 => values.iter().map(|&v| v as f32 as f64).collect(),
+        _ => values.to_vec(),
+    }
+}
+
+/// The result of comparing a computed vector with a reference.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// Number of entries compared.
+    pub len: usize,
+    /// `‖y − y_ref‖₂ / scale`.
+    pub rel_error: f64,
+    /// The denominator of `rel_error`: `‖y_ref‖₂`, or a magnitude given by the check for
+    /// cancellation-prone results (1 when both are zero).
+    pub scale: f64,
+    /// The largest distance in ULPs of the result's type between an entry and the reference
+    /// rounded to that type.
+    pub max_ulp: u64,
+    /// Where `max_ulp` occurs (`None` for empty vectors).
+    pub max_ulp_index: Option<usize>,
+    /// Entries that are NaN or infinite where the reference is finite.
+    pub nonfinite: usize,
+    /// The tolerance on `rel_error`.
+    pub tolerance: f64,
+    /// `rel_error <= tolerance` and no spurious non-finite entries.
+    pub passed: bool,
+}
+
+impl fmt::Display for Comparison {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: relative error {:.2e} (tolerance {:.2e}), max {} ulp",
+            if self.passed { "pass" } else { "FAIL" },
+            self.rel_error,
+            self.tolerance,
+            self.max_ulp,
+        )?;
+        if let Some(i) = self.max_ulp_index {
+            write!(f, " at index {i}")?;
+        }
+        if self.nonfinite > 0 {
+            write!(f, ", {} non-finite entries", self.nonfinite)?;
+        }
+        write!(f, ", {} entries", self.len)
+    }
+}
+
+/// Compares `result` with `reference` by relative norm, `‖y − y_ref‖₂ / ‖y_ref‖₂`.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+pub fn compare<T: Element>(result: &[T], reference: &[f64], tolerance: f64) -> Result<Comparison> {
+    let norm = reference.iter().map(|r| r * r).sum::<f64>().sqrt();
+    compare_scaled(result, reference, norm, tolerance)
+}
+
+/// Compares `result` with `reference` relative to `scale` instead of `‖y_ref‖₂`: for
+/// results that cancel (use e.g. `Σ|xᵢ yᵢ|` for an inner product).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+pub fn compare_scaled<T: Element>(result: &[T], reference: &[f64], scale: f64, tolerance: f64) -> Result<Comparison> {
+    check_len("compare", "reference", result.len(), reference.len())?;
+    let mut err2 = 0.0f64;
+    let mut max_ulp = 0u64;
+    let mut max_ulp_index = None;
+    let mut nonfinite = 0;
+    for (i, (&y, &r)) in result.iter().zip(reference).enumerate() {
+        let yf = y.as_f64();
+        if !yf.is_finite() && r.is_finite() {
+            nonfinite += 1;
+        }
+        let d = yf - r;
+        err2 += d * d;
+        let ulp = ulp_distance(y, T::from_f64(r));
+        if max_ulp_index.is_none() || ulp > max_ulp {
+            max_ulp = ulp;
+            max_ulp_index = Some(i);
+        }
+    }
+    let scale = if scale > 0.0 { scale } else { 1.0 };
+    let rel_error = err2.sqrt() / scale;
+    let passed = rel_error <= tolerance && nonfinite == 0 && !rel_error.is_nan();
+    Ok(Comparison {
+        len: result.len(),
+        rel_error,
+        scale,
+        max_ulp,
+        max_ulp_index,
+        nonfinite,
+        tolerance,
+        passed,
+    })
+}
+
+/// An operation with its inputs that can run on any backend, in any precision.
+pub trait Check {
+    /// A short name for tables (`"axpy n=1000"`).
+    fn name(&self) -> String;
+
+    /// Rounded operations accumulated per output entry, for the tolerance.
+    fn terms(&self) -> usize;
+
+    /// Runs the operation on `backend` in precision `T` and returns its output, with every
+    /// input first rounded to `inputs` (so that the f64 reference sees the same numbers as
+    /// the run being checked).
+    ///
+    /// # Errors
+    /// Whatever the operation returns.
+    fn run<B: Backend, T: Scalar>(&self, backend: &B, inputs: DType) -> Result<Vec<T>>;
+
+    /// The magnitude to measure the error against, if not `‖y_ref‖₂` (for results that
+    /// cancel). Computed on the inputs rounded to `inputs`.
+    fn scale(&self, _inputs: DType) -> Option<f64> {
+        None
+    }
+}
+
+/// Runs `c` on `backend` in precision `T` and on the CPU in f64, and compares.
+///
+/// # Errors
+/// [`Error::Unsupported`](crate::Error::Unsupported) if the backend lacks `T`, and any
+/// error of the operation.
+pub fn check<B: Backend, T: Scalar, C: Check>(backend: &B, c: &C) -> Result<Comparison> {
+    backend.require::<T>(&c.name())?;
+    let result = c.run::<B, T>(backend, T::DTYPE)?;
+    let reference = c.run::<Cpu, f64>(&Cpu::new(), T::DTYPE)?;
+    let tol = tolerance::<T>(c.terms());
+    match c.scale(T::DTYPE) {
+        Some(scale) => compare_scaled(&result, &reference, scale, tol),
+        None => compare(&result, &reference, tol),
+    }
+}
+
+/// The checks of every operator in the library, at a size that exercises the tail handling
+/// (not a multiple of any vector width or block size).
+pub fn standard_checks() -> Vec<StandardCheck> {
+    let len = 100_003;
+    let seed = 2026;
+    vec![
+        StandardCheck::Fill { len, seed },
+        StandardCheck::Copy { len, seed },
+        StandardCheck::Scale { len, seed },
+        StandardCheck::Axpy { len, seed },
+        StandardCheck::Axpby { len, seed },
+        StandardCheck::PointwiseMul { len, seed },
+        StandardCheck::PointwiseDiv { len, seed },
+        StandardCheck::Dot { len, seed },
+        StandardCheck::Nrm2 { len, seed },
+        StandardCheck::Amax { len, seed },
+        StandardCheck::Convert { len, seed },
+        StandardCheck::CgUpdate { len, seed },
+        StandardCheck::PointwiseMulDot { len, seed },
+    ]
+}
+
+/// The built-in checks, one per operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)] // the fields are the same everywhere: vector length and input seed
+pub enum StandardCheck {
+    /// `x = v` into a poisoned vector.
+    Fill { len: usize, seed: u64 },
+    /// `y = x` into a poisoned vector.
+    Copy { len: usize, seed: u64 },
+    /// `x = α x`.
+    Scale { len: usize, seed: u64 },
+    /// `y = α x + y`.
+    Axpy { len: usize, seed: u64 },
+    /// `y = α x + β y`.
+    Axpby { len: usize, seed: u64 },
+    /// `z = x ∘ y` into a poisoned vector.
+    PointwiseMul { len: usize, seed: u64 },
+    /// `z = x / y` into a poisoned vector (y bounded away from zero).
+    PointwiseDiv { len: usize, seed: u64 },
+    /// `x · y`, error relative to `Σ|xᵢ yᵢ|`.
+    Dot { len: usize, seed: u64 },
+    /// `‖x‖₂`.
+    Nrm2 { len: usize, seed: u64 },
+    /// `max |xᵢ|`.
+    Amax { len: usize, seed: u64 },
+    /// f64 → T rounding of a vector (in f64 the identity); compares with the rounding on the host.
+    Convert { len: usize, seed: u64 },
+    /// `x += α p; r −= α q; r · r`: returns `[x, r, r·r / n]` concatenated.
+    CgUpdate { len: usize, seed: u64 },
+    /// `z = d ∘ r; r · z`: returns `[z, r·z / n]`.
+    PointwiseMulDot { len: usize, seed: u64 },
+}
+
+/// Uploads `values` rounded to `inputs`, as a vector of `T`.
+fn input<B: Backend, T: Scalar>(b: &B, values: &[f64], inputs: DType) -> Result<Vector<B, T>> {
+    let v: Vec<T> = round_to(values, inputs).into_iter().map(T::from_f64).collect();
+    Vector::from_slice(b, &v)
+}
+
+/// A poisoned (all-NaN) output vector.
+fn poisoned<B: Backend, T: Scalar>(b: &B, len: usize) -> Result<Vector<B, T>> {
+    Vector::from_slice(b, &poison::<T>(len))
+}
+
+impl StandardCheck {
+    fn len_seed(&self) -> (usize, u64) {
+        match *self {
+            StandardCheck::Fill { len, seed }
+            | StandardCheck::Copy { len, seed }
+            | StandardCheck::Scale { len, seed }
+            | StandardCheck::Axpy { len, seed }
+            | StandardCheck::Axpby { len, seed }
+            | StandardCheck::PointwiseMul { len, seed }
+            | StandardCheck::PointwiseDiv { len, seed }
+            | StandardCheck::Dot { len, seed }
+            | StandardCheck::Nrm2 { len, seed }
+            | StandardCheck::Amax { len, seed }
+            | StandardCheck::Convert { len, seed }
+            | StandardCheck::CgUpdate { len, seed }
+            | StandardCheck::PointwiseMulDot { len, seed } => (len, seed),
+        }
+    }
+
+    fn operator(&self) -> &'static str {
+        match self {
+            StandardCheck::Fill { .. } => "fill",
+            StandardCheck::Copy { .. } => "copy",
+            StandardCheck::Scale { .. } => "scale",
+            StandardCheck::Axpy { .. } => "axpy",
+            StandardCheck::Axpby { .. } => "axpby",
+            StandardCheck::PointwiseMul { .. } => "pointwise_mul",
+            StandardCheck::PointwiseDiv { .. } => "pointwise_div",
+            StandardCheck::Dot { .. } => "dot",
+            StandardCheck::Nrm2 { .. } => "nrm2",
+            StandardCheck::Amax { .. } => "amax",
+            StandardCheck::Convert { .. } => "convert f64->T",
+            StandardCheck::CgUpdate { .. } => "cg_update (fused)",
+            StandardCheck::PointwiseMulDot { .. } => "pointwise_mul_dot (fused)",
+        }
+    }
+}
+
+impl Check for StandardCheck {
+    fn name(&self) -> String {
+        format!("{} n={}", self.operator(), self.len_seed().0)
+    }
+
+    fn terms(&self) -> usize {
+        let (len, _) = self.len_seed();
+        match self {
+            StandardCheck::Dot { .. }
+            | StandardCheck::Nrm2 { .. }
+            | StandardCheck::CgUpdate { .. }
+            | StandardCheck::PointwiseMulDot { .. } => len,
+            _ => 1,
+        }
+    }
+
+    fn scale(&self, inputs: DType) -> Option<f64> {
+        let (len, seed) = self.len_seed();
+        match self {
+            StandardCheck::Dot { .. } => {
+                let x = round_to(&random_vec::<f64>(len, seed), inputs);
+                let y = round_to(&random_vec::<f64>(len, seed + 1), inputs);
+                Some(x.iter().zip(&y).map(|(a, b)| (a * b).abs()).sum())
+            }
+            _ => None,
+        }
+    }
+
+    fn run<B: Backend, T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
+        let (len, seed) = self.len_seed();
+        let xs = random_vec::<f64>(len, seed);
+        let ys = random_vec::<f64>(len, seed + 1);
+        let alpha = T::from_f64(round_to(&[0.73], inputs)[0]);
+        let beta = T::from_f64(round_to(&[-1.37], inputs)[0]);
+        match self {
+            StandardCheck::Fill { .. } => {
+                let mut x = poisoned::<B, T>(b, len)?;
+                x.fill(alpha)?;
+                x.to_vec()
+            }
+            StandardCheck::Copy { .. } => {
+                let x = input::<B, T>(b, &xs, inputs)?;
+                let mut y = poisoned::<B, T>(b, len)?;
+                y.copy_from(&x)?;
+                y.to_vec()
+            }
+            StandardCheck::Scale { .. } => {
+                let mut x = input::<B, T>(b, &xs, inputs)?;
+                x.scale(alpha)?;
+                x.to_vec()
+            }
+            StandardCheck::Axpy { .. } => {
+                let x = input::<B, T>(b, &xs, inputs)?;
+                let mut y = input::<B, T>(b, &ys, inputs)?;
+                y.axpy(alpha, &x)?;
+                y.to_vec()
+            }
+            StandardCheck::Axpby { .. } => {
+                let x = input::<B, T>(b, &xs, inputs)?;
+                let mut y = input::<B, T>(b, &ys, inputs)?;
+                y.axpby(alpha, &x, beta)?;
+                y.to_vec()
+            }
+            StandardCheck::PointwiseMul { .. } | StandardCheck::PointwiseDiv { .. } => {
+                let x = input::<B, T>(b, &xs, inputs)?;
+                // Divisors in ±[0.5, 1.5): no blow-up from values near zero.
+                let d: Vec<f64> = ys.iter().map(|v| v.signum() * (0.5 + v.abs())).collect();
+                let y = input::<B, T>(b, &d, inputs)?;
+                let mut z = poisoned::<B, T>(b, len)?;
+                if matches!(self, StandardCheck::PointwiseMul { .. }) {
+                    z.pointwise_mul(&x, &y)?;
+                } else {
+                    z.pointwise_div(&x, &y)?;
+                }
+                z.to_vec()
+            }
+            StandardCheck::Dot { .. } => {
+                let x = input::<B, T>(b, &xs, inputs)?;
+                let y = input::<B, T>(b, &ys, inputs)?;
+                Ok(vec![x.dot(&y)?])
+            }
+            StandardCheck::Nrm2 { .. } => Ok(vec![input::<B, T>(b, &xs, inputs)?.nrm2()?]),
+            StandardCheck::Amax { .. } => Ok(vec![input::<B, T>(b, &xs, inputs)?.amax()?]),
+            StandardCheck::Convert { .. } => {
+                // The source is f64 when the backend has it; the conversion rounds to T.
+                if b.supports(DType::F64) {
+                    let x = Vector::<B, f64>::from_slice(b, &xs)?;
+                    let mut y = poisoned::<B, T>(b, len)?;
+                    y.convert_from(&x)?;
+                    y.to_vec()
+                } else {
+                    let x = input::<B, T>(b, &xs, inputs)?;
+                    let mut y = poisoned::<B, T>(b, len)?;
+                    y.convert_from(&x)?;
+                    y.to_vec()
+                }
+            }
+            StandardCheck::CgUpdate { .. } => {
+                let p = input::<B, T>(b, &xs, inputs)?;
+                let q = input::<B, T>(b, &ys, inputs)?;
+                let mut x = input::<B, T>(b, &random_vec::<f64>(len, seed + 2), inputs)?;
+                let mut r = input::<B, T>(b, &random_vec::<f64>(len, seed + 3), inputs)?;
+                let rr = vector::cg_update(alpha, &p, &q, &mut x, &mut r)?;
+                let mut out = x.to_vec()?;
+                out.extend(r.to_vec()?);
+                // Scaled by 1/n so that it weighs like one entry of x or r.
+                out.push(T::from_f64(rr.as_f64() / len.max(1) as f64));
+                Ok(out)
+            }
+            StandardCheck::PointwiseMulDot { .. } => {
+                let d = input::<B, T>(b, &xs, inputs)?;
+                let r = input::<B, T>(b, &ys, inputs)?;
+                let mut z = poisoned::<B, T>(b, len)?;
+                let rz = vector::pointwise_mul_dot(&d, &r, &mut z)?;
+                let mut out = z.to_vec()?;
+                out.push(T::from_f64(rz.as_f64() / len.max(1) as f64));
+                Ok(out)
+            }
+        }
+    }
+}

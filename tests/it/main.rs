@@ -1,0 +1,12 @@
+//! The integration tests: one binary, one module per operator family.
+//!
+//! Every generic test body runs on every backend compiled in, in f32 and f64, through
+//! [`backend_tests!`]: `vector::dot::cpu_f32`, `vector::dot::wgpu_f64`, ... A GPU backend
+//! whose device is absent is skipped with a message on stderr, unless it is named in
+//! `GALERKIN_REQUIRE_BACKENDS` (comma-separated, e.g. `wgpu` in CI), in which case its tests
+//! fail.
+
+mod harness;
+mod vector;
+mod verify;
+mod errors;

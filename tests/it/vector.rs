@@ -1,0 +1,235 @@
+//! Every vector operation on every backend and precision against a plain f64 loop over the
+//! same (rounded) inputs; outputs poisoned with NaN first.
+
+use galerkin::vector::{cg_update, pointwise_mul_dot};
+use galerkin::verify::{poison, random_range, random_vec};
+use galerkin::{Backend, Element, Scalar, Vector};
+
+use crate::backend_tests;
+use crate::harness::{assert_close, assert_close_scaled, exact_sum, widen, LENGTHS};
+
+fn poisoned<B: Backend, T: Scalar>(b: &B, n: usize) -> Vector<B, T> {
+    Vector::from_slice(b, &poison::<T>(n)).unwrap()
+}
+
+fn upload<B: Backend, T: Element>(b: &B, v: &[T]) -> Vector<B, T> {
+    Vector::from_slice(b, v).unwrap()
+}
+
+fn fill<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let value = T::from_f64(-0.375);
+        let mut x = poisoned::<B, T>(b, n);
+        x.fill(value).unwrap();
+        assert_close(&x.to_vec().unwrap(), &vec![-0.375; n], 1, &format!("fill n={n}"));
+        let full = Vector::full(b, n, T::from_f64(2.5)).unwrap();
+        assert_close(&full.to_vec().unwrap(), &vec![2.5; n], 1, &format!("full n={n}"));
+        let zeros = Vector::<B, T>::zeros(b, n).unwrap();
+        assert!(zeros.to_vec().unwrap().iter().all(|v| v.as_f64() == 0.0));
+    }
+}
+
+fn copy<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let xs = random_vec::<T>(n, 1);
+        let x = upload(b, &xs);
+        let mut y = poisoned::<B, T>(b, n);
+        y.copy_from(&x).unwrap();
+        assert_eq!(y.to_vec().unwrap(), xs, "copy n={n}");
+        let z = x.try_clone().unwrap();
+        assert_eq!(z.to_vec().unwrap(), xs, "try_clone n={n}");
+    }
+}
+
+fn scale<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let xs = random_vec::<T>(n, 2);
+        let alpha = T::from_f64(-1.75);
+        let mut x = upload(b, &xs);
+        x.scale(alpha).unwrap();
+        let expected: Vec<f64> = widen(&xs).iter().map(|v| -1.75 * v).collect();
+        assert_close(&x.to_vec().unwrap(), &expected, 1, &format!("scale n={n}"));
+    }
+}
+
+fn axpy<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let (xs, ys) = (random_vec::<T>(n, 3), random_vec::<T>(n, 4));
+        let alpha = T::from_f64(0.625);
+        let x = upload(b, &xs);
+        let mut y = upload(b, &ys);
+        y.axpy(alpha, &x).unwrap();
+        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| 0.625 * x.as_f64() + y.as_f64()).collect();
+        assert_close(&y.to_vec().unwrap(), &expected, 2, &format!("axpy n={n}"));
+    }
+}
+
+fn axpby<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let (xs, ys) = (random_vec::<T>(n, 5), random_vec::<T>(n, 6));
+        let x = upload(b, &xs);
+        let mut y = upload(b, &ys);
+        y.axpby(T::from_f64(1.5), &x, T::from_f64(-0.25)).unwrap();
+        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| 1.5 * x.as_f64() - 0.25 * y.as_f64()).collect();
+        assert_close(&y.to_vec().unwrap(), &expected, 3, &format!("axpby n={n}"));
+    }
+}
+
+fn pointwise_mul<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let (xs, ys) = (random_vec::<T>(n, 7), random_vec::<T>(n, 8));
+        let mut z = poisoned::<B, T>(b, n);
+        z.pointwise_mul(&upload(b, &xs), &upload(b, &ys)).unwrap();
+        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| x.as_f64() * y.as_f64()).collect();
+        assert_close(&z.to_vec().unwrap(), &expected, 1, &format!("pointwise_mul n={n}"));
+    }
+}
+
+fn pointwise_div<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let xs = random_vec::<T>(n, 9);
+        let ys = random_range::<T>(n, 0.5, 2.0, 10);
+        let mut z = poisoned::<B, T>(b, n);
+        z.pointwise_div(&upload(b, &xs), &upload(b, &ys)).unwrap();
+        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| x.as_f64() / y.as_f64()).collect();
+        assert_close(&z.to_vec().unwrap(), &expected, 1, &format!("pointwise_div n={n}"));
+    }
+}
+
+fn dot<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let (xs, ys) = (random_vec::<T>(n, 11), random_vec::<T>(n, 12));
+        let d = upload(b, &xs).dot(&upload(b, &ys)).unwrap();
+        let terms: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| x.as_f64() * y.as_f64()).collect();
+        let magnitude = exact_sum(terms.iter().map(|t| t.abs()));
+        assert_close_scaled(&[d], &[exact_sum(terms)], magnitude, n, &format!("dot n={n}"));
+        // Deterministic: the same bits on a second call.
+        let again = upload(b, &xs).dot(&upload(b, &ys)).unwrap();
+        assert_eq!(d.as_f64().to_bits(), again.as_f64().to_bits(), "dot n={n} not deterministic");
+    }
+}
+
+fn nrm2<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let xs = random_vec::<T>(n, 13);
+        let got = upload(b, &xs).nrm2().unwrap();
+        let expected = exact_sum(widen(&xs).iter().map(|v| v * v)).sqrt();
+        assert_close(&[got], &[expected], n, &format!("nrm2 n={n}"));
+    }
+    // Squares that overflow or underflow the working precision are rescaled.
+    let big = T::from_f64(if T::EPS > 1e-10 { 1e30 } else { 1e200 });
+    let x = upload(b, &[big, big, big, big, big]);
+    let expected = big.as_f64() * 5f64.sqrt();
+    assert_close(&[x.nrm2().unwrap()], &[expected], 5, "nrm2 of huge values");
+    let tiny = T::from_f64(if T::EPS > 1e-10 { 1e-30 } else { 1e-200 });
+    let x = upload(b, &[tiny, -tiny, tiny]);
+    assert_close(&[x.nrm2().unwrap()], &[tiny.as_f64() * 3f64.sqrt()], 3, "nrm2 of tiny values");
+}
+
+fn amax<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let mut xs = random_vec::<T>(n, 14);
+        if n > 2 {
+            xs[n - 2] = T::from_f64(-3.5);
+        }
+        let got = upload(b, &xs).amax().unwrap();
+        let expected = widen(&xs).iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert_eq!(got.as_f64(), expected, "amax n={n}");
+        if n > 0 {
+            xs[n / 2] = T::from_f64(f64::NAN);
+            assert!(upload(b, &xs).amax().unwrap().as_f64().is_nan(), "amax n={n} must propagate NaN");
+        }
+    }
+}
+
+fn convert<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        // T -> f32 -> T: rounding to f32 is exact for f32 and rounds f64 once.
+        let xs = random_vec::<T>(n, 15);
+        let x = upload(b, &xs);
+        let mut y = Vector::<B, f32>::from_slice(b, &poison::<f32>(n)).unwrap();
+        y.convert_from(&x).unwrap();
+        let expected: Vec<f32> = xs.iter().map(|v| v.as_f64() as f32).collect();
+        assert_eq!(y.to_vec().unwrap(), expected, "convert {}->f32 n={n}", T::DTYPE);
+        let back = y.to_precision::<T>().unwrap();
+        let widened: Vec<T> = expected.iter().map(|v| T::from_f64(*v as f64)).collect();
+        assert_eq!(back.to_vec().unwrap(), widened, "convert f32->{} n={n}", T::DTYPE);
+    }
+}
+
+fn fused_cg_update<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let (ps, qs) = (random_vec::<T>(n, 16), random_vec::<T>(n, 17));
+        let (xs, rs) = (random_vec::<T>(n, 18), random_vec::<T>(n, 19));
+        let alpha = T::from_f64(0.3125);
+        let (p, q) = (upload(b, &ps), upload(b, &qs));
+        let (mut x, mut r) = (upload(b, &xs), upload(b, &rs));
+        let rr = cg_update(alpha, &p, &q, &mut x, &mut r).unwrap();
+        let x_ref: Vec<f64> = xs.iter().zip(&ps).map(|(x, p)| x.as_f64() + 0.3125 * p.as_f64()).collect();
+        let r_ref: Vec<f64> = rs.iter().zip(&qs).map(|(r, q)| r.as_f64() - 0.3125 * q.as_f64()).collect();
+        assert_close(&x.to_vec().unwrap(), &x_ref, 2, &format!("cg_update x n={n}"));
+        let r_new = r.to_vec().unwrap();
+        assert_close(&r_new, &r_ref, 2, &format!("cg_update r n={n}"));
+        // r·r of the r the kernel stored (its own rounding), accumulated exactly.
+        let rr_ref = exact_sum(widen(&r_new).iter().map(|v| v * v));
+        assert_close(&[rr], &[rr_ref], n, &format!("cg_update r·r n={n}"));
+    }
+}
+
+fn fused_pointwise_mul_dot<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let (ds, rs) = (random_range::<T>(n, 0.5, 2.0, 20), random_vec::<T>(n, 21));
+        let mut z = poisoned::<B, T>(b, n);
+        let rz = pointwise_mul_dot(&upload(b, &ds), &upload(b, &rs), &mut z).unwrap();
+        let z_ref: Vec<f64> = ds.iter().zip(&rs).map(|(d, r)| d.as_f64() * r.as_f64()).collect();
+        assert_close(&z.to_vec().unwrap(), &z_ref, 1, &format!("pointwise_mul_dot z n={n}"));
+        let rz_ref = exact_sum(rs.iter().zip(&z_ref).map(|(r, z)| r.as_f64() * z));
+        assert_close(&[rz], &[rz_ref], n, &format!("pointwise_mul_dot r·z n={n}"));
+    }
+}
+
+/// dot and nrm2 of 10^8 elements within 1e-5 relative of the f64 value (skipped, with a
+/// message, where one buffer cannot hold 10^8 values).
+fn reduction_accuracy_1e8<B: Backend, T: Scalar>(b: &B) {
+    let n = 100_000_000usize;
+    let bytes = (n * T::DTYPE.size()) as u64;
+    if bytes > b.info().max_buffer_bytes {
+        crate::harness::announce(&format!(
+            "[galerkin tests] skipping reduction_accuracy_1e8 on {}: {bytes} bytes exceed its largest buffer ({} bytes)",
+            b.info(),
+            b.info().max_buffer_bytes
+        ));
+        return;
+    }
+    let xs = random_range::<T>(n, 0.0, 1.0, 22);
+    let ys = random_range::<T>(n, 0.0, 1.0, 23);
+    let (x, y) = (upload(b, &xs), upload(b, &ys));
+    let dot = x.dot(&y).unwrap().as_f64();
+    let dot_ref = exact_sum(xs.iter().zip(&ys).map(|(a, b)| a.as_f64() * b.as_f64()));
+    let nrm = x.nrm2().unwrap().as_f64();
+    let nrm_ref = exact_sum(xs.iter().map(|a| a.as_f64() * a.as_f64())).sqrt();
+    let (e_dot, e_nrm) = ((dot - dot_ref).abs() / dot_ref, (nrm - nrm_ref).abs() / nrm_ref);
+    crate::harness::announce(&format!(
+        "[galerkin tests] 1e8 {} on {}: dot rel. error {e_dot:.1e}, nrm2 rel. error {e_nrm:.1e}",
+        T::DTYPE,
+        b.info()
+    ));
+    assert!(e_dot < 1e-5 && e_nrm < 1e-5, "dot {e_dot:e}, nrm2 {e_nrm:e}");
+}
+
+backend_tests!(
+    fill,
+    copy,
+    scale,
+    axpy,
+    axpby,
+    pointwise_mul,
+    pointwise_div,
+    dot,
+    nrm2,
+    amax,
+    convert,
+    fused_cg_update,
+    fused_pointwise_mul_dot,
+    reduction_accuracy_1e8,
+);
