@@ -5,8 +5,6 @@
 //! The library does not panic on user input; panics are reserved for broken internal
 //! invariants and are documented under `# Panics` where they can occur.
 
-use std::fmt;
-
 /// Shorthand for `std::result::Result<T, galerkin::Error>`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -109,7 +107,12 @@ pub enum Error {
 
 impl Error {
     /// A [`Error::DimensionMismatch`] for operand `what` of `op`.
-    pub(crate) fn dims(op: &'static str, what: &'static str, expected: usize, found: usize) -> Self {
+    pub(crate) fn dims(
+        op: &'static str,
+        what: &'static str,
+        expected: usize,
+        found: usize,
+    ) -> Self {
         Error::DimensionMismatch {
             op,
             what,
@@ -120,7 +123,12 @@ impl Error {
 }
 
 /// Checks `found == expected`, else returns [`Error::DimensionMismatch`].
-pub(crate) fn check_len(op: &'static str, what: &'static str, expected: usize, found: usize) -> Result<()> {
+pub(crate) fn check_len(
+    op: &'static str,
+    what: &'static str,
+    expected: usize,
+    found: usize,
+) -> Result<()> {
     if expected == found {
         Ok(())
     } else {

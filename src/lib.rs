@@ -22,11 +22,13 @@ pub mod scalar;
 pub mod vector;
 pub mod verify;
 
-pub use backend::{with_backend, Backend, BackendCore, BackendInfo, BackendKind, BackendTask, Cpu, Cube};
 #[cfg(feature = "cuda")]
 pub use backend::Cuda;
 #[cfg(feature = "wgpu")]
 pub use backend::Wgpu;
+pub use backend::{
+    with_backend, Backend, BackendCore, BackendInfo, BackendKind, BackendTask, Cpu, Cube,
+};
 pub use error::{Error, Result};
 pub use scalar::{DType, Element, Precision, Scalar, Storable};
 pub use vector::{Vector, VectorOps};

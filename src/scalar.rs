@@ -93,7 +93,17 @@ mod sealed {
 }
 
 /// A value a device buffer can hold: the float element types and `u32`/`i32` indices.
-pub trait Storable: CubeElement + cubecl::prelude::Numeric + Copy + Default + fmt::Debug + Send + Sync + 'static + sealed::Sealed {
+pub trait Storable:
+    CubeElement
+    + cubecl::prelude::Numeric
+    + Copy
+    + Default
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
+    + sealed::Sealed
+{
     /// The run-time tag of the type.
     const DTYPE: DType;
 }
@@ -281,7 +291,11 @@ pub fn tolerance<T: Element>(terms: usize) -> f64 {
 pub fn ulp_distance<T: Element>(a: T, b: T) -> u64 {
     let (x, y) = (a.as_f64(), b.as_f64());
     if x.is_nan() || y.is_nan() {
-        return if x.is_nan() && y.is_nan() { 0 } else { u64::MAX };
+        return if x.is_nan() && y.is_nan() {
+            0
+        } else {
+            u64::MAX
+        };
     }
     a.ordered_bits().abs_diff(b.ordered_bits())
 }
@@ -297,7 +311,10 @@ mod tests {
         assert_eq!(ulp_distance(-0.0f64, 0.0f64), 0);
         let tiny = f64::from_bits(1);
         assert_eq!(ulp_distance(-tiny, tiny), 2);
-        assert_eq!(ulp_distance(half::f16::ONE, half::f16::from_f64(1.0 + 9.765625e-4)), 1);
+        assert_eq!(
+            ulp_distance(half::f16::ONE, half::f16::from_f64(1.0 + 9.765625e-4)),
+            1
+        );
         assert_eq!(ulp_distance(f32::NAN, 1.0), u64::MAX);
     }
 
@@ -305,7 +322,10 @@ mod tests {
     fn conversions_round_once() {
         // 1 + 2^-24 is a tie between 1 and 1 + 2^-23 in f32: ties to even gives 1.
         assert_eq!(f32::from_f64(1.0 + 2f64.powi(-24)), 1.0);
-        assert_eq!(f32::from_f64(1.0 + 3.0 * 2f64.powi(-25)), 1.0 + f32::EPSILON);
+        assert_eq!(
+            f32::from_f64(1.0 + 3.0 * 2f64.powi(-25)),
+            1.0 + f32::EPSILON
+        );
         assert_eq!(half::bf16::from_f64(1.0).convert::<f64>(), 1.0);
         assert_eq!(half::f16::from_f64(1e6).as_f64(), f64::INFINITY);
         for e in [-3.0f64, 0.1, 1234.5, 6.0e4] {

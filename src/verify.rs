@@ -81,7 +81,9 @@ impl Rng {
 /// `len` values uniform in `[-1, 1)`, rounded to `T`.
 pub fn random_vec<T: Element>(len: usize, seed: u64) -> Vec<T> {
     let mut rng = Rng::new(seed);
-    (0..len).map(|_| T::from_f64(rng.range(-1.0, 1.0))).collect()
+    (0..len)
+        .map(|_| T::from_f64(rng.range(-1.0, 1.0)))
+        .collect()
 }
 
 /// `len` values uniform in `[lo, hi)`, rounded to `T`.
@@ -98,8 +100,14 @@ pub fn poison<T: Element>(len: usize) -> Vec<T> {
 /// `values` rounded to `dtype` and widened back to f64: what a run in `dtype` sees.
 pub fn round_to(values: &[f64], dtype: DType) -> Vec<f64> {
     match dtype {
-        DType::F16 => values.iter().map(|&v| half::f16::from_f64(v).as_f64()).collect(),
-        DType::BF16 => values.iter().map(|&v| half::bf16::from_f64(v).as_f64()).collect(),
+        DType::F16 => values
+            .iter()
+            .map(|&v| half::f16::from_f64(v).as_f64())
+            .collect(),
+        DType::BF16 => values
+            .iter()
+            .map(|&v| half::bf16::from_f64(v).as_f64())
+            .collect(),
         DType::F32 => values.iter().map(|&v| v as f32 as f64).collect(),
         _ => values.to_vec(),
     }
@@ -162,7 +170,12 @@ pub fn compare<T: Element>(result: &[T], reference: &[f64], tolerance: f64) -> R
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
-pub fn compare_scaled<T: Element>(result: &[T], reference: &[f64], scale: f64, tolerance: f64) -> Result<Comparison> {
+pub fn compare_scaled<T: Element>(
+    result: &[T],
+    reference: &[f64],
+    scale: f64,
+    tolerance: f64,
+) -> Result<Comparison> {
     check_len("compare", "reference", result.len(), reference.len())?;
     let mut err2 = 0.0f64;
     let mut max_ulp = 0u64;
@@ -291,7 +304,10 @@ pub enum StandardCheck {
 
 /// Uploads `values` rounded to `inputs`, as a vector of `T`.
 fn input<B: Backend, T: Scalar>(b: &B, values: &[f64], inputs: DType) -> Result<Vector<B, T>> {
-    let v: Vec<T> = round_to(values, inputs).into_iter().map(T::from_f64).collect();
+    let v: Vec<T> = round_to(values, inputs)
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
     Vector::from_slice(b, &v)
 }
 

@@ -24,7 +24,14 @@ impl Cpu {
             info: Arc::new(BackendInfo {
                 kind: BackendKind::Cpu,
                 device: format!("host, {threads} rayon threads"),
-                dtypes: vec![DType::F16, DType::BF16, DType::F32, DType::F64, DType::U32, DType::I32],
+                dtypes: vec![
+                    DType::F16,
+                    DType::BF16,
+                    DType::F32,
+                    DType::F64,
+                    DType::U32,
+                    DType::I32,
+                ],
                 plane_ops: false,
                 plane_size: (1, 1),
                 max_buffer_bytes: isize::MAX as u64,
@@ -46,7 +53,9 @@ impl Cpu {
         let mut info = (*Cpu::new().info).clone();
         info.dtypes = dtypes.to_vec();
         info.device = format!("{} limited to {:?}", info.device, dtypes);
-        Cpu { info: Arc::new(info) }
+        Cpu {
+            info: Arc::new(info),
+        }
     }
 }
 
@@ -81,12 +90,13 @@ impl BackendCore for Cpu {
 
     fn upload<T: Storable>(&self, data: &[T]) -> Result<Vec<T>> {
         let mut v = self.alloc::<T>(0)?;
-        v.try_reserve_exact(data.len()).map_err(|_| Error::ResourceLimit {
-            backend: self.info.to_string(),
-            what: format!("a buffer of {} {}", data.len(), T::DTYPE),
-            requested: (data.len() as u64).saturating_mul(T::DTYPE.size() as u64),
-            limit: self.info.max_buffer_bytes,
-        })?;
+        v.try_reserve_exact(data.len())
+            .map_err(|_| Error::ResourceLimit {
+                backend: self.info.to_string(),
+                what: format!("a buffer of {} {}", data.len(), T::DTYPE),
+                requested: (data.len() as u64).saturating_mul(T::DTYPE.size() as u64),
+                limit: self.info.max_buffer_bytes,
+            })?;
         v.extend_from_slice(data);
         Ok(v)
     }

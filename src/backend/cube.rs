@@ -68,7 +68,9 @@ impl<R: CubeRuntime> Clone for Cube<R> {
 
 impl<R: CubeRuntime> fmt::Debug for Cube<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cube").field("info", &self.inner.info).finish()
+        f.debug_struct("Cube")
+            .field("info", &self.inner.info)
+            .finish()
     }
 }
 
@@ -97,9 +99,10 @@ impl LaunchConfig {
 }
 
 /// Process-wide cache of connected backends, keyed by runtime type and device.
-fn registry() -> &'static Mutex<HashMap<(TypeId, String), Arc<dyn Any + Send + Sync>>> {
-    static REGISTRY: std::sync::OnceLock<Mutex<HashMap<(TypeId, String), Arc<dyn Any + Send + Sync>>>> =
-        std::sync::OnceLock::new();
+type Registry = Mutex<HashMap<(TypeId, String), Arc<dyn Any + Send + Sync>>>;
+
+fn registry() -> &'static Registry {
+    static REGISTRY: std::sync::OnceLock<Registry> = std::sync::OnceLock::new();
     REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
@@ -127,7 +130,10 @@ impl<R: CubeRuntime> Cube<R> {
         let (client, device_name) = R::connect(&device)?;
         let props = client.properties();
         let hw = &props.hardware;
-        let plane_ops = client.features().plane.contains(cubecl::features::Plane::Ops);
+        let plane_ops = client
+            .features()
+            .plane
+            .contains(cubecl::features::Plane::Ops);
         let atomic_f64 = props
             .atomic_type_usage(cubecl::ir::Type::new(cubecl::ir::StorageType::Atomic(
                 cubecl::ir::ElemType::Float(cubecl::ir::FloatKind::F64),
@@ -146,7 +152,11 @@ impl<R: CubeRuntime> Cube<R> {
             atomic_f64,
         };
         let config = LaunchConfig::default_for(&info);
-        let inner = Arc::new(Inner { client, info, config });
+        let inner = Arc::new(Inner {
+            client,
+            info,
+            config,
+        });
         registry.insert(key, inner.clone());
         Ok(Cube { inner })
     }
@@ -354,7 +364,8 @@ mod wgpu_runtime {
 
         fn connect(device: &WgpuDevice) -> Result<(ComputeClient<Self>, String)> {
             catch_runtime_panic("wgpu", || {
-                let setup = cubecl::wgpu::init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default());
+                let setup =
+                    cubecl::wgpu::init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default());
                 let adapter = setup.adapter.get_info();
                 let client = WgpuRuntime::client(device);
                 let name = format!(
@@ -400,12 +411,9 @@ mod cuda_runtime {
 
     fn device_name(index: usize) -> String {
         use cudarc::driver::result;
-        // SAFETY: plain driver queries; errors are returned, not undefined behaviour.
-        let name = unsafe {
-            result::init()
-                .and_then(|_| result::device::get(index as i32))
-                .and_then(|dev| result::device::get_name(dev))
-        };
+        let name = result::init()
+            .and_then(|_| result::device::get(index as i32))
+            .and_then(result::device::get_name);
         match name {
             Ok(name) => format!("{name} [CUDA device {index}]"),
             Err(_) => format!("CUDA device {index}"),
@@ -427,7 +435,14 @@ mod cuda_runtime {
         fn dtypes(_client: &ComputeClient<Self>) -> Vec<DType> {
             // cubecl 0.10 does not list f64 among CUDA's types, yet f64 kernels compile and
             // run (gpu/CAPABILITIES.md): every CUDA device since sm_13 has binary64.
-            vec![DType::F16, DType::BF16, DType::F32, DType::F64, DType::U32, DType::I32]
+            vec![
+                DType::F16,
+                DType::BF16,
+                DType::F32,
+                DType::F64,
+                DType::U32,
+                DType::I32,
+            ]
         }
     }
 

@@ -30,11 +30,11 @@ mod cpu;
 pub(crate) mod cube;
 
 pub use cpu::Cpu;
-pub use cube::{Cube, CubeBuffer};
 #[cfg(feature = "cuda")]
 pub use cube::Cuda;
 #[cfg(feature = "wgpu")]
 pub use cube::Wgpu;
+pub use cube::{Cube, CubeBuffer};
 
 /// A backend: buffers plus every operator family. Implemented by [`Cpu`] and [`Cube<R>`](Cube).
 pub trait Backend: BackendCore + VectorOps {}

@@ -95,32 +95,41 @@ pub(crate) fn convert<S: Element, D: Element>(src: &[S], dst: &mut [D]) {
     });
 }
 
-/// Sums `term(i)` for `i` in `0..len` with the deterministic chunked scheme of the module.
-pub(crate) fn reduce_sum(len: usize, term: impl Fn(usize) -> f64 + Sync + Send) -> f64 {
-    let chunk_sum = |c: usize| -> f64 {
-        let start = c * CHUNK;
-        let end = (start + CHUNK).min(len);
-        let mut lanes = [0.0f64; 8];
-        let mut i = start;
-        while i + 8 <= end {
-            for (l, lane) in lanes.iter_mut().enumerate() {
-                *lane += term(i + l);
-            }
-            i += 8;
+/// Adds eight f64 lanes in a fixed order.
+fn combine(l: [f64; 8]) -> f64 {
+    ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+}
+
+/// Sums `term(a[i], b[i])` over two equal-length slices into eight f64 lanes (element `i`
+/// to lane `i % 8`).
+#[inline(always)]
+fn lanes2<T: Scalar>(a: &[T], b: &[T], term: impl Fn(f64, f64) -> f64) -> f64 {
+    let mut lanes = [0.0f64; 8];
+    let (ac, ar) = a.as_chunks::<8>();
+    let (bc, br) = b.as_chunks::<8>();
+    for (a, b) in ac.iter().zip(bc) {
+        for l in 0..8 {
+            lanes[l] += term(a[l].as_f64(), b[l].as_f64());
         }
-        for (l, lane) in lanes.iter_mut().enumerate().take(end - i) {
-            *lane += term(i + l);
-        }
-        ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
-    };
-    let nchunks = len.div_ceil(CHUNK);
-    if nchunks <= 1 {
-        return if len == 0 { 0.0 } else { chunk_sum(0) };
     }
+    for (l, (a, b)) in ar.iter().zip(br).enumerate() {
+        lanes[l] += term(a.as_f64(), b.as_f64());
+    }
+    combine(lanes)
+}
+
+/// Sums `chunk_sum(start, end)` over the fixed chunks of `0..len`, adding the chunk sums
+/// pairwise: the deterministic scheme of the module.
+pub(crate) fn reduce_chunks(
+    len: usize,
+    chunk_sum: impl Fn(usize, usize) -> f64 + Sync + Send,
+) -> f64 {
+    let nchunks = len.div_ceil(CHUNK);
+    let one = |c: usize| chunk_sum(c * CHUNK, ((c + 1) * CHUNK).min(len));
     let partials: Vec<f64> = if len < SERIAL_BELOW {
-        (0..nchunks).map(chunk_sum).collect()
+        (0..nchunks).map(one).collect()
     } else {
-        (0..nchunks).into_par_iter().map(chunk_sum).collect()
+        (0..nchunks).into_par_iter().map(one).collect()
     };
     pairwise(&partials)
 }
@@ -136,27 +145,30 @@ pub(crate) fn pairwise(v: &[f64]) -> f64 {
 
 /// `x · y`, accumulated in f64.
 pub(crate) fn dot<T: Scalar>(x: &[T], y: &[T]) -> f64 {
-    reduce_sum(x.len(), |i| x[i].as_f64() * y[i].as_f64())
+    reduce_chunks(x.len(), |s, e| lanes2(&x[s..e], &y[s..e], |a, b| a * b))
+}
+
+/// `Σ (s xᵢ)²`, accumulated in f64.
+fn sumsq<T: Scalar>(x: &[T], s: f64) -> f64 {
+    reduce_chunks(x.len(), |a, e| {
+        lanes2(&x[a..e], &x[a..e], |v, _| {
+            let v = v * s;
+            v * v
+        })
+    })
 }
 
 /// `‖x‖₂`, accumulated in f64, rescaled when the sum of squares over- or underflows.
 pub(crate) fn nrm2<T: Scalar>(x: &[T]) -> f64 {
-    let sumsq = reduce_sum(x.len(), |i| {
-        let v = x[i].as_f64();
-        v * v
-    });
-    if sumsq.is_finite() && sumsq > f64::MIN_POSITIVE / f64::EPSILON {
-        return sumsq.sqrt();
+    let total = sumsq(x, 1.0);
+    if total.is_finite() && total > f64::MIN_POSITIVE / f64::EPSILON {
+        return total.sqrt();
     }
     let scale = amax(x);
     if scale == 0.0 || !scale.is_finite() {
-        return if scale.is_nan() { f64::NAN } else { scale };
+        return scale;
     }
-    let scaled = reduce_sum(x.len(), |i| {
-        let v = x[i].as_f64() / scale;
-        v * v
-    });
-    scale * scaled.sqrt()
+    scale * sumsq(x, 1.0 / scale).sqrt()
 }
 
 /// `max |x[i]|`; NaN if any element is NaN; 0 for an empty vector.
@@ -164,18 +176,20 @@ pub(crate) fn amax<T: Scalar>(x: &[T]) -> f64 {
     let chunk_max = |c: &[T]| {
         c.iter().fold(0.0f64, |m, &v| {
             let a = v.as_f64().abs();
-            if a > m || a.is_nan() || m.is_nan() {
-                if m.is_nan() {
-                    m
-                } else {
-                    a
-                }
+            if m.is_nan() || a.is_nan() {
+                f64::NAN
             } else {
-                m
+                m.max(a)
             }
         })
     };
-    let combine = |a: f64, b: f64| if a.is_nan() || b.is_nan() { f64::NAN } else { a.max(b) };
+    let combine = |a: f64, b: f64| {
+        if a.is_nan() || b.is_nan() {
+            f64::NAN
+        } else {
+            a.max(b)
+        }
+    };
     if x.len() < SERIAL_BELOW {
         chunk_max(x)
     } else {
@@ -183,66 +197,66 @@ pub(crate) fn amax<T: Scalar>(x: &[T]) -> f64 {
     }
 }
 
-/// The fused CG update `x += alpha p; r -= alpha q`, returning the new `r · r`
-/// (accumulated in f64) from the same pass.
-pub(crate) fn cg_update<T: Scalar>(alpha: T, p: &[T], q: &[T], x: &mut [T], r: &mut [T]) -> f64 {
-    let len = x.len();
-    let body = |x: &mut [T], r: &mut [T], start: usize| -> f64 {
-        let mut lanes = [0.0f64; 8];
-        for i in 0..x.len() {
-            x[i] = x[i] + alpha * p[start + i];
-            let ri = r[i] - alpha * q[start + i];
-            r[i] = ri;
-            let v = ri.as_f64();
-            lanes[i % 8] += v * v;
-        }
-        ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
-    };
-    if len <= CHUNK {
-        return body(x, r, 0);
-    }
-    let partials: Vec<f64> = if len < SERIAL_BELOW {
-        x.chunks_mut(CHUNK)
-            .zip(r.chunks_mut(CHUNK))
+/// Runs `body(start, chunk_of_a, chunk_of_b)` on the fixed chunks of two mutable slices and
+/// adds the returned chunk sums pairwise.
+fn reduce_chunks_mut2<T: Scalar>(
+    a: &mut [T],
+    b: &mut [T],
+    body: impl Fn(usize, &mut [T], &mut [T]) -> f64 + Sync + Send,
+) -> f64 {
+    let partials: Vec<f64> = if a.len() < SERIAL_BELOW {
+        a.chunks_mut(CHUNK)
+            .zip(b.chunks_mut(CHUNK))
             .enumerate()
-            .map(|(c, (x, r))| body(x, r, c * CHUNK))
+            .map(|(c, (a, b))| body(c * CHUNK, a, b))
             .collect()
     } else {
-        x.par_chunks_mut(CHUNK)
-            .zip(r.par_chunks_mut(CHUNK))
+        a.par_chunks_mut(CHUNK)
+            .zip(b.par_chunks_mut(CHUNK))
             .enumerate()
-            .map(|(c, (x, r))| body(x, r, c * CHUNK))
+            .map(|(c, (a, b))| body(c * CHUNK, a, b))
             .collect()
     };
     pairwise(&partials)
 }
 
+/// The fused CG update `x += alpha p; r -= alpha q`, returning the new `r · r`
+/// (accumulated in f64) from the same pass.
+pub(crate) fn cg_update<T: Scalar>(alpha: T, p: &[T], q: &[T], x: &mut [T], r: &mut [T]) -> f64 {
+    reduce_chunks_mut2(x, r, |start, x, r| {
+        let end = start + x.len();
+        let (p, q) = (&p[start..end], &q[start..end]);
+        for (x, p) in x.iter_mut().zip(p) {
+            *x += alpha * *p;
+        }
+        for (r, q) in r.iter_mut().zip(q) {
+            *r -= alpha * *q;
+        }
+        lanes2(r, r, |v, _| v * v)
+    })
+}
+
 /// The fused preconditioner step `z = d ∘ r`, returning `r · z` (accumulated in f64).
 pub(crate) fn pointwise_mul_dot<T: Scalar>(d: &[T], r: &[T], z: &mut [T]) -> f64 {
-    let len = z.len();
-    let body = |z: &mut [T], start: usize| -> f64 {
-        let mut lanes = [0.0f64; 8];
-        for i in 0..z.len() {
-            let ri = r[start + i];
-            let zi = d[start + i] * ri;
-            z[i] = zi;
-            lanes[i % 8] += ri.as_f64() * zi.as_f64();
-        }
-        ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
-    };
-    if len <= CHUNK {
-        return body(z, 0);
-    }
-    let partials: Vec<f64> = if len < SERIAL_BELOW {
+    let partials: Vec<f64> = if z.len() < SERIAL_BELOW {
         z.chunks_mut(CHUNK)
             .enumerate()
-            .map(|(c, z)| body(z, c * CHUNK))
+            .map(|(c, z)| mul_dot_chunk(c * CHUNK, d, r, z))
             .collect()
     } else {
         z.par_chunks_mut(CHUNK)
             .enumerate()
-            .map(|(c, z)| body(z, c * CHUNK))
+            .map(|(c, z)| mul_dot_chunk(c * CHUNK, d, r, z))
             .collect()
     };
     pairwise(&partials)
+}
+
+fn mul_dot_chunk<T: Scalar>(start: usize, d: &[T], r: &[T], z: &mut [T]) -> f64 {
+    let end = start + z.len();
+    let (d, r) = (&d[start..end], &r[start..end]);
+    for ((z, d), r) in z.iter_mut().zip(d).zip(r) {
+        *z = *d * *r;
+    }
+    lanes2(r, z, |a, b| a * b)
 }

@@ -105,7 +105,10 @@ fn copy_kernel<F: Float, N: Size>(x: &Array<Vector<F, N>>, y: &mut Array<Vector<
 }
 
 #[cube(launch_unchecked)]
-fn convert_kernel<S: Float, D: Float, N: Size>(x: &Array<Vector<S, N>>, y: &mut Array<Vector<D, N>>) {
+fn convert_kernel<S: Float, D: Float, N: Size>(
+    x: &Array<Vector<S, N>>,
+    y: &mut Array<Vector<D, N>>,
+) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < y.len() {
@@ -126,7 +129,12 @@ fn scale_kernel<F: Float, N: Size>(alpha: InputScalar, x: &mut Array<Vector<F, N
 }
 
 #[cube(launch_unchecked)]
-fn axpy_kernel<F: Float, N: Size>(alpha: InputScalar, x: &Array<Vector<F, N>>, y: &mut Array<Vector<F, N>>, len: usize) {
+fn axpy_kernel<F: Float, N: Size>(
+    alpha: InputScalar,
+    x: &Array<Vector<F, N>>,
+    y: &mut Array<Vector<F, N>>,
+    len: usize,
+) {
     let a = Vector::<F, N>::new(alpha.get::<F>());
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
@@ -166,7 +174,11 @@ fn pointwise_kernel<F: Float, N: Size>(
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < z.len() {
-        let v = if comptime![divide] { x[i] / y[i] } else { x[i] * y[i] };
+        let v = if comptime![divide] {
+            x[i] / y[i]
+        } else {
+            x[i] * y[i]
+        };
         z[i] = mask_tail::<F, N>(v, i, len);
         i += stride;
     }
@@ -214,7 +226,11 @@ fn sumsq_scaled_kernel<F: Float, N: Size>(
 /// `|xᵢ|` in `partials[cubes..2 cubes]`: the NaN canary. WGSL lets compilers assume that no
 /// NaN exists, so comparisons cannot be trusted to see one; additions still propagate it.
 #[cube(launch_unchecked)]
-fn amax_kernel<F: Float, N: Size>(x: &Array<Vector<F, N>>, partials: &mut Array<F>, #[comptime] cube_dim: usize) {
+fn amax_kernel<F: Float, N: Size>(
+    x: &Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    #[comptime] cube_dim: usize,
+) {
     let mut m = F::new(0.0);
     let mut canary = Vector::<F, N>::new(F::new(0.0));
     let stride = CUBE_COUNT * CUBE_DIM as usize;
@@ -304,16 +320,27 @@ fn pointwise_mul_dot_kernel<F: Float, N: Size>(
 fn elementwise_shape<R: CubeRuntime>(backend: &Cube<R>, padded: usize) -> (CubeCount, CubeDim) {
     let config = backend.config();
     let lines = padded / LINE;
-    let cubes = lines.div_ceil(config.cube_dim as usize).clamp(1, config.max_cubes as usize);
-    (CubeCount::Static(cubes as u32, 1, 1), CubeDim::new_1d(config.cube_dim))
+    let cubes = lines
+        .div_ceil(config.cube_dim as usize)
+        .clamp(1, config.max_cubes as usize);
+    (
+        CubeCount::Static(cubes as u32, 1, 1),
+        CubeDim::new_1d(config.cube_dim),
+    )
 }
 
 /// Cube count and dim for the first pass of a reduction over `padded` elements.
 fn reduce_shape<R: CubeRuntime>(backend: &Cube<R>, padded: usize) -> (usize, CubeCount, CubeDim) {
     let config = backend.config();
     let lines = padded / LINE;
-    let cubes = lines.div_ceil(config.cube_dim as usize).clamp(1, config.reduce_cubes as usize);
-    (cubes, CubeCount::Static(cubes as u32, 1, 1), CubeDim::new_1d(config.cube_dim))
+    let cubes = lines
+        .div_ceil(config.cube_dim as usize)
+        .clamp(1, config.reduce_cubes as usize);
+    (
+        cubes,
+        CubeCount::Static(cubes as u32, 1, 1),
+        CubeDim::new_1d(config.cube_dim),
+    )
 }
 
 fn scalar_arg<T: Element>(value: T) -> InputScalar {
@@ -329,7 +356,9 @@ pub(crate) fn zero<R: CubeRuntime, T: Storable>(backend: &Cube<R>, x: &CubeBuffe
 
 /// Allocates the partials of a reduction (uninitialised: every cube writes its own).
 fn partials<R: CubeRuntime, T: Storable>(backend: &Cube<R>, cubes: usize) -> CubeBuffer<T> {
-    let handle = backend.client().empty(padded_len(cubes) * std::mem::size_of::<T>());
+    let handle = backend
+        .client()
+        .empty(padded_len(cubes) * std::mem::size_of::<T>());
     CubeBuffer {
         handle,
         len: cubes,
@@ -338,7 +367,10 @@ fn partials<R: CubeRuntime, T: Storable>(backend: &Cube<R>, cubes: usize) -> Cub
 }
 
 /// Reads the partial sums and adds them pairwise in f64.
-fn finish_sum<R: CubeRuntime, T: Scalar>(backend: &Cube<R>, partials: &CubeBuffer<T>) -> Result<f64> {
+fn finish_sum<R: CubeRuntime, T: Scalar>(
+    backend: &Cube<R>,
+    partials: &CubeBuffer<T>,
+) -> Result<f64> {
     let values: Vec<f64> = backend
         .read::<T>(&partials.handle, partials.len)?
         .into_iter()
@@ -352,7 +384,15 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         let (count, dim) = elementwise_shape(self, x.padded_len());
         // SAFETY: grid-stride loop bounded by the padded length the handle owns.
         unsafe {
-            fill_kernel::launch_unchecked::<T, R>(self.client(), count, dim, LINE, scalar_arg(value), x.arg(), x.len)
+            fill_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                LINE,
+                scalar_arg(value),
+                x.arg(),
+                x.len,
+            )
         }
         Ok(())
     }
@@ -360,7 +400,9 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
     fn copy<T: Element>(&self, x: &CubeBuffer<T>, y: &mut CubeBuffer<T>) -> Result<()> {
         let (count, dim) = elementwise_shape(self, y.padded_len());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
-        unsafe { copy_kernel::launch_unchecked::<T, R>(self.client(), count, dim, LINE, x.arg(), y.arg()) }
+        unsafe {
+            copy_kernel::launch_unchecked::<T, R>(self.client(), count, dim, LINE, x.arg(), y.arg())
+        }
         Ok(())
     }
 
@@ -368,7 +410,15 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         let (count, dim) = elementwise_shape(self, x.padded_len());
         // SAFETY: grid-stride loop bounded by the padded length the handle owns.
         unsafe {
-            scale_kernel::launch_unchecked::<T, R>(self.client(), count, dim, LINE, scalar_arg(alpha), x.arg(), x.len)
+            scale_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                LINE,
+                scalar_arg(alpha),
+                x.arg(),
+                x.len,
+            )
         }
         Ok(())
     }
@@ -391,7 +441,13 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         Ok(())
     }
 
-    fn axpby<T: Scalar>(&self, alpha: T, x: &CubeBuffer<T>, beta: T, y: &mut CubeBuffer<T>) -> Result<()> {
+    fn axpby<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
         let (count, dim) = elementwise_shape(self, y.padded_len());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
@@ -410,7 +466,12 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         Ok(())
     }
 
-    fn pointwise_mul<T: Scalar>(&self, x: &CubeBuffer<T>, y: &CubeBuffer<T>, z: &mut CubeBuffer<T>) -> Result<()> {
+    fn pointwise_mul<T: Scalar>(
+        &self,
+        x: &CubeBuffer<T>,
+        y: &CubeBuffer<T>,
+        z: &mut CubeBuffer<T>,
+    ) -> Result<()> {
         let (count, dim) = elementwise_shape(self, z.padded_len());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
@@ -429,7 +490,12 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         Ok(())
     }
 
-    fn pointwise_div<T: Scalar>(&self, x: &CubeBuffer<T>, y: &CubeBuffer<T>, z: &mut CubeBuffer<T>) -> Result<()> {
+    fn pointwise_div<T: Scalar>(
+        &self,
+        x: &CubeBuffer<T>,
+        y: &CubeBuffer<T>,
+        z: &mut CubeBuffer<T>,
+    ) -> Result<()> {
         let (count, dim) = elementwise_shape(self, z.padded_len());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
@@ -501,21 +567,44 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         let out = partials::<R, T>(self, 2 * cubes);
         // SAFETY: `out` holds two slots per cube; x is read within its padded length.
         unsafe {
-            amax_kernel::launch_unchecked::<T, R>(self.client(), count, dim, LINE, x.arg(), out.arg(), dim.x as usize)
+            amax_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                LINE,
+                x.arg(),
+                out.arg(),
+                dim.x as usize,
+            )
         }
         let values = self.read::<T>(&out.handle, 2 * cubes)?;
         let (maxima, canaries) = values.split_at(cubes);
         if canaries.iter().any(|c| c.as_f64().is_nan()) {
             return Ok(T::from_f64(f64::NAN));
         }
-        Ok(T::from_f64(maxima.iter().fold(0.0f64, |m, v| m.max(v.as_f64()))))
+        Ok(T::from_f64(
+            maxima.iter().fold(0.0f64, |m, v| m.max(v.as_f64())),
+        ))
     }
 
-    fn convert<S: Element, D: Element>(&self, x: &CubeBuffer<S>, y: &mut CubeBuffer<D>) -> Result<()> {
+    fn convert<S: Element, D: Element>(
+        &self,
+        x: &CubeBuffer<S>,
+        y: &mut CubeBuffer<D>,
+    ) -> Result<()> {
         let (count, dim) = elementwise_shape(self, y.padded_len());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths; padding
         // zeros convert to zeros.
-        unsafe { convert_kernel::launch_unchecked::<S, D, R>(self.client(), count, dim, LINE, x.arg(), y.arg()) }
+        unsafe {
+            convert_kernel::launch_unchecked::<S, D, R>(
+                self.client(),
+                count,
+                dim,
+                LINE,
+                x.arg(),
+                y.arg(),
+            )
+        }
         Ok(())
     }
 
@@ -549,7 +638,12 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         Ok(T::from_f64(finish_sum(self, &out)?))
     }
 
-    fn pointwise_mul_dot<T: Scalar>(&self, d: &CubeBuffer<T>, r: &CubeBuffer<T>, z: &mut CubeBuffer<T>) -> Result<T> {
+    fn pointwise_mul_dot<T: Scalar>(
+        &self,
+        d: &CubeBuffer<T>,
+        r: &CubeBuffer<T>,
+        z: &mut CubeBuffer<T>,
+    ) -> Result<T> {
         let (cubes, count, dim) = reduce_shape(self, z.padded_len());
         let out = partials::<R, T>(self, cubes);
         // SAFETY: equal lengths (checked by pointwise_mul_dot); `out` holds one slot per cube.

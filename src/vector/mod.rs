@@ -55,13 +55,30 @@ pub trait VectorOps: BackendCore {
     /// `x = alpha x`.
     fn scale<T: Scalar>(&self, alpha: T, x: &mut Self::Buffer<T>) -> Result<()>;
     /// `y = alpha x + y`.
-    fn axpy<T: Scalar>(&self, alpha: T, x: &Self::Buffer<T>, y: &mut Self::Buffer<T>) -> Result<()>;
+    fn axpy<T: Scalar>(&self, alpha: T, x: &Self::Buffer<T>, y: &mut Self::Buffer<T>)
+        -> Result<()>;
     /// `y = alpha x + beta y`.
-    fn axpby<T: Scalar>(&self, alpha: T, x: &Self::Buffer<T>, beta: T, y: &mut Self::Buffer<T>) -> Result<()>;
+    fn axpby<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        beta: T,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
     /// `z = x ∘ y` (element-wise product).
-    fn pointwise_mul<T: Scalar>(&self, x: &Self::Buffer<T>, y: &Self::Buffer<T>, z: &mut Self::Buffer<T>) -> Result<()>;
+    fn pointwise_mul<T: Scalar>(
+        &self,
+        x: &Self::Buffer<T>,
+        y: &Self::Buffer<T>,
+        z: &mut Self::Buffer<T>,
+    ) -> Result<()>;
     /// `z = x / y` (element-wise quotient).
-    fn pointwise_div<T: Scalar>(&self, x: &Self::Buffer<T>, y: &Self::Buffer<T>, z: &mut Self::Buffer<T>) -> Result<()>;
+    fn pointwise_div<T: Scalar>(
+        &self,
+        x: &Self::Buffer<T>,
+        y: &Self::Buffer<T>,
+        z: &mut Self::Buffer<T>,
+    ) -> Result<()>;
     /// `x · y`.
     fn dot<T: Scalar>(&self, x: &Self::Buffer<T>, y: &Self::Buffer<T>) -> Result<T>;
     /// `‖x‖₂`.
@@ -69,7 +86,11 @@ pub trait VectorOps: BackendCore {
     /// `max |xᵢ|` (NaN if any element is NaN, 0 if empty).
     fn amax<T: Scalar>(&self, x: &Self::Buffer<T>) -> Result<T>;
     /// `y = x` rounded to `D` (one rounding to nearest even).
-    fn convert<S: Element, D: Element>(&self, x: &Self::Buffer<S>, y: &mut Self::Buffer<D>) -> Result<()>;
+    fn convert<S: Element, D: Element>(
+        &self,
+        x: &Self::Buffer<S>,
+        y: &mut Self::Buffer<D>,
+    ) -> Result<()>;
     /// `x += alpha p; r -= alpha q`, returning the new `r · r`.
     fn cg_update<T: Scalar>(
         &self,
@@ -80,7 +101,12 @@ pub trait VectorOps: BackendCore {
         r: &mut Self::Buffer<T>,
     ) -> Result<T>;
     /// `z = d ∘ r`, returning `r · z`.
-    fn pointwise_mul_dot<T: Scalar>(&self, d: &Self::Buffer<T>, r: &Self::Buffer<T>, z: &mut Self::Buffer<T>) -> Result<T>;
+    fn pointwise_mul_dot<T: Scalar>(
+        &self,
+        d: &Self::Buffer<T>,
+        r: &Self::Buffer<T>,
+        z: &mut Self::Buffer<T>,
+    ) -> Result<T>;
 }
 
 /// A vector of `len` values of type `T` in the memory of backend `B`.
@@ -304,7 +330,8 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     pub fn pointwise_mul(&mut self, x: &Self, y: &Self) -> Result<()> {
         check_len("pointwise_mul", "x", self.len(), x.len())?;
         check_len("pointwise_mul", "y", self.len(), y.len())?;
-        self.backend.pointwise_mul(&x.buffer, &y.buffer, &mut self.buffer)
+        self.backend
+            .pointwise_mul(&x.buffer, &y.buffer, &mut self.buffer)
     }
 
     /// `self = x / y` (element-wise quotient).
@@ -314,7 +341,8 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     pub fn pointwise_div(&mut self, x: &Self, y: &Self) -> Result<()> {
         check_len("pointwise_div", "x", self.len(), x.len())?;
         check_len("pointwise_div", "y", self.len(), y.len())?;
-        self.backend.pointwise_div(&x.buffer, &y.buffer, &mut self.buffer)
+        self.backend
+            .pointwise_div(&x.buffer, &y.buffer, &mut self.buffer)
     }
 
     /// `self · y`.
@@ -373,7 +401,8 @@ pub fn pointwise_mul_dot<B: VectorOps, T: Scalar>(
 ) -> Result<T> {
     check_len("pointwise_mul_dot", "d", z.len(), d.len())?;
     check_len("pointwise_mul_dot", "r", z.len(), r.len())?;
-    z.backend.pointwise_mul_dot(&d.buffer, &r.buffer, &mut z.buffer)
+    z.backend
+        .pointwise_mul_dot(&d.buffer, &r.buffer, &mut z.buffer)
 }
 
 impl VectorOps for crate::backend::Cpu {
@@ -429,7 +458,14 @@ impl VectorOps for crate::backend::Cpu {
         Ok(())
     }
 
-    fn cg_update<T: Scalar>(&self, alpha: T, p: &Vec<T>, q: &Vec<T>, x: &mut Vec<T>, r: &mut Vec<T>) -> Result<T> {
+    fn cg_update<T: Scalar>(
+        &self,
+        alpha: T,
+        p: &Vec<T>,
+        q: &Vec<T>,
+        x: &mut Vec<T>,
+        r: &mut Vec<T>,
+    ) -> Result<T> {
         Ok(T::from_f64(cpu::cg_update(alpha, p, q, x, r)))
     }
 

@@ -31,7 +31,11 @@ fn every_vector_op_rejects_mismatched_lengths() {
     let z = vec_f64(3);
     assert_mismatch(y.pointwise_mul(&x, &z), "pointwise_mul", "x");
     assert_mismatch(y.pointwise_div(&z, &x), "pointwise_div", "y");
-    assert_mismatch(y.convert_from(&Vector::<Cpu, f32>::zeros(&Cpu::new(), 4).unwrap()), "convert", "x");
+    assert_mismatch(
+        y.convert_from(&Vector::<Cpu, f32>::zeros(&Cpu::new(), 4).unwrap()),
+        "convert",
+        "x",
+    );
     assert_mismatch(y.write(&[1.0; 4]), "Vector::write", "data");
     let (p, q, mut r) = (vec_f64(3), vec_f64(4), vec_f64(3));
     assert_mismatch(cg_update(1.0, &p, &q, &mut y, &mut r), "cg_update", "q");
@@ -51,7 +55,10 @@ fn unsupported_precision_is_an_error_not_a_crash() {
     // f32 still works, and so does an f32 check through the verify harness.
     let x = Vector::<_, f32>::from_slice(&no_f64, &[3.0, 4.0]).unwrap();
     assert_eq!(x.nrm2().unwrap(), 5.0);
-    let r = galerkin::verify::check::<_, f64, _>(&no_f64, &galerkin::verify::StandardCheck::Dot { len: 10, seed: 1 });
+    let r = galerkin::verify::check::<_, f64, _>(
+        &no_f64,
+        &galerkin::verify::StandardCheck::Dot { len: 10, seed: 1 },
+    );
     assert!(matches!(r, Err(Error::Unsupported { .. })), "{r:?}");
 }
 
@@ -79,7 +86,10 @@ fn backends_not_compiled_in_say_which_feature() {
         if !kind.is_compiled() {
             match galerkin::with_backend(kind, Len) {
                 Err(Error::BackendUnavailable { reason, .. }) => {
-                    assert!(reason.contains(&format!("--features {}", kind.name())), "{reason}")
+                    assert!(
+                        reason.contains(&format!("--features {}", kind.name())),
+                        "{reason}"
+                    )
                 }
                 other => panic!("expected BackendUnavailable for {kind}, got {other:?}"),
             }
@@ -98,7 +108,9 @@ fn impossible_allocations_are_errors() {
     if let Some(wgpu) = crate::harness::wgpu() {
         let too_many = (wgpu.info().max_buffer_bytes / 4 + 1) as usize;
         match Vector::<_, f32>::zeros(&wgpu, too_many) {
-            Err(Error::ResourceLimit { limit, .. }) => assert_eq!(limit, wgpu.info().max_buffer_bytes),
+            Err(Error::ResourceLimit { limit, .. }) => {
+                assert_eq!(limit, wgpu.info().max_buffer_bytes)
+            }
             other => panic!("expected ResourceLimit, got {other:?}"),
         }
     }

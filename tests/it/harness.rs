@@ -17,19 +17,27 @@ pub fn announce(message: &str) {
 
 fn required(kind: BackendKind) -> bool {
     std::env::var("GALERKIN_REQUIRE_BACKENDS")
-        .map(|v| v.split(',').any(|k| k.trim().eq_ignore_ascii_case(kind.name())))
+        .map(|v| {
+            v.split(',')
+                .any(|k| k.trim().eq_ignore_ascii_case(kind.name()))
+        })
         .unwrap_or(false)
 }
 
 /// Resolves a backend connection once per process: `Some` when usable; `None` (with a
 /// message) when absent and not required; a panic when absent and required.
-fn resolve<B: Backend>(kind: BackendKind, connect: impl FnOnce() -> galerkin::Result<B>) -> Option<B> {
+fn resolve<B: Backend>(
+    kind: BackendKind,
+    connect: impl FnOnce() -> galerkin::Result<B>,
+) -> Option<B> {
     match connect() {
         Ok(b) => {
             announce(&format!("[galerkin tests] {kind} backend: {}", b.info()));
             Some(b)
         }
-        Err(e) if required(kind) => panic!("{kind} backend is required (GALERKIN_REQUIRE_BACKENDS) but unavailable: {e}"),
+        Err(e) if required(kind) => {
+            panic!("{kind} backend is required (GALERKIN_REQUIRE_BACKENDS) but unavailable: {e}")
+        }
         Err(e) => {
             announce(&format!("[galerkin tests] SKIPPING every {kind} test: {e}"));
             None
@@ -46,14 +54,16 @@ pub fn cpu() -> Option<galerkin::Cpu> {
 #[cfg(feature = "wgpu")]
 pub fn wgpu() -> Option<galerkin::Wgpu> {
     static CELL: OnceLock<Option<galerkin::Wgpu>> = OnceLock::new();
-    CELL.get_or_init(|| resolve(BackendKind::Wgpu, galerkin::Wgpu::new)).clone()
+    CELL.get_or_init(|| resolve(BackendKind::Wgpu, galerkin::Wgpu::new))
+        .clone()
 }
 
 /// The CUDA backend, if its device is present.
 #[cfg(feature = "cuda")]
 pub fn cuda() -> Option<galerkin::Cuda> {
     static CELL: OnceLock<Option<galerkin::Cuda>> = OnceLock::new();
-    CELL.get_or_init(|| resolve(BackendKind::Cuda, galerkin::Cuda::new)).clone()
+    CELL.get_or_init(|| resolve(BackendKind::Cuda, galerkin::Cuda::new))
+        .clone()
 }
 
 /// `Some(backend)` if it supports `T`; otherwise announces the skip.
@@ -62,7 +72,11 @@ pub fn with_precision<B: Backend, T: Element>(backend: Option<B>, test: &str) ->
     if backend.supports(T::DTYPE) {
         Some(backend)
     } else {
-        announce(&format!("[galerkin tests] skipping {test}: {} has no {}", backend.info(), T::DTYPE));
+        announce(&format!(
+            "[galerkin tests] skipping {test}: {} has no {}",
+            backend.info(),
+            T::DTYPE
+        ));
         None
     }
 }
@@ -142,7 +156,12 @@ pub fn widen<T: Element>(v: &[T]) -> Vec<f64> {
 /// Asserts `result` matches `reference` within the tolerance of `T` for `terms`
 /// accumulated operations, with a message naming the case.
 #[track_caller]
-pub fn assert_close<T: Scalar>(result: &[T], reference: &[f64], terms: usize, case: &str) -> Comparison {
+pub fn assert_close<T: Scalar>(
+    result: &[T],
+    reference: &[f64],
+    terms: usize,
+    case: &str,
+) -> Comparison {
     let c = compare(result, reference, tolerance::<T>(terms)).expect("lengths agree");
     assert!(c.passed, "{case} ({}): {c}", T::DTYPE);
     c
@@ -150,7 +169,13 @@ pub fn assert_close<T: Scalar>(result: &[T], reference: &[f64], terms: usize, ca
 
 /// As [`assert_close`] but relative to `scale` (for cancelling sums).
 #[track_caller]
-pub fn assert_close_scaled<T: Scalar>(result: &[T], reference: &[f64], scale: f64, terms: usize, case: &str) {
+pub fn assert_close_scaled<T: Scalar>(
+    result: &[T],
+    reference: &[f64],
+    scale: f64,
+    terms: usize,
+    case: &str,
+) {
     let c = compare_scaled(result, reference, scale, tolerance::<T>(terms)).expect("lengths agree");
     assert!(c.passed, "{case} ({}): {c}", T::DTYPE);
 }

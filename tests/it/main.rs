@@ -6,7 +6,7 @@
 //! `GALERKIN_REQUIRE_BACKENDS` (comma-separated, e.g. `wgpu` in CI), in which case its tests
 //! fail.
 
+mod errors;
 mod harness;
 mod vector;
 mod verify;
-mod errors;

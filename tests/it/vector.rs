@@ -21,9 +21,19 @@ fn fill<B: Backend, T: Scalar>(b: &B) {
         let value = T::from_f64(-0.375);
         let mut x = poisoned::<B, T>(b, n);
         x.fill(value).unwrap();
-        assert_close(&x.to_vec().unwrap(), &vec![-0.375; n], 1, &format!("fill n={n}"));
+        assert_close(
+            &x.to_vec().unwrap(),
+            &vec![-0.375; n],
+            1,
+            &format!("fill n={n}"),
+        );
         let full = Vector::full(b, n, T::from_f64(2.5)).unwrap();
-        assert_close(&full.to_vec().unwrap(), &vec![2.5; n], 1, &format!("full n={n}"));
+        assert_close(
+            &full.to_vec().unwrap(),
+            &vec![2.5; n],
+            1,
+            &format!("full n={n}"),
+        );
         let zeros = Vector::<B, T>::zeros(b, n).unwrap();
         assert!(zeros.to_vec().unwrap().iter().all(|v| v.as_f64() == 0.0));
     }
@@ -59,7 +69,11 @@ fn axpy<B: Backend, T: Scalar>(b: &B) {
         let x = upload(b, &xs);
         let mut y = upload(b, &ys);
         y.axpy(alpha, &x).unwrap();
-        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| 0.625 * x.as_f64() + y.as_f64()).collect();
+        let expected: Vec<f64> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| 0.625 * x.as_f64() + y.as_f64())
+            .collect();
         assert_close(&y.to_vec().unwrap(), &expected, 2, &format!("axpy n={n}"));
     }
 }
@@ -70,7 +84,11 @@ fn axpby<B: Backend, T: Scalar>(b: &B) {
         let x = upload(b, &xs);
         let mut y = upload(b, &ys);
         y.axpby(T::from_f64(1.5), &x, T::from_f64(-0.25)).unwrap();
-        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| 1.5 * x.as_f64() - 0.25 * y.as_f64()).collect();
+        let expected: Vec<f64> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| 1.5 * x.as_f64() - 0.25 * y.as_f64())
+            .collect();
         assert_close(&y.to_vec().unwrap(), &expected, 3, &format!("axpby n={n}"));
     }
 }
@@ -80,8 +98,17 @@ fn pointwise_mul<B: Backend, T: Scalar>(b: &B) {
         let (xs, ys) = (random_vec::<T>(n, 7), random_vec::<T>(n, 8));
         let mut z = poisoned::<B, T>(b, n);
         z.pointwise_mul(&upload(b, &xs), &upload(b, &ys)).unwrap();
-        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| x.as_f64() * y.as_f64()).collect();
-        assert_close(&z.to_vec().unwrap(), &expected, 1, &format!("pointwise_mul n={n}"));
+        let expected: Vec<f64> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| x.as_f64() * y.as_f64())
+            .collect();
+        assert_close(
+            &z.to_vec().unwrap(),
+            &expected,
+            1,
+            &format!("pointwise_mul n={n}"),
+        );
     }
 }
 
@@ -91,8 +118,17 @@ fn pointwise_div<B: Backend, T: Scalar>(b: &B) {
         let ys = random_range::<T>(n, 0.5, 2.0, 10);
         let mut z = poisoned::<B, T>(b, n);
         z.pointwise_div(&upload(b, &xs), &upload(b, &ys)).unwrap();
-        let expected: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| x.as_f64() / y.as_f64()).collect();
-        assert_close(&z.to_vec().unwrap(), &expected, 1, &format!("pointwise_div n={n}"));
+        let expected: Vec<f64> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| x.as_f64() / y.as_f64())
+            .collect();
+        assert_close(
+            &z.to_vec().unwrap(),
+            &expected,
+            1,
+            &format!("pointwise_div n={n}"),
+        );
     }
 }
 
@@ -100,12 +136,26 @@ fn dot<B: Backend, T: Scalar>(b: &B) {
     for n in LENGTHS {
         let (xs, ys) = (random_vec::<T>(n, 11), random_vec::<T>(n, 12));
         let d = upload(b, &xs).dot(&upload(b, &ys)).unwrap();
-        let terms: Vec<f64> = xs.iter().zip(&ys).map(|(x, y)| x.as_f64() * y.as_f64()).collect();
+        let terms: Vec<f64> = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| x.as_f64() * y.as_f64())
+            .collect();
         let magnitude = exact_sum(terms.iter().map(|t| t.abs()));
-        assert_close_scaled(&[d], &[exact_sum(terms)], magnitude, n, &format!("dot n={n}"));
+        assert_close_scaled(
+            &[d],
+            &[exact_sum(terms)],
+            magnitude,
+            n,
+            &format!("dot n={n}"),
+        );
         // Deterministic: the same bits on a second call.
         let again = upload(b, &xs).dot(&upload(b, &ys)).unwrap();
-        assert_eq!(d.as_f64().to_bits(), again.as_f64().to_bits(), "dot n={n} not deterministic");
+        assert_eq!(
+            d.as_f64().to_bits(),
+            again.as_f64().to_bits(),
+            "dot n={n} not deterministic"
+        );
     }
 }
 
@@ -123,7 +173,12 @@ fn nrm2<B: Backend, T: Scalar>(b: &B) {
     assert_close(&[x.nrm2().unwrap()], &[expected], 5, "nrm2 of huge values");
     let tiny = T::from_f64(if T::EPS > 1e-10 { 1e-30 } else { 1e-200 });
     let x = upload(b, &[tiny, -tiny, tiny]);
-    assert_close(&[x.nrm2().unwrap()], &[tiny.as_f64() * 3f64.sqrt()], 3, "nrm2 of tiny values");
+    assert_close(
+        &[x.nrm2().unwrap()],
+        &[tiny.as_f64() * 3f64.sqrt()],
+        3,
+        "nrm2 of tiny values",
+    );
 }
 
 fn amax<B: Backend, T: Scalar>(b: &B) {
@@ -137,7 +192,10 @@ fn amax<B: Backend, T: Scalar>(b: &B) {
         assert_eq!(got.as_f64(), expected, "amax n={n}");
         if n > 0 {
             xs[n / 2] = T::from_f64(f64::NAN);
-            assert!(upload(b, &xs).amax().unwrap().as_f64().is_nan(), "amax n={n} must propagate NaN");
+            assert!(
+                upload(b, &xs).amax().unwrap().as_f64().is_nan(),
+                "amax n={n} must propagate NaN"
+            );
         }
     }
 }
@@ -150,10 +208,20 @@ fn convert<B: Backend, T: Scalar>(b: &B) {
         let mut y = Vector::<B, f32>::from_slice(b, &poison::<f32>(n)).unwrap();
         y.convert_from(&x).unwrap();
         let expected: Vec<f32> = xs.iter().map(|v| v.as_f64() as f32).collect();
-        assert_eq!(y.to_vec().unwrap(), expected, "convert {}->f32 n={n}", T::DTYPE);
+        assert_eq!(
+            y.to_vec().unwrap(),
+            expected,
+            "convert {}->f32 n={n}",
+            T::DTYPE
+        );
         let back = y.to_precision::<T>().unwrap();
         let widened: Vec<T> = expected.iter().map(|v| T::from_f64(*v as f64)).collect();
-        assert_eq!(back.to_vec().unwrap(), widened, "convert f32->{} n={n}", T::DTYPE);
+        assert_eq!(
+            back.to_vec().unwrap(),
+            widened,
+            "convert f32->{} n={n}",
+            T::DTYPE
+        );
     }
 }
 
@@ -165,9 +233,22 @@ fn fused_cg_update<B: Backend, T: Scalar>(b: &B) {
         let (p, q) = (upload(b, &ps), upload(b, &qs));
         let (mut x, mut r) = (upload(b, &xs), upload(b, &rs));
         let rr = cg_update(alpha, &p, &q, &mut x, &mut r).unwrap();
-        let x_ref: Vec<f64> = xs.iter().zip(&ps).map(|(x, p)| x.as_f64() + 0.3125 * p.as_f64()).collect();
-        let r_ref: Vec<f64> = rs.iter().zip(&qs).map(|(r, q)| r.as_f64() - 0.3125 * q.as_f64()).collect();
-        assert_close(&x.to_vec().unwrap(), &x_ref, 2, &format!("cg_update x n={n}"));
+        let x_ref: Vec<f64> = xs
+            .iter()
+            .zip(&ps)
+            .map(|(x, p)| x.as_f64() + 0.3125 * p.as_f64())
+            .collect();
+        let r_ref: Vec<f64> = rs
+            .iter()
+            .zip(&qs)
+            .map(|(r, q)| r.as_f64() - 0.3125 * q.as_f64())
+            .collect();
+        assert_close(
+            &x.to_vec().unwrap(),
+            &x_ref,
+            2,
+            &format!("cg_update x n={n}"),
+        );
         let r_new = r.to_vec().unwrap();
         assert_close(&r_new, &r_ref, 2, &format!("cg_update r n={n}"));
         // r·r of the r the kernel stored (its own rounding), accumulated exactly.
@@ -181,8 +262,17 @@ fn fused_pointwise_mul_dot<B: Backend, T: Scalar>(b: &B) {
         let (ds, rs) = (random_range::<T>(n, 0.5, 2.0, 20), random_vec::<T>(n, 21));
         let mut z = poisoned::<B, T>(b, n);
         let rz = pointwise_mul_dot(&upload(b, &ds), &upload(b, &rs), &mut z).unwrap();
-        let z_ref: Vec<f64> = ds.iter().zip(&rs).map(|(d, r)| d.as_f64() * r.as_f64()).collect();
-        assert_close(&z.to_vec().unwrap(), &z_ref, 1, &format!("pointwise_mul_dot z n={n}"));
+        let z_ref: Vec<f64> = ds
+            .iter()
+            .zip(&rs)
+            .map(|(d, r)| d.as_f64() * r.as_f64())
+            .collect();
+        assert_close(
+            &z.to_vec().unwrap(),
+            &z_ref,
+            1,
+            &format!("pointwise_mul_dot z n={n}"),
+        );
         let rz_ref = exact_sum(rs.iter().zip(&z_ref).map(|(r, z)| r.as_f64() * z));
         assert_close(&[rz], &[rz_ref], n, &format!("pointwise_mul_dot r·z n={n}"));
     }
@@ -208,13 +298,19 @@ fn reduction_accuracy_1e8<B: Backend, T: Scalar>(b: &B) {
     let dot_ref = exact_sum(xs.iter().zip(&ys).map(|(a, b)| a.as_f64() * b.as_f64()));
     let nrm = x.nrm2().unwrap().as_f64();
     let nrm_ref = exact_sum(xs.iter().map(|a| a.as_f64() * a.as_f64())).sqrt();
-    let (e_dot, e_nrm) = ((dot - dot_ref).abs() / dot_ref, (nrm - nrm_ref).abs() / nrm_ref);
+    let (e_dot, e_nrm) = (
+        (dot - dot_ref).abs() / dot_ref,
+        (nrm - nrm_ref).abs() / nrm_ref,
+    );
     crate::harness::announce(&format!(
         "[galerkin tests] 1e8 {} on {}: dot rel. error {e_dot:.1e}, nrm2 rel. error {e_nrm:.1e}",
         T::DTYPE,
         b.info()
     ));
-    assert!(e_dot < 1e-5 && e_nrm < 1e-5, "dot {e_dot:e}, nrm2 {e_nrm:e}");
+    assert!(
+        e_dot < 1e-5 && e_nrm < 1e-5,
+        "dot {e_dot:e}, nrm2 {e_nrm:e}"
+    );
 }
 
 backend_tests!(

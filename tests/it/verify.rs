@@ -9,7 +9,13 @@ use crate::backend_tests;
 fn standard_checks_pass<B: Backend, T: Scalar>(b: &B) {
     for c in standard_checks() {
         let report = check::<B, T, _>(b, &c).unwrap();
-        assert!(report.passed, "{} on {} in {}: {report}", c.name(), b.info(), T::DTYPE);
+        assert!(
+            report.passed,
+            "{} on {} in {}: {report}",
+            c.name(),
+            b.info(),
+            T::DTYPE
+        );
     }
 }
 
@@ -48,7 +54,10 @@ fn rounding_inputs_matches_the_element_type() {
     assert_ne!(v, r);
     assert_eq!(round_to(&v, DType::F64), v);
     let h = round_to(&v, DType::BF16);
-    assert!(v.iter().zip(&h).all(|(a, b)| (a - b).abs() <= a.abs() * 4e-3));
+    assert!(v
+        .iter()
+        .zip(&h)
+        .all(|(a, b)| (a - b).abs() <= a.abs() * 4e-3));
 }
 
 #[test]

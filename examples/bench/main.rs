@@ -1,0 +1,89 @@
+//! GPU-capable benchmarks: time operations on every available backend and precision with
+//! device-side synchronisation, warm-up, and the median of many runs; print bandwidth and
+//! the ratio to the measured copy bandwidth of the same device.
+//!
+//! ```text
+//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector]
+//!     [--log2 26,27,28] [--reps 30] [--precision f32|f64]...
+//! ```
+
+mod timing;
+mod vector;
+
+use galerkin::{BackendKind, Precision};
+
+/// Command-line options shared by the suites.
+pub struct Options {
+    pub backends: Vec<BackendKind>,
+    pub precisions: Vec<Precision>,
+    pub log2_sizes: Vec<u32>,
+    pub reps: usize,
+    pub suites: Vec<String>,
+}
+
+fn parse() -> Result<Options, String> {
+    let mut o = Options {
+        backends: Vec::new(),
+        precisions: Vec::new(),
+        log2_sizes: Vec::new(),
+        reps: 30,
+        suites: Vec::new(),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--backend" => o
+                .backends
+                .push(value()?.parse().map_err(|e| format!("{e}"))?),
+            "--precision" => o.precisions.push(match value()?.as_str() {
+                "f32" => Precision::F32,
+                "f64" => Precision::F64,
+                p => return Err(format!("unknown precision {p}: expected f32 or f64")),
+            }),
+            "--log2" => {
+                for s in value()?.split(',') {
+                    o.log2_sizes
+                        .push(s.trim().parse().map_err(|e| format!("--log2 {s}: {e}"))?);
+                }
+            }
+            "--reps" => o.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
+            "--suite" => o.suites.push(value()?),
+            "-h" | "--help" => {
+                println!("see the header of examples/bench/main.rs");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if o.backends.is_empty() {
+        o.backends = BackendKind::ALL
+            .into_iter()
+            .filter(|k| k.is_compiled())
+            .collect();
+    }
+    if o.precisions.is_empty() {
+        o.precisions = vec![Precision::F32, Precision::F64];
+    }
+    if o.suites.is_empty() {
+        o.suites = vec!["vector".into()];
+    }
+    o.reps = o.reps.max(1);
+    Ok(o)
+}
+
+fn main() {
+    let options = match parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            std::process::exit(2);
+        }
+    };
+    for suite in &options.suites {
+        match suite.as_str() {
+            "vector" => vector::run(&options),
+            other => eprintln!("bench: unknown suite {other}"),
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Timing helpers: synchronise, warm up, batch launches, take the median of many samples.
+
+use std::time::{Duration, Instant};
+
+use galerkin::{Backend, Result};
+
+/// Shortest batch worth timing: long enough that one synchronisation (tens of µs on a GPU)
+/// is noise.
+const MIN_BATCH_TIME: Duration = Duration::from_millis(5);
+
+/// Median time of one call of `f`: after warm-up, `reps` samples, each the average over a
+/// batch of back-to-back calls bracketed by device synchronisation (the batch is sized to
+/// take at least 5 ms, so that synchronisation latency does not count). A call that returns
+/// a value to the host (a dot product) synchronises inside the batch anyway: its time
+/// includes that read-back, as it does for the caller.
+pub fn median<B: Backend>(
+    backend: &B,
+    reps: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<Duration> {
+    for _ in 0..2 {
+        f()?;
+    }
+    backend.synchronize()?;
+    let t0 = Instant::now();
+    f()?;
+    backend.synchronize()?;
+    let once = t0.elapsed().max(Duration::from_nanos(100));
+    let batch = (MIN_BATCH_TIME.as_secs_f64() / once.as_secs_f64())
+        .ceil()
+        .clamp(1.0, 200.0) as u32;
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        backend.synchronize()?;
+        let t0 = Instant::now();
+        for _ in 0..batch {
+            f()?;
+        }
+        backend.synchronize()?;
+        times.push(t0.elapsed() / batch);
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
+/// GB/s for `bytes` moved in `t`.
+pub fn gbps(bytes: f64, t: Duration) -> f64 {
+    bytes / t.as_secs_f64() / 1e9
+}
