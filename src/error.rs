@@ -94,6 +94,45 @@ pub enum Error {
         message: String,
     },
 
+    /// A sparse matrix's arrays violate the invariants of its format.
+    #[error("invalid {format} matrix: {reason}")]
+    InvalidMatrix {
+        /// The format (`"CSR"`, `"COO"`, ...).
+        format: &'static str,
+        /// What is wrong, with the offending index.
+        reason: String,
+    },
+
+    /// A format conversion would store too many padding slots.
+    #[error(
+        "converting to {format} would store {stored} slots for {nnz} nonzeros \
+         (padding ratio {ratio:.2} > limit {limit:.2}); raise `FormatLimits::max_padding_ratio` \
+         to accept it"
+    )]
+    Padding {
+        /// The target format.
+        format: &'static str,
+        /// Slots the converted matrix would store, padding included.
+        stored: u64,
+        /// Nonzeros of the matrix.
+        nnz: u64,
+        /// `stored / nnz`.
+        ratio: f64,
+        /// The configured limit.
+        limit: f64,
+    },
+
+    /// A file could not be parsed.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The 1-based line number (0 when the error is not tied to a line).
+        line: u64,
+        /// What is wrong.
+        message: String,
+    },
+
     /// Reading or writing a file failed.
     #[error("I/O error on {path}: {source}")]
     Io {

@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod error;
 pub mod scalar;
+pub mod sparse;
 pub mod vector;
 pub mod verify;
 

@@ -5,6 +5,7 @@
 //! ```text
 //! Backend = BackendCore      buffers: allocate, upload, download, synchronize, info
 //!         + VectorOps        fill, copy, axpy, dot, nrm2, fused CG update, ...
+//!         + SparseOps        SpMV of every sparse format
 //! ```
 //!
 //! Later families (sparse, batched dense, ...) are further traits the backends implement,
@@ -24,6 +25,7 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 use crate::scalar::{DType, Storable};
+use crate::sparse::SparseOps;
 use crate::vector::VectorOps;
 
 mod cpu;
@@ -37,9 +39,9 @@ pub use cube::Wgpu;
 pub use cube::{Cube, CubeBuffer};
 
 /// A backend: buffers plus every operator family. Implemented by [`Cpu`] and [`Cube<R>`](Cube).
-pub trait Backend: BackendCore + VectorOps {}
+pub trait Backend: BackendCore + VectorOps + SparseOps {}
 
-impl<B: BackendCore + VectorOps> Backend for B {}
+impl<B: BackendCore + VectorOps + SparseOps> Backend for B {}
 
 /// What a backend provides beneath every operator family: typed device buffers and their
 /// movement to and from the host.

@@ -8,5 +8,6 @@
 
 mod errors;
 mod harness;
+mod sparse;
 mod vector;
 mod verify;

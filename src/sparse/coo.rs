@@ -1,0 +1,172 @@
+//! Coordinate format: the assembly and interchange format.
+//!
+//! ```text
+//!  rows   = [0, 0, 1, 2, 2, 2]
+//!  cols   = [0, 1, 1, 0, 1, 2]
+//!  values = [a00, a01, a11, a20, a21, a22]
+//! ```
+//!
+//! Entries may come in any order and may repeat (finite-element assembly adds element
+//! contributions to the same entry); [`Csr::from_coo`] sorts them and sums duplicates.
+//! Nothing is dropped: explicitly stored zeros are kept.
+
+use crate::backend::{BackendCore, Cpu};
+use crate::error::{Error, Result};
+use crate::scalar::Element;
+use crate::sparse::Csr;
+
+/// A sparse matrix as `(row, col, value)` triplets. See the [module docs](self).
+pub struct Coo<B: BackendCore, V: Element> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) rows: B::Buffer<u32>,
+    pub(crate) cols: B::Buffer<u32>,
+    pub(crate) values: B::Buffer<V>,
+    pub(crate) backend: B,
+}
+
+impl<V: Element> Coo<Cpu, V> {
+    /// A host COO matrix from triplet arrays.
+    ///
+    /// # Errors
+    /// [`Error::InvalidMatrix`] if the arrays differ in length or an index is out of range
+    /// (the message names the entry).
+    pub fn new(
+        nrows: usize,
+        ncols: usize,
+        rows: Vec<u32>,
+        cols: Vec<u32>,
+        values: Vec<V>,
+    ) -> Result<Self> {
+        let invalid = |reason: String| Error::InvalidMatrix {
+            format: "COO",
+            reason,
+        };
+        if rows.len() != values.len() || cols.len() != values.len() {
+            return Err(invalid(format!(
+                "{} row indices, {} column indices and {} values: the three arrays must have equal length",
+                rows.len(),
+                cols.len(),
+                values.len()
+            )));
+        }
+        crate::sparse::to_u32(nrows, "COO", "nrows")?;
+        crate::sparse::to_u32(ncols, "COO", "ncols")?;
+        for (k, (&r, &c)) in rows.iter().zip(&cols).enumerate() {
+            if r as usize >= nrows || c as usize >= ncols {
+                return Err(invalid(format!(
+                    "entry {k} at ({r}, {c}) lies outside the {nrows} x {ncols} matrix"
+                )));
+            }
+        }
+        Ok(Coo {
+            nrows,
+            ncols,
+            rows,
+            cols,
+            values,
+            backend: Cpu::new(),
+        })
+    }
+
+    /// An empty `nrows x ncols` matrix to push entries into.
+    pub fn with_capacity(nrows: usize, ncols: usize, capacity: usize) -> Self {
+        Coo {
+            nrows,
+            ncols,
+            rows: Vec::with_capacity(capacity),
+            cols: Vec::with_capacity(capacity),
+            values: Vec::with_capacity(capacity),
+            backend: Cpu::new(),
+        }
+    }
+
+    /// Appends an entry (repeats are summed on conversion to CSR).
+    ///
+    /// # Errors
+    /// [`Error::InvalidMatrix`] if `(row, col)` is out of range.
+    pub fn push(&mut self, row: usize, col: usize, value: V) -> Result<()> {
+        if row >= self.nrows || col >= self.ncols {
+            return Err(Error::InvalidMatrix {
+                format: "COO",
+                reason: format!(
+                    "entry ({row}, {col}) lies outside the {} x {} matrix",
+                    self.nrows, self.ncols
+                ),
+            });
+        }
+        self.rows.push(row as u32);
+        self.cols.push(col as u32);
+        self.values.push(value);
+        Ok(())
+    }
+
+    /// The row indices.
+    pub fn rows(&self) -> &[u32] {
+        &self.rows
+    }
+
+    /// The column indices.
+    pub fn cols(&self) -> &[u32] {
+        &self.cols
+    }
+
+    /// The values.
+    pub fn values(&self) -> &[V] {
+        &self.values
+    }
+
+    /// Converts to CSR, sorting and summing duplicates. Same as [`Csr::from_coo`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidMatrix`] if the matrix has 2³² or more entries.
+    pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
+        Csr::from_coo(self)
+    }
+}
+
+impl<B: BackendCore, V: Element> Coo<B, V> {
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Stored entries (duplicates counted separately).
+    pub fn nnz(&self) -> usize {
+        B::len(&self.values)
+    }
+
+    /// The backend the matrix lives on.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// A copy on another backend.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
+    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Coo<B2, V>> {
+        backend.require::<V>("sparse matrices")?;
+        Ok(Coo {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            rows: backend.upload(&self.backend.download(&self.rows)?)?,
+            cols: backend.upload(&self.backend.download(&self.cols)?)?,
+            values: backend.upload(&self.backend.download(&self.values)?)?,
+            backend: backend.clone(),
+        })
+    }
+
+    /// A copy in host memory.
+    ///
+    /// # Errors
+    /// [`Error::Device`] if reading the device fails.
+    pub fn to_host(&self) -> Result<Coo<Cpu, V>> {
+        self.to_backend(&Cpu::new())
+    }
+}

@@ -1,0 +1,458 @@
+//! Compressed sparse row format.
+//!
+//! ```text
+//!  | a00 a01  .  |    row_ptr = [0,       2,   3,           6]
+//!  |  .  a11  .  |    col_idx = [0, 1,    1,   0, 1, 2]
+//!  | a20 a21 a22 |    values  = [a00 a01, a11, a20 a21 a22]
+//! ```
+//!
+//! Invariants (checked by [`Csr::new`]): `row_ptr` has `nrows + 1` non-decreasing entries
+//! from 0 to `nnz`; column indices are `< ncols` and strictly increasing within each row (no
+//! duplicates). Explicitly stored zeros are allowed.
+//!
+//! Two SpMV kernels ([`CsrKernel`]): one unit per row (short, even rows) and a group of
+//! units per row reduced through plane shuffles or shared memory (long rows); the default
+//! picks from the row-length statistics.
+
+use rayon::prelude::*;
+
+use crate::backend::{BackendCore, Cpu};
+use crate::error::{check_len, Error, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::{to_u32, Coo, RowStats, SparseOps};
+use crate::vector::Vector;
+
+/// A sparse matrix in compressed sparse row format. See the [module docs](self).
+pub struct Csr<B: BackendCore, V: Element> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) row_ptr: B::Buffer<u32>,
+    pub(crate) col_idx: B::Buffer<u32>,
+    pub(crate) values: B::Buffer<V>,
+    pub(crate) stats: RowStats,
+    pub(crate) backend: B,
+}
+
+/// Which CSR SpMV kernel to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CsrKernel {
+    /// Picks from the row-length statistics: [`Vector`](CsrKernel::Vector) with a group of
+    /// up to 32 units when rows average 12 or more entries, else [`Scalar`](CsrKernel::Scalar).
+    #[default]
+    Auto,
+    /// One unit per row.
+    Scalar,
+    /// `group` units per row (a power of two, 2..=32), reduced by plane shuffles where the
+    /// device has plane operations and through shared memory elsewhere.
+    Vector {
+        /// Units per row.
+        group: u32,
+    },
+}
+
+impl CsrKernel {
+    /// The concrete kernel for rows with these statistics.
+    pub fn resolve(self, stats: &RowStats) -> CsrKernel {
+        match self {
+            CsrKernel::Auto if stats.mean >= 12.0 => CsrKernel::Vector {
+                group: (stats.mean / 2.0).clamp(2.0, 32.0).log2().round().exp2() as u32,
+            },
+            CsrKernel::Auto => CsrKernel::Scalar,
+            k => k,
+        }
+    }
+}
+
+impl<V: Element> Csr<Cpu, V> {
+    /// A host CSR matrix from its three arrays.
+    ///
+    /// # Errors
+    /// [`Error::InvalidMatrix`] naming the first violated invariant (with the row).
+    pub fn new(
+        nrows: usize,
+        ncols: usize,
+        row_ptr: Vec<u32>,
+        col_idx: Vec<u32>,
+        values: Vec<V>,
+    ) -> Result<Self> {
+        validate(nrows, ncols, &row_ptr, &col_idx, values.len())?;
+        let stats = RowStats::from_row_ptr(&row_ptr, ncols);
+        Ok(Csr {
+            nrows,
+            ncols,
+            row_ptr,
+            col_idx,
+            values,
+            stats,
+            backend: Cpu::new(),
+        })
+    }
+
+    /// Converts a COO matrix: entries sorted by row then column, duplicates summed (in the
+    /// order they appear), explicit zeros kept.
+    ///
+    /// # Errors
+    /// [`Error::InvalidMatrix`] if the matrix has 2³² or more entries.
+    pub fn from_coo(coo: &Coo<Cpu, V>) -> Result<Self> {
+        let nnz_in = coo.values.len();
+        to_u32(nnz_in, "CSR", "the number of COO entries")?;
+        // Counting sort by row, stable: entries of a row keep their input order.
+        let mut count = vec![0u32; coo.nrows + 1];
+        for &r in &coo.rows {
+            count[r as usize + 1] += 1;
+        }
+        for i in 0..coo.nrows {
+            count[i + 1] += count[i];
+        }
+        let mut order = vec![0u32; nnz_in];
+        let mut next = count.clone();
+        for (k, &r) in coo.rows.iter().enumerate() {
+            order[next[r as usize] as usize] = k as u32;
+            next[r as usize] += 1;
+        }
+        // Within each row: stable sort by column, then sum runs of equal columns.
+        let mut row_ptr = Vec::with_capacity(coo.nrows + 1);
+        let mut col_idx = Vec::with_capacity(nnz_in);
+        let mut values = Vec::with_capacity(nnz_in);
+        row_ptr.push(0u32);
+        let mut scratch: Vec<u32> = Vec::new();
+        for r in 0..coo.nrows {
+            scratch.clear();
+            scratch.extend_from_slice(&order[count[r] as usize..count[r + 1] as usize]);
+            scratch.sort_by_key(|&k| coo.cols[k as usize]);
+            let mut last_col = None;
+            for &k in &scratch {
+                let (c, v) = (coo.cols[k as usize], coo.values[k as usize]);
+                if last_col == Some(c) {
+                    let last: &mut V = values.last_mut().expect("a previous entry exists");
+                    *last = V::from_f64(last.as_f64() + v.as_f64());
+                } else {
+                    col_idx.push(c);
+                    values.push(v);
+                    last_col = Some(c);
+                }
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        let stats = RowStats::from_row_ptr(&row_ptr, coo.ncols);
+        Ok(Csr {
+            nrows: coo.nrows,
+            ncols: coo.ncols,
+            row_ptr,
+            col_idx,
+            values,
+            stats,
+            backend: Cpu::new(),
+        })
+    }
+
+    /// The row offsets (`nrows + 1`).
+    pub fn row_ptr(&self) -> &[u32] {
+        &self.row_ptr
+    }
+
+    /// The column indices (`nnz`).
+    pub fn col_idx(&self) -> &[u32] {
+        &self.col_idx
+    }
+
+    /// The values (`nnz`).
+    pub fn values(&self) -> &[V] {
+        &self.values
+    }
+
+    /// The values, mutably (the pattern stays fixed).
+    pub fn values_mut(&mut self) -> &mut [V] {
+        &mut self.values
+    }
+
+    /// Column indices and values of row `i`.
+    ///
+    /// # Panics
+    /// If `i >= nrows`.
+    pub fn row(&self, i: usize) -> (&[u32], &[V]) {
+        let (s, e) = (self.row_ptr[i] as usize, self.row_ptr[i + 1] as usize);
+        (&self.col_idx[s..e], &self.values[s..e])
+    }
+
+    /// Converts to COO (row-sorted triplets).
+    pub fn to_coo(&self) -> Coo<Cpu, V> {
+        let mut rows = Vec::with_capacity(self.values.len());
+        for r in 0..self.nrows {
+            let len = (self.row_ptr[r + 1] - self.row_ptr[r]) as usize;
+            rows.extend(std::iter::repeat_n(r as u32, len));
+        }
+        Coo {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            rows,
+            cols: self.col_idx.clone(),
+            values: self.values.clone(),
+            backend: Cpu::new(),
+        }
+    }
+
+    /// The same matrix with values converted to `W` (one rounding each).
+    pub fn convert<W: Element>(&self) -> Csr<Cpu, W> {
+        Csr {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: self.row_ptr.clone(),
+            col_idx: self.col_idx.clone(),
+            values: self.values.iter().map(|v| v.convert::<W>()).collect(),
+            stats: self.stats,
+            backend: Cpu::new(),
+        }
+    }
+
+    /// The transpose (also the conversion CSR -> CSC).
+    pub fn transpose(&self) -> Csr<Cpu, V> {
+        let nnz = self.values.len();
+        let mut row_ptr = vec![0u32; self.ncols + 1];
+        for &c in &self.col_idx {
+            row_ptr[c as usize + 1] += 1;
+        }
+        for i in 0..self.ncols {
+            row_ptr[i + 1] += row_ptr[i];
+        }
+        let mut next = row_ptr.clone();
+        let mut col_idx = vec![0u32; nnz];
+        let mut values = vec![V::default(); nnz];
+        for r in 0..self.nrows {
+            for k in self.row_ptr[r] as usize..self.row_ptr[r + 1] as usize {
+                let c = self.col_idx[k] as usize;
+                let dst = next[c] as usize;
+                col_idx[dst] = r as u32;
+                values[dst] = self.values[k];
+                next[c] += 1;
+            }
+        }
+        let stats = RowStats::from_row_ptr(&row_ptr, self.nrows);
+        Csr {
+            nrows: self.ncols,
+            ncols: self.nrows,
+            row_ptr,
+            col_idx,
+            values,
+            stats,
+            backend: Cpu::new(),
+        }
+    }
+
+    /// The main diagonal (zeros where no entry is stored).
+    pub fn diagonal(&self) -> Vec<V> {
+        (0..self.nrows.min(self.ncols))
+            .map(|r| {
+                let (cols, vals) = self.row(r);
+                cols.binary_search(&(r as u32))
+                    .map(|k| vals[k])
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+}
+
+/// Checks the CSR invariants.
+pub(crate) fn validate(
+    nrows: usize,
+    ncols: usize,
+    row_ptr: &[u32],
+    col_idx: &[u32],
+    nvalues: usize,
+) -> Result<()> {
+    let invalid = |reason: String| {
+        Err(Error::InvalidMatrix {
+            format: "CSR",
+            reason,
+        })
+    };
+    to_u32(nrows, "CSR", "nrows")?;
+    to_u32(ncols, "CSR", "ncols")?;
+    if row_ptr.len() != nrows + 1 {
+        return invalid(format!(
+            "row_ptr has {} entries, expected nrows + 1 = {}",
+            row_ptr.len(),
+            nrows + 1
+        ));
+    }
+    if col_idx.len() != nvalues {
+        return invalid(format!(
+            "{} column indices but {} values",
+            col_idx.len(),
+            nvalues
+        ));
+    }
+    if row_ptr[0] != 0 {
+        return invalid(format!("row_ptr[0] = {}, expected 0", row_ptr[0]));
+    }
+    if row_ptr[nrows] as usize != nvalues {
+        return invalid(format!(
+            "row_ptr[{nrows}] = {} but there are {nvalues} entries",
+            row_ptr[nrows]
+        ));
+    }
+    for r in 0..nrows {
+        let (s, e) = (row_ptr[r], row_ptr[r + 1]);
+        if e < s {
+            return invalid(format!("row_ptr decreases at row {r}: {s} then {e}"));
+        }
+        let cols = &col_idx[s as usize..e as usize];
+        for (k, &c) in cols.iter().enumerate() {
+            if c as usize >= ncols {
+                return invalid(format!(
+                    "row {r}: column index {c} is out of range (ncols = {ncols})"
+                ));
+            }
+            if k > 0 && c <= cols[k - 1] {
+                return invalid(format!(
+                    "row {r}: column indices must be strictly increasing (found {} then {c}{})",
+                    cols[k - 1],
+                    if c == cols[k - 1] {
+                        ": a duplicate entry"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl<B: BackendCore, V: Element> Csr<B, V> {
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Stored entries.
+    pub fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+
+    /// Row-length statistics.
+    pub fn stats(&self) -> &RowStats {
+        &self.stats
+    }
+
+    /// The backend the matrix lives on.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// Bytes of the stored arrays (values and indices).
+    pub fn storage_bytes(&self) -> usize {
+        self.stats.nnz * (V::DTYPE.size() + 4) + (self.nrows + 1) * 4
+    }
+
+    /// A copy on another backend.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
+    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Csr<B2, V>> {
+        backend.require::<V>("sparse matrices")?;
+        Ok(Csr {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            row_ptr: backend.upload(&self.backend.download(&self.row_ptr)?)?,
+            col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
+            values: backend.upload(&self.backend.download(&self.values)?)?,
+            stats: self.stats,
+            backend: backend.clone(),
+        })
+    }
+
+    /// A copy in host memory.
+    ///
+    /// # Errors
+    /// [`Error::Device`] if reading the device fails.
+    pub fn to_host(&self) -> Result<Csr<Cpu, V>> {
+        self.to_backend(&Cpu::new())
+    }
+}
+
+impl<B: SparseOps, V: Element> Csr<B, V> {
+    /// `y = alpha A x + beta y` with the kernel chosen from the row statistics.
+    /// When `beta = 0`, `y` is not read.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    pub fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        self.spmv_with(CsrKernel::Auto, alpha, x, beta, y)
+    }
+
+    /// As [`spmv`](Self::spmv) with an explicit kernel choice.
+    ///
+    /// # Errors
+    /// As [`spmv`](Self::spmv); [`Error::InvalidArgument`] for a group size that is not a
+    /// power of two in 2..=32.
+    pub fn spmv_with<T: Scalar>(
+        &self,
+        kernel: CsrKernel,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_len("Csr::spmv", "x", self.ncols, x.len())?;
+        check_len("Csr::spmv", "y", self.nrows, y.len())?;
+        let kernel = kernel.resolve(&self.stats);
+        if let CsrKernel::Vector { group } = kernel {
+            if !(2..=32).contains(&group) || !group.is_power_of_two() {
+                return Err(Error::InvalidArgument {
+                    op: "Csr::spmv",
+                    name: "group",
+                    reason: format!("{group} units per row: must be a power of two in 2..=32"),
+                });
+            }
+        }
+        self.backend
+            .csr_spmv(self, kernel, alpha, x.buffer(), beta, y.buffer_mut())
+    }
+}
+
+/// CPU kernel: `y = alpha A x + beta y`, one row at a time, accumulating in `T` in the
+/// order of the stored entries.
+pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
+    row_ptr: &[u32],
+    col_idx: &[u32],
+    values: &[V],
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y: &mut [T],
+) {
+    const ROWS: usize = 2048;
+    let body = |start: usize, y: &mut [T]| {
+        for (i, yi) in y.iter_mut().enumerate() {
+            let r = start + i;
+            let mut acc = T::ZERO;
+            for k in row_ptr[r] as usize..row_ptr[r + 1] as usize {
+                acc += T::from_f64(values[k].as_f64()) * x[col_idx[k] as usize];
+            }
+            *yi = if beta == T::ZERO {
+                alpha * acc
+            } else {
+                alpha * acc + beta * *yi
+            };
+        }
+    };
+    if y.len() < 4 * ROWS {
+        body(0, y);
+    } else {
+        y.par_chunks_mut(ROWS)
+            .enumerate()
+            .for_each(|(c, y)| body(c * ROWS, y));
+    }
+}
