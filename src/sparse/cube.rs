@@ -49,7 +49,7 @@ fn csr_scalar_kernel<V: Float, T: Float>(
 /// shuffles (`use_plane`) or a shared-memory tree. Every unit runs the same number of
 /// iterations so that shuffles and barriers stay in uniform control flow.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments, clippy::manual_div_ceil)]
 fn csr_vector_kernel<V: Float, T: Float>(
     row_ptr: &Array<u32>,
     col_idx: &Array<u32>,
