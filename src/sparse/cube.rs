@@ -9,7 +9,7 @@ use cubecl::prelude::*;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
-use crate::sparse::{Csr, CsrKernel, SparseOps};
+use crate::sparse::{ell, sell, Csr, CsrKernel, Ell, Sell, SparseOps};
 
 /// CSR, one unit per row. Bytes per nonzero: value + column index + (cached) x; per row:
 /// two offsets and y.
@@ -194,6 +194,30 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
                 }
             }
         }
+        Ok(())
+    }
+
+    fn ell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Ell<Self, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        ell::spmv_cube(self, a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn sell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Self, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        sell::spmv_cube(self, a, alpha, x, beta, y);
         Ok(())
     }
 }

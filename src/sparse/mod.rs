@@ -37,10 +37,14 @@ use crate::scalar::{Element, Scalar};
 pub mod coo;
 pub mod csr;
 pub(crate) mod cube;
+pub mod ell;
 pub mod random;
+pub mod sell;
 
 pub use coo::Coo;
 pub use csr::{Csr, CsrKernel};
+pub use ell::Ell;
+pub use sell::{Sell, SellParams};
 
 /// The sparse operator family: SpMV kernels of every format. Implemented by every backend;
 /// call it through the containers' `spmv` methods, which check the dimensions first.
@@ -50,6 +54,26 @@ pub trait SparseOps: BackendCore {
         &self,
         a: &Csr<Self, V>,
         kernel: CsrKernel,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        beta: T,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
+    /// `y = alpha A x + beta y` for an ELL matrix.
+    fn ell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Ell<Self, V>,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        beta: T,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
+    /// `y = alpha A x + beta y` for a SELL-C-σ matrix.
+    fn sell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Self, V>,
         alpha: T,
         x: &Self::Buffer<T>,
         beta: T,
@@ -68,6 +92,30 @@ impl SparseOps for Cpu {
         y: &mut Vec<T>,
     ) -> Result<()> {
         csr::spmv_cpu(&a.row_ptr, &a.col_idx, &a.values, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn ell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Ell<Cpu, V>,
+        alpha: T,
+        x: &Vec<T>,
+        beta: T,
+        y: &mut Vec<T>,
+    ) -> Result<()> {
+        ell::spmv_cpu(a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn sell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Cpu, V>,
+        alpha: T,
+        x: &Vec<T>,
+        beta: T,
+        y: &mut Vec<T>,
+    ) -> Result<()> {
+        sell::spmv_cpu(a, alpha, x, beta, y);
         Ok(())
     }
 }

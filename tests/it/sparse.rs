@@ -2,7 +2,7 @@
 //! loop over the CSR matrix; conversions; error paths.
 
 use galerkin::sparse::random::{random_csr, RandomPattern};
-use galerkin::sparse::{Csr, CsrKernel};
+use galerkin::sparse::{Csr, CsrKernel, Ell, FormatLimits, Sell, SellParams};
 use galerkin::verify::{poison, random_vec};
 use galerkin::{Backend, Cpu, Element, Scalar, Vector};
 
@@ -51,12 +51,14 @@ pub fn reference<V: Element, T: Scalar>(
 }
 
 /// Runs `spmv` through `run` for every pattern, with `beta = 0` on a poisoned `y` and with
-/// `beta != 0`, values stored as `V`.
+/// `beta != 0`, values stored as `V`. `run` may refuse a conversion with `Error::Padding`
+/// (then nothing is compared).
 pub fn check_spmv<B: Backend, V: Element, T: Scalar>(
     b: &B,
     name: &str,
     run: impl Fn(&Csr<Cpu, V>, T, &Vector<B, T>, T, &mut Vector<B, T>) -> galerkin::Result<()>,
 ) {
+    let mut refused = 0;
     for (i, p) in patterns().iter().enumerate() {
         let a = random_csr::<V>(p, 100 + i as u64).unwrap();
         let xs = random_vec::<T>(p.ncols, 7);
@@ -69,7 +71,15 @@ pub fn check_spmv<B: Backend, V: Element, T: Scalar>(
             } else {
                 Vector::from_slice(b, &ys).unwrap()
             };
-            run(&a, T::from_f64(alpha), &x, T::from_f64(beta), &mut y).unwrap();
+            match run(&a, T::from_f64(alpha), &x, T::from_f64(beta), &mut y) {
+                Ok(()) => {}
+                Err(galerkin::Error::Padding { ratio, limit, .. }) => {
+                    assert!(ratio > limit);
+                    refused += 1;
+                    continue;
+                }
+                Err(e) => panic!("{name} {}x{}: {e}", p.nrows, p.ncols),
+            }
             let expected = reference(&a, alpha, &xs, beta, &ys);
             let case = format!(
                 "{name} {}x{} nnz={} values {} beta={beta}",
@@ -80,6 +90,17 @@ pub fn check_spmv<B: Backend, V: Element, T: Scalar>(
             );
             assert_close(&y.to_vec().unwrap(), &expected, terms, &case);
         }
+    }
+    assert!(refused <= 2, "{name}: {refused} conversions refused");
+}
+
+/// ELL limits for a test matrix: unlimited padding while the padded matrix stays small
+/// (so the long-row cases are computed), the default limit beyond (so they are refused).
+fn ell_limits<V: Element>(a: &Csr<Cpu, V>) -> FormatLimits {
+    if a.nrows() * a.stats().max <= 1 << 22 {
+        FormatLimits::unlimited()
+    } else {
+        FormatLimits::default()
     }
 }
 
@@ -103,4 +124,53 @@ fn csr_spmv_f32_values<B: Backend, T: Scalar>(b: &B) {
     });
 }
 
-backend_tests!(csr_spmv, csr_spmv_f32_values);
+fn ell_spmv<B: Backend, T: Scalar>(b: &B) {
+    check_spmv::<B, T, T>(b, "ell", |a, alpha, x, beta, y| {
+        Ell::from_csr(a, &ell_limits(a))?
+            .to_backend(b)?
+            .spmv(alpha, x, beta, y)
+    });
+}
+
+fn sell_spmv<B: Backend, T: Scalar>(b: &B) {
+    for (c, sigma) in [(1, 1), (4, 1), (32, 1), (32, 256), (128, 128)] {
+        let params = SellParams {
+            slice_height: c,
+            sigma,
+        };
+        check_spmv::<B, T, T>(b, &format!("sell {params:?}"), |a, alpha, x, beta, y| {
+            Sell::from_csr(a, params, &FormatLimits::unlimited())?
+                .to_backend(b)?
+                .spmv(alpha, x, beta, y)
+        });
+    }
+}
+
+/// f32 values in every format with T vectors (mixed precision when T = f64).
+fn formats_f32_values<B: Backend, T: Scalar>(b: &B) {
+    check_spmv::<B, f32, T>(b, "ell f32 values", |a, alpha, x, beta, y| {
+        Ell::from_csr(a, &ell_limits(a))?
+            .to_backend(b)?
+            .spmv(alpha, x, beta, y)
+    });
+    check_spmv::<B, f32, T>(b, "sell f32 values", |a, alpha, x, beta, y| {
+        Sell::from_csr(
+            a,
+            SellParams {
+                slice_height: 32,
+                sigma: 64,
+            },
+            &FormatLimits::unlimited(),
+        )?
+        .to_backend(b)?
+        .spmv(alpha, x, beta, y)
+    });
+}
+
+backend_tests!(
+    csr_spmv,
+    csr_spmv_f32_values,
+    ell_spmv,
+    sell_spmv,
+    formats_f32_values
+);

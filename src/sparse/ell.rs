@@ -1,0 +1,271 @@
+//! ELLPACK: every row padded to the longest row, stored slot-major.
+//!
+//! ```text
+//!  | a00 a01  .  |   width = 3, slot k of row r at k * nrows + r
+//!  |  .  a11  .  |   col_idx = [0 1 0 | 1 * 1 | * * 2]     (* = PAD)
+//!  | a20 a21 a22 |   values  = [a00 a11 a20 | a01 0 a21 | 0 0 a22]
+//! ```
+//!
+//! Invariants: `col_idx` and `values` have `width * nrows` entries; within each row the
+//! real entries come first with strictly increasing columns `< ncols`, then padding
+//! (column [`PAD`], value 0). One unit per row; consecutive units read consecutive slots
+//! (coalesced); a row stops at its first padding slot.
+
+use cubecl::prelude::*;
+use rayon::prelude::*;
+
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::backend::{BackendCore, Cpu};
+use crate::error::{check_len, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::cube::{grid, scalar};
+use crate::sparse::{to_u32, Csr, FormatLimits, RowStats, SparseOps, PAD};
+use crate::vector::Vector;
+
+/// A sparse matrix in ELLPACK format. See the [module docs](self).
+pub struct Ell<B: BackendCore, V: Element> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) width: usize,
+    pub(crate) col_idx: B::Buffer<u32>,
+    pub(crate) values: B::Buffer<V>,
+    pub(crate) stats: RowStats,
+    pub(crate) backend: B,
+}
+
+impl<V: Element> Ell<Cpu, V> {
+    /// Converts a CSR matrix (exact: every stored entry, explicit zeros included).
+    ///
+    /// # Errors
+    /// [`Error::Padding`](crate::Error::Padding) if `width * nrows` exceeds the limit
+    /// relative to the nonzeros (one long row makes ELL enormous).
+    pub fn from_csr(a: &Csr<Cpu, V>, limits: &FormatLimits) -> Result<Self> {
+        let (n, width) = (a.nrows, a.stats.max);
+        let slots = n as u64 * width as u64;
+        limits.check("ELL", slots, a.nnz() as u64)?;
+        to_u32(slots as usize, "ELL", "width * nrows")?;
+        let mut col_idx = vec![PAD; slots as usize];
+        let mut values = vec![V::default(); slots as usize];
+        for r in 0..n {
+            let (cols, vals) = a.row(r);
+            for (k, (&c, &v)) in cols.iter().zip(vals).enumerate() {
+                col_idx[k * n + r] = c;
+                values[k * n + r] = v;
+            }
+        }
+        Ok(Ell {
+            nrows: n,
+            ncols: a.ncols,
+            width,
+            col_idx,
+            values,
+            stats: a.stats,
+            backend: Cpu::new(),
+        })
+    }
+
+    /// Converts back to CSR (exact).
+    ///
+    /// # Errors
+    /// Never for a valid ELL matrix; [`Error::InvalidMatrix`](crate::Error::InvalidMatrix)
+    /// otherwise.
+    pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
+        let n = self.nrows;
+        let mut row_ptr = Vec::with_capacity(n + 1);
+        let (mut col_idx, mut values) = (
+            Vec::with_capacity(self.stats.nnz),
+            Vec::with_capacity(self.stats.nnz),
+        );
+        row_ptr.push(0u32);
+        for r in 0..n {
+            for k in 0..self.width {
+                let c = self.col_idx[k * n + r];
+                if c == PAD {
+                    break;
+                }
+                col_idx.push(c);
+                values.push(self.values[k * n + r]);
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        Csr::new(n, self.ncols, row_ptr, col_idx, values)
+    }
+}
+
+impl<B: BackendCore, V: Element> Ell<B, V> {
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// Slots per row (the longest row).
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Stored nonzeros (padding excluded).
+    pub fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+
+    /// Row-length statistics of the matrix.
+    pub fn stats(&self) -> &RowStats {
+        &self.stats
+    }
+
+    /// Bytes of the stored arrays (padding included).
+    pub fn storage_bytes(&self) -> usize {
+        self.width * self.nrows * (V::DTYPE.size() + 4)
+    }
+
+    /// A copy on another backend.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) if that device lacks `V`, or an
+    /// allocation error.
+    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Ell<B2, V>> {
+        backend.require::<V>("sparse matrices")?;
+        Ok(Ell {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            width: self.width,
+            col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
+            values: backend.upload(&self.backend.download(&self.values)?)?,
+            stats: self.stats,
+            backend: backend.clone(),
+        })
+    }
+
+    /// A copy in host memory.
+    ///
+    /// # Errors
+    /// [`Error::Device`](crate::Error::Device) if reading the device fails.
+    pub fn to_host(&self) -> Result<Ell<Cpu, V>> {
+        self.to_backend(&Cpu::new())
+    }
+}
+
+impl<B: SparseOps, V: Element> Ell<B, V> {
+    /// `y = alpha A x + beta y` (`y` not read when `beta = 0`).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `x` does not have
+    /// `ncols` or `y` `nrows` entries.
+    pub fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_len("Ell::spmv", "x", self.ncols, x.len())?;
+        check_len("Ell::spmv", "y", self.nrows, y.len())?;
+        self.backend
+            .ell_spmv(self, alpha, x.buffer(), beta, y.buffer_mut())
+    }
+}
+
+/// CPU kernel.
+pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
+    a: &Ell<Cpu, V>,
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y: &mut [T],
+) {
+    let n = a.nrows;
+    y.par_chunks_mut(2048).enumerate().for_each(|(chunk, y)| {
+        for (i, yi) in y.iter_mut().enumerate() {
+            let r = chunk * 2048 + i;
+            let mut acc = T::ZERO;
+            for k in 0..a.width {
+                let c = a.col_idx[k * n + r];
+                if c == PAD {
+                    break;
+                }
+                acc += T::from_f64(a.values[k * n + r].as_f64()) * x[c as usize];
+            }
+            *yi = if beta == T::ZERO {
+                alpha * acc
+            } else {
+                alpha * acc + beta * *yi
+            };
+        }
+    });
+}
+
+/// One unit per row. Bytes per stored slot: value + index (+ x, cached).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn ell_kernel<V: Float, T: Float>(
+    col_idx: &Array<u32>,
+    values: &Array<V>,
+    alpha: InputScalar,
+    x: &Array<T>,
+    beta: InputScalar,
+    y: &mut Array<T>,
+    nrows: usize,
+    width: usize,
+    #[comptime] beta_zero: bool,
+) {
+    let a = alpha.get::<T>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut row = ABSOLUTE_POS;
+    while row < nrows {
+        let mut acc = T::new(0.0);
+        let mut k = 0;
+        while k < width {
+            let idx = k * nrows + row;
+            let c = col_idx[idx];
+            if c == PAD {
+                break;
+            }
+            acc += T::cast_from(values[idx]) * x[c as usize];
+            k += 1;
+        }
+        if comptime![beta_zero] {
+            y[row] = a * acc;
+        } else {
+            y[row] = a * acc + beta.get::<T>() * y[row];
+        }
+        row += stride;
+    }
+}
+
+/// Launches [`ell_kernel`].
+pub(crate) fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Ell<Cube<R>, V>,
+    alpha: T,
+    x: &CubeBuffer<T>,
+    beta: T,
+    y: &mut CubeBuffer<T>,
+) {
+    if a.nrows == 0 {
+        return;
+    }
+    let (count, dim) = grid(b, a.nrows);
+    // SAFETY: ELL invariants (validated on conversion): width * nrows slots, columns < ncols
+    // or PAD; x has ncols and y nrows entries (checked by Ell::spmv).
+    unsafe {
+        ell_kernel::launch_unchecked::<V, T, R>(
+            b.client(),
+            count,
+            dim,
+            a.col_idx.arg(),
+            a.values.arg(),
+            scalar(alpha),
+            x.arg(),
+            scalar(beta),
+            y.arg(),
+            a.nrows,
+            a.width,
+            beta == T::ZERO,
+        )
+    }
+}
