@@ -9,7 +9,9 @@ use cubecl::prelude::*;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
-use crate::sparse::{ell, sell, Csr, CsrKernel, Ell, Sell, SparseOps};
+use crate::sparse::{
+    block_ell, ell, sell, BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, Sell, SparseOps,
+};
 
 /// CSR, one unit per row. Bytes per nonzero: value + column index + (cached) x; per row:
 /// two offsets and y.
@@ -219,5 +221,17 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
     ) -> Result<()> {
         sell::spmv_cube(self, a, alpha, x, beta, y);
         Ok(())
+    }
+
+    fn block_ell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &BlockEll<Self, V>,
+        kernel: BlockEllKernel,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        block_ell::spmv_cube(self, a, kernel, alpha, x, beta, y)
     }
 }

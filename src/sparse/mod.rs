@@ -34,6 +34,7 @@ use crate::backend::{BackendCore, Cpu};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 
+pub mod block_ell;
 pub mod coo;
 pub mod csr;
 pub(crate) mod cube;
@@ -41,6 +42,7 @@ pub mod ell;
 pub mod random;
 pub mod sell;
 
+pub use block_ell::{BlockEll, BlockEllKernel};
 pub use coo::Coo;
 pub use csr::{Csr, CsrKernel};
 pub use ell::Ell;
@@ -64,6 +66,17 @@ pub trait SparseOps: BackendCore {
     fn ell_spmv<V: Element, T: Scalar>(
         &self,
         a: &Ell<Self, V>,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        beta: T,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
+    /// `y = alpha A x + beta y` for a block-ELL matrix with the given kernel.
+    fn block_ell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &BlockEll<Self, V>,
+        kernel: BlockEllKernel,
         alpha: T,
         x: &Self::Buffer<T>,
         beta: T,
@@ -104,6 +117,19 @@ impl SparseOps for Cpu {
         y: &mut Vec<T>,
     ) -> Result<()> {
         ell::spmv_cpu(a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn block_ell_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &BlockEll<Cpu, V>,
+        _kernel: BlockEllKernel,
+        alpha: T,
+        x: &Vec<T>,
+        beta: T,
+        y: &mut Vec<T>,
+    ) -> Result<()> {
+        block_ell::spmv_cpu(a, alpha, x, beta, y);
         Ok(())
     }
 

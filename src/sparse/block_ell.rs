@@ -1,0 +1,511 @@
+//! Block ELLPACK (the dense block format, DBF, of Roca, Nguyen and Peraire): `m x m` dense
+//! blocks, a fixed number `s` of block slots per block row, a neighbour table.
+//!
+//! ```text
+//!  block row l (rows l m .. (l+1) m), slot k:  block column  neighbours[l s + k]   (PAD: empty)
+//!  value of row i of block row l, slot k, column j of the block:
+//!      values[(i + m l) + (m r) (k m + j)]          r = number of block rows
+//! ```
+//!
+//! The value layout is the seed's column-major `A[i + m l + m r k]` with `k = slot m + j`:
+//! one unit per matrix row `u = i + m l`, and for a fixed `k` consecutive units read
+//! consecutive values (coalesced). Slot order: the diagonal block first when the block row
+//! has one, then increasing block column. Rows and columns are padded up to whole blocks
+//! (`⌈n/m⌉ m`); padded rows are never written and padded columns never read.
+//!
+//! Two SpMV kernels ([`BlockEllKernel`]): `Direct` reads `x` through the neighbour table
+//! inside the contraction; `InflateContract` is the seed's two-step form: first gather the
+//! inflated vector `X[k + q l] = x[neighbour(l, k / m) m + k % m]` (`q = s m`), then the
+//! batched small matrix-vector product `y[u] = Σ_k A[u + m r k] X[k + q l]`.
+
+use cubecl::prelude::*;
+use rayon::prelude::*;
+
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::backend::{BackendCore, Cpu};
+use crate::error::{check_len, Error, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::cube::{grid, scalar};
+use crate::sparse::{to_u32, Csr, FormatLimits, SparseOps, PAD};
+use crate::vector::Vector;
+
+/// The largest supported block size.
+pub const MAX_BLOCK_SIZE: usize = 64;
+
+/// Which block-ELL SpMV kernel to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BlockEllKernel {
+    /// Read `x` through the neighbour table inside the contraction (one pass).
+    #[default]
+    Direct,
+    /// Gather the inflated vector first, then contract (the seed's kernel).
+    InflateContract,
+}
+
+/// A sparse matrix of dense `m x m` blocks. See the [module docs](self).
+pub struct BlockEll<B: BackendCore, V: Element> {
+    pub(crate) nrows: usize,
+    pub(crate) ncols: usize,
+    pub(crate) block_size: usize,
+    pub(crate) slots: usize,
+    pub(crate) neighbours: B::Buffer<u32>,
+    pub(crate) values: B::Buffer<V>,
+    pub(crate) nnz: usize,
+    pub(crate) blocks: usize,
+    pub(crate) backend: B,
+}
+
+/// Block rows and block columns of an `nrows x ncols` matrix with blocks of `m`.
+fn block_dims(nrows: usize, ncols: usize, m: usize) -> (usize, usize) {
+    (nrows.div_ceil(m), ncols.div_ceil(m))
+}
+
+impl<V: Element> BlockEll<Cpu, V> {
+    /// Converts a CSR matrix with blocks of size `block_size` (exact: the blocks hold every
+    /// stored entry; entries of a block that the CSR matrix does not store are zeros).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a block size outside 1..=64; [`Error::Padding`] if the
+    /// stored block values exceed the padding limit relative to the nonzeros.
+    pub fn from_csr(a: &Csr<Cpu, V>, block_size: usize, limits: &FormatLimits) -> Result<Self> {
+        let m = block_size;
+        if !(1..=MAX_BLOCK_SIZE).contains(&m) {
+            return Err(Error::InvalidArgument {
+                op: "BlockEll::from_csr",
+                name: "block_size",
+                reason: format!("{m}: must be in 1..={MAX_BLOCK_SIZE}"),
+            });
+        }
+        let (r, _) = block_dims(a.nrows, a.ncols, m);
+        // Block columns of every block row: diagonal first, then increasing.
+        let block_cols: Vec<Vec<u32>> = (0..r)
+            .into_par_iter()
+            .map(|l| {
+                let mut cols: Vec<u32> = (l * m..((l + 1) * m).min(a.nrows))
+                    .flat_map(|row| a.row(row).0.iter().map(|&c| c / m as u32))
+                    .collect();
+                cols.sort_unstable();
+                cols.dedup();
+                if let Some(pos) = cols.iter().position(|&c| c as usize == l) {
+                    cols[..=pos].rotate_right(1);
+                }
+                cols
+            })
+            .collect();
+        let slots = block_cols.iter().map(Vec::len).max().unwrap_or(0);
+        let stored = (r * slots * m * m) as u64;
+        limits.check("BlockEll", stored, a.nnz() as u64)?;
+        to_u32(r * m * slots * m, "BlockEll", "stored values")?;
+        let mut neighbours = vec![PAD; r * slots];
+        for (l, cols) in block_cols.iter().enumerate() {
+            neighbours[l * slots..l * slots + cols.len()].copy_from_slice(cols);
+        }
+        let big_m = r * m;
+        let mut values = vec![V::default(); big_m * slots * m];
+        for (l, cols) in block_cols.iter().enumerate() {
+            for row in l * m..((l + 1) * m).min(a.nrows) {
+                let (rc, rv) = a.row(row);
+                for (&c, &v) in rc.iter().zip(rv) {
+                    let slot = cols
+                        .iter()
+                        .position(|&b| b == c / m as u32)
+                        .expect("block listed");
+                    let k = slot * m + c as usize % m;
+                    values[row + big_m * k] = v;
+                }
+            }
+        }
+        let blocks = block_cols.iter().map(Vec::len).sum();
+        Ok(BlockEll {
+            nrows: a.nrows,
+            ncols: a.ncols,
+            block_size: m,
+            slots,
+            neighbours,
+            values,
+            nnz: a.nnz(),
+            blocks,
+            backend: Cpu::new(),
+        })
+    }
+
+    /// Converts back to CSR, keeping exactly the entries the source CSR matrix stored
+    /// that are nonzero, plus every nonzero block entry (zeros inside blocks are dropped:
+    /// a block format cannot tell a stored zero from fill).
+    ///
+    /// # Errors
+    /// Never for a valid block-ELL matrix.
+    pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
+        let (m, s) = (self.block_size, self.slots);
+        let big_m = self.nrows.div_ceil(m) * m;
+        let mut row_ptr = vec![0u32];
+        let (mut col_idx, mut values) = (Vec::new(), Vec::new());
+        let mut entries: Vec<(u32, V)> = Vec::new();
+        for row in 0..self.nrows {
+            let l = row / m;
+            entries.clear();
+            for slot in 0..s {
+                let bc = self.neighbours[l * s + slot];
+                if bc == PAD {
+                    continue;
+                }
+                for j in 0..m {
+                    let c = bc as usize * m + j;
+                    let v = self.values[row + big_m * (slot * m + j)];
+                    if c < self.ncols && v.as_f64() != 0.0 {
+                        entries.push((c as u32, v));
+                    }
+                }
+            }
+            entries.sort_by_key(|e| e.0);
+            for &(c, v) in &entries {
+                col_idx.push(c);
+                values.push(v);
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        Csr::new(self.nrows, self.ncols, row_ptr, col_idx, values)
+    }
+
+    /// The neighbour table (`block rows x slots`, [`PAD`] for empty slots).
+    pub fn neighbours(&self) -> &[u32] {
+        &self.neighbours
+    }
+}
+
+impl<B: BackendCore, V: Element> BlockEll<B, V> {
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        self.ncols
+    }
+
+    /// The block size `m`.
+    pub fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    /// Block slots per block row.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Nonzeros of the matrix it was built from.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+
+    /// Non-empty blocks.
+    pub fn blocks(&self) -> usize {
+        self.blocks
+    }
+
+    /// Bytes of the stored arrays (padding blocks included).
+    pub fn storage_bytes(&self) -> usize {
+        let r = self.nrows.div_ceil(self.block_size);
+        r * self.slots * (self.block_size * self.block_size * V::DTYPE.size() + 4)
+    }
+
+    /// A copy on another backend.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
+    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<BlockEll<B2, V>> {
+        backend.require::<V>("sparse matrices")?;
+        Ok(BlockEll {
+            nrows: self.nrows,
+            ncols: self.ncols,
+            block_size: self.block_size,
+            slots: self.slots,
+            neighbours: backend.upload(&self.backend.download(&self.neighbours)?)?,
+            values: backend.upload(&self.backend.download(&self.values)?)?,
+            nnz: self.nnz,
+            blocks: self.blocks,
+            backend: backend.clone(),
+        })
+    }
+
+    /// A copy in host memory.
+    ///
+    /// # Errors
+    /// [`Error::Device`] if reading the device fails.
+    pub fn to_host(&self) -> Result<BlockEll<Cpu, V>> {
+        self.to_backend(&Cpu::new())
+    }
+}
+
+impl<B: SparseOps, V: Element> BlockEll<B, V> {
+    /// `y = alpha A x + beta y` with the direct kernel (`y` not read when `beta = 0`).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    pub fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        self.spmv_with(BlockEllKernel::Direct, alpha, x, beta, y)
+    }
+
+    /// As [`spmv`](Self::spmv) with an explicit kernel.
+    ///
+    /// # Errors
+    /// As [`spmv`](Self::spmv).
+    pub fn spmv_with<T: Scalar>(
+        &self,
+        kernel: BlockEllKernel,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_len("BlockEll::spmv", "x", self.ncols, x.len())?;
+        check_len("BlockEll::spmv", "y", self.nrows, y.len())?;
+        self.backend
+            .block_ell_spmv(self, kernel, alpha, x.buffer(), beta, y.buffer_mut())
+    }
+}
+
+/// CPU kernel: block rows in parallel, the small dense products row by row.
+pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
+    a: &BlockEll<Cpu, V>,
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y: &mut [T],
+) {
+    let (m, s) = (a.block_size, a.slots);
+    let big_m = a.nrows.div_ceil(m) * m;
+    y.par_chunks_mut(m).enumerate().for_each(|(l, yb)| {
+        for (i, yi) in yb.iter_mut().enumerate() {
+            let u = l * m + i;
+            let mut acc = T::ZERO;
+            for slot in 0..s {
+                let bc = a.neighbours[l * s + slot];
+                if bc == PAD {
+                    continue;
+                }
+                for j in 0..m {
+                    let c = bc as usize * m + j;
+                    if c < a.ncols {
+                        acc += T::from_f64(a.values[u + big_m * (slot * m + j)].as_f64()) * x[c];
+                    }
+                }
+            }
+            *yi = if beta == T::ZERO {
+                alpha * acc
+            } else {
+                alpha * acc + beta * *yi
+            };
+        }
+    });
+}
+
+/// Direct kernel: one unit per row `u` (`m` units per block row, sharing their `x` reads);
+/// `m` is comptime so the inner product over a block row unrolls. Bytes per stored block
+/// value: the value (coalesced) + `x` (cached, read by `m` units).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn block_ell_direct_kernel<V: Float, T: Float>(
+    neighbours: &Array<u32>,
+    values: &Array<V>,
+    alpha: InputScalar,
+    x: &Array<T>,
+    beta: InputScalar,
+    y: &mut Array<T>,
+    nrows: usize,
+    ncols: usize,
+    padded_rows: usize,
+    slots: usize,
+    #[comptime] m: usize,
+    #[comptime] ragged: bool,
+    #[comptime] beta_zero: bool,
+) {
+    let a = alpha.get::<T>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut u = ABSOLUTE_POS;
+    while u < padded_rows {
+        let l = u / m;
+        let mut acc = T::new(0.0);
+        for slot in 0..slots {
+            let bc = neighbours[l * slots + slot];
+            if bc != PAD {
+                let xbase = bc as usize * m;
+                let vbase = u + padded_rows * slot * m;
+                #[unroll]
+                for j in 0..m {
+                    if comptime![ragged] {
+                        if xbase + j < ncols {
+                            acc += T::cast_from(values[vbase + padded_rows * j]) * x[xbase + j];
+                        }
+                    } else {
+                        acc += T::cast_from(values[vbase + padded_rows * j]) * x[xbase + j];
+                    }
+                }
+            }
+        }
+        if u < nrows {
+            if comptime![beta_zero] {
+                y[u] = a * acc;
+            } else {
+                y[u] = a * acc + beta.get::<T>() * y[u];
+            }
+        }
+        u += stride;
+    }
+}
+
+/// Inflation: `X[k + q l] = x[neighbour(l, k / m) m + k % m]`, 0 for padding slots and
+/// padded columns. One unit per entry of `X`.
+#[cube(launch_unchecked)]
+fn block_ell_inflate_kernel<T: Float>(
+    neighbours: &Array<u32>,
+    x: &Array<T>,
+    inflated: &mut Array<T>,
+    ncols: usize,
+    slots: usize,
+    total: usize,
+    #[comptime] m: usize,
+) {
+    let q = slots * m;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut e = ABSOLUTE_POS;
+    while e < total {
+        let l = e / q;
+        let k = e % q;
+        let bc = neighbours[l * slots + k / m];
+        let c = bc as usize * m + k % m;
+        let mut v = T::new(0.0);
+        if bc != PAD && c < ncols {
+            v = x[c];
+        }
+        inflated[e] = v;
+        e += stride;
+    }
+}
+
+/// Contraction: `y[u] = α Σ_k A[u + M k] X[k + q l] + β y[u]`, one unit per row.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn block_ell_contract_kernel<V: Float, T: Float>(
+    values: &Array<V>,
+    inflated: &Array<T>,
+    alpha: InputScalar,
+    beta: InputScalar,
+    y: &mut Array<T>,
+    nrows: usize,
+    padded_rows: usize,
+    q: usize,
+    #[comptime] m: usize,
+    #[comptime] beta_zero: bool,
+) {
+    let a = alpha.get::<T>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut u = ABSOLUTE_POS;
+    while u < nrows {
+        let xbase = (u / m) * q;
+        let mut acc = T::new(0.0);
+        for k in 0..q {
+            acc += T::cast_from(values[u + padded_rows * k]) * inflated[xbase + k];
+        }
+        if comptime![beta_zero] {
+            y[u] = a * acc;
+        } else {
+            y[u] = a * acc + beta.get::<T>() * y[u];
+        }
+        u += stride;
+    }
+}
+
+/// Launches the chosen block-ELL kernel(s).
+pub(crate) fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &BlockEll<Cube<R>, V>,
+    kernel: BlockEllKernel,
+    alpha: T,
+    x: &CubeBuffer<T>,
+    beta: T,
+    y: &mut CubeBuffer<T>,
+) -> Result<()> {
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let m = a.block_size;
+    let padded_rows = a.nrows.div_ceil(m) * m;
+    let beta_zero = beta == T::ZERO;
+    match kernel {
+        BlockEllKernel::Direct => {
+            let (count, dim) = grid(b, padded_rows);
+            // SAFETY: block-ELL invariants (built on the host): neighbours has r * slots
+            // entries (block columns < ⌈ncols/m⌉ or PAD), values r m * slots m; padded columns
+            // are guarded by `ragged`; x has ncols and y nrows entries (checked by spmv).
+            unsafe {
+                block_ell_direct_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.neighbours.arg(),
+                    a.values.arg(),
+                    scalar(alpha),
+                    x.arg(),
+                    scalar(beta),
+                    y.arg(),
+                    a.nrows,
+                    a.ncols,
+                    padded_rows,
+                    a.slots,
+                    m,
+                    a.ncols % m != 0,
+                    beta_zero,
+                )
+            }
+        }
+        BlockEllKernel::InflateContract => {
+            let q = a.slots * m;
+            let total = (padded_rows / m) * q;
+            let inflated = crate::BackendCore::alloc::<T>(b, total)?;
+            let (count, dim) = grid(b, total);
+            // SAFETY: as above; `inflated` holds (r) * q entries, one per unit.
+            unsafe {
+                block_ell_inflate_kernel::launch_unchecked::<T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.neighbours.arg(),
+                    x.arg(),
+                    inflated.arg(),
+                    a.ncols,
+                    a.slots,
+                    total,
+                    m,
+                )
+            }
+            let (count, dim) = grid(b, a.nrows);
+            // SAFETY: as above; every row reads q inflated entries of its block row.
+            unsafe {
+                block_ell_contract_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.values.arg(),
+                    inflated.arg(),
+                    scalar(alpha),
+                    scalar(beta),
+                    y.arg(),
+                    a.nrows,
+                    padded_rows,
+                    q,
+                    m,
+                    beta_zero,
+                )
+            }
+        }
+    }
+    Ok(())
+}
