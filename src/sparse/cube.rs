@@ -10,7 +10,8 @@ use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::{
-    block_ell, ell, sell, BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, Sell, SparseOps,
+    block_ell, ell, sell, staircase, BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, Sell,
+    SparseOps, StaircaseSell,
 };
 
 /// CSR, one unit per row. Bytes per nonzero: value + column index + (cached) x; per row:
@@ -233,5 +234,17 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
         y: &mut CubeBuffer<T>,
     ) -> Result<()> {
         block_ell::spmv_cube(self, a, kernel, alpha, x, beta, y)
+    }
+
+    fn staircase_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &StaircaseSell<Self, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        staircase::spmv_cube(self, a, alpha, x, beta, y);
+        Ok(())
     }
 }

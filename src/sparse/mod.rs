@@ -41,12 +41,14 @@ pub(crate) mod cube;
 pub mod ell;
 pub mod random;
 pub mod sell;
+pub mod staircase;
 
 pub use block_ell::{BlockEll, BlockEllKernel};
 pub use coo::Coo;
 pub use csr::{Csr, CsrKernel};
 pub use ell::Ell;
 pub use sell::{Sell, SellParams};
+pub use staircase::{StaircaseParams, StaircaseSell};
 
 /// The sparse operator family: SpMV kernels of every format. Implemented by every backend;
 /// call it through the containers' `spmv` methods, which check the dimensions first.
@@ -77,6 +79,16 @@ pub trait SparseOps: BackendCore {
         &self,
         a: &BlockEll<Self, V>,
         kernel: BlockEllKernel,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        beta: T,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
+    /// `y = alpha Ã x + beta y` for a Staircase SELL matrix (permuted numbering).
+    fn staircase_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &StaircaseSell<Self, V>,
         alpha: T,
         x: &Self::Buffer<T>,
         beta: T,
@@ -117,6 +129,18 @@ impl SparseOps for Cpu {
         y: &mut Vec<T>,
     ) -> Result<()> {
         ell::spmv_cpu(a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn staircase_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &StaircaseSell<Cpu, V>,
+        alpha: T,
+        x: &Vec<T>,
+        beta: T,
+        y: &mut Vec<T>,
+    ) -> Result<()> {
+        staircase::spmv_cpu(a, alpha, x, beta, y);
         Ok(())
     }
 

@@ -316,6 +316,46 @@ fn pointwise_mul_dot_kernel<F: Float, N: Size>(
     cube_sum_to::<F>(lane_sum::<F, N>(acc), partials, cube_dim);
 }
 
+/// `y[i] = x[index[i]]` (out-of-range indices skipped).
+#[cube(launch_unchecked)]
+fn gather_kernel<F: Float>(
+    x: &Array<F>,
+    index: &Array<u32>,
+    y: &mut Array<F>,
+    len: usize,
+    xlen: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < len {
+        let j = index[i] as usize;
+        if j < xlen {
+            y[i] = x[j];
+        }
+        i += stride;
+    }
+}
+
+/// `y[index[i]] = x[i]` (out-of-range indices skipped).
+#[cube(launch_unchecked)]
+fn scatter_kernel<F: Float>(
+    x: &Array<F>,
+    index: &Array<u32>,
+    y: &mut Array<F>,
+    len: usize,
+    ylen: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < len {
+        let j = index[i] as usize;
+        if j < ylen {
+            y[j] = x[i];
+        }
+        i += stride;
+    }
+}
+
 /// Cube count and dim for an element-wise launch over `padded` elements.
 fn elementwise_shape<R: CubeRuntime>(backend: &Cube<R>, padded: usize) -> (CubeCount, CubeDim) {
     let config = backend.config();
@@ -662,5 +702,53 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
             )
         }
         Ok(T::from_f64(finish_sum(self, &out)?))
+    }
+
+    fn gather<T: Element>(
+        &self,
+        x: &CubeBuffer<T>,
+        index: &CubeBuffer<u32>,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let len = y.len.min(index.len);
+        let (count, dim) = elementwise_shape(self, padded_len(len) * LINE);
+        // SAFETY: i < min(len(y), len(index)); x is read only below its length.
+        unsafe {
+            gather_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                x.arg(),
+                index.arg(),
+                y.arg(),
+                len,
+                x.len,
+            )
+        }
+        Ok(())
+    }
+
+    fn scatter<T: Element>(
+        &self,
+        x: &CubeBuffer<T>,
+        index: &CubeBuffer<u32>,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let len = x.len.min(index.len);
+        let (count, dim) = elementwise_shape(self, padded_len(len) * LINE);
+        // SAFETY: i < min(len(x), len(index)); y is written only below its length.
+        unsafe {
+            scatter_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                x.arg(),
+                index.arg(),
+                y.arg(),
+                len,
+                y.len,
+            )
+        }
+        Ok(())
     }
 }

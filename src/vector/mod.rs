@@ -107,6 +107,22 @@ pub trait VectorOps: BackendCore {
         r: &Self::Buffer<T>,
         z: &mut Self::Buffer<T>,
     ) -> Result<T>;
+    /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
+    /// out of range are left unchanged (nothing is accessed out of bounds).
+    fn gather<T: Element>(
+        &self,
+        x: &Self::Buffer<T>,
+        index: &Self::Buffer<u32>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `y[index[i]] = x[i]` for every `i < min(len(x), len(index))`; out-of-range indices
+    /// are skipped.
+    fn scatter<T: Element>(
+        &self,
+        x: &Self::Buffer<T>,
+        index: &Self::Buffer<u32>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
 }
 
 /// A vector of `len` values of type `T` in the memory of backend `B`.
@@ -471,5 +487,24 @@ impl VectorOps for crate::backend::Cpu {
 
     fn pointwise_mul_dot<T: Scalar>(&self, d: &Vec<T>, r: &Vec<T>, z: &mut Vec<T>) -> Result<T> {
         Ok(T::from_f64(cpu::pointwise_mul_dot(d, r, z)))
+    }
+
+    fn gather<T: Element>(&self, x: &Vec<T>, index: &Vec<u32>, y: &mut Vec<T>) -> Result<()> {
+        use rayon::prelude::*;
+        y.par_iter_mut().zip(index.par_iter()).for_each(|(y, &j)| {
+            if let Some(&v) = x.get(j as usize) {
+                *y = v;
+            }
+        });
+        Ok(())
+    }
+
+    fn scatter<T: Element>(&self, x: &Vec<T>, index: &Vec<u32>, y: &mut Vec<T>) -> Result<()> {
+        for (&v, &j) in x.iter().zip(index) {
+            if let Some(slot) = y.get_mut(j as usize) {
+                *slot = v;
+            }
+        }
+        Ok(())
     }
 }

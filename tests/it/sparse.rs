@@ -3,8 +3,10 @@
 
 use galerkin::sparse::random::{random_csr, RandomPattern};
 use galerkin::sparse::{
-    BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, FormatLimits, Sell, SellParams,
+    BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, FormatLimits, Sell, SellParams, StaircaseParams,
+    StaircaseSell,
 };
+use galerkin::verify::Rng;
 use galerkin::verify::{poison, random_vec};
 use galerkin::{Backend, Cpu, Element, Scalar, Vector};
 
@@ -173,6 +175,44 @@ fn block_ell_spmv<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// Staircase SELL with a shuffled row order, checked in the original numbering.
+fn staircase_spmv<B: Backend, T: Scalar>(b: &B) {
+    for (c, alpha) in [(1, 0.0), (32, 0.05), (512, 0.3)] {
+        let params = StaircaseParams {
+            slice_height: c,
+            alpha,
+        };
+        check_spmv::<B, T, T>(
+            b,
+            &format!("staircase {params:?}"),
+            |a, alpha, x, beta, y| {
+                if a.nrows() != a.ncols() {
+                    return Err(galerkin::Error::Padding {
+                        format: "square only",
+                        stored: 1,
+                        nnz: 0,
+                        ratio: 2.0,
+                        limit: 1.0,
+                    });
+                }
+                let mut order: Vec<u32> = (0..a.nrows() as u32).collect();
+                let mut rng = Rng::new(5);
+                for i in (1..order.len()).rev() {
+                    order.swap(i, rng.below(i + 1));
+                }
+                let m =
+                    StaircaseSell::from_csr_ordered(a, &order, params, &FormatLimits::unlimited())?
+                        .to_backend(b)?;
+                let xp = m.to_permuted(x)?;
+                let mut yp = m.to_permuted(y)?;
+                m.spmv(alpha, &xp, beta, &mut yp)?;
+                *y = m.from_permuted(&yp)?;
+                Ok(())
+            },
+        );
+    }
+}
+
 /// f32 values in every format with T vectors (mixed precision when T = f64).
 fn formats_f32_values<B: Backend, T: Scalar>(b: &B) {
     check_spmv::<B, f32, T>(b, "ell f32 values", |a, alpha, x, beta, y| {
@@ -210,5 +250,6 @@ backend_tests!(
     ell_spmv,
     sell_spmv,
     block_ell_spmv,
+    staircase_spmv,
     formats_f32_values
 );

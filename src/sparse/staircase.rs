@@ -1,0 +1,513 @@
+//! Staircase SELL (Wikberg): rows reordered by Cuthill–McKee and then by length, grouped
+//! into "steps" of equal stored length, one launch per step.
+//!
+//! ```text
+//!  new order: Cuthill–McKee, then a stable sort by increasing row length
+//!  step t: rows row_start .. row_start + slices·C, every row padded to `len`,
+//!          slot k of lane j of slice s at slot_start + s·len·C + k·C + j
+//!  steps (host): [{len, row_start, slot_start, slices}, ...]
+//! ```
+//!
+//! The matrix is stored symmetrically permuted, `Ã = P A Pᵀ`, so its vectors live in the
+//! permuted numbering: use [`StaircaseSell::to_permuted`] on the way in and
+//! [`StaircaseSell::from_permuted`] on the way out, or work in the permuted space
+//! throughout (a Krylov solver does).
+//!
+//! Grouping (the seed's Algorithm 3, corrected): going through the row lengths in
+//! increasing order, the rows of a length (plus those carried up) form a step of
+//! `⌊rows / C⌋` slices when they are at least a fraction `α` of all rows; the remainder is
+//! carried up to the next length (stored padded to it); smaller groups are merged upward
+//! whole. The longest length takes every remaining row in `⌈rows / C⌉` slices, so padding
+//! rows occur only at the end. Corrections to the seed: its listing never adds the last
+//! group's slots to `val_size` nor appends the final `step_ptr`/`row_ptr`, reuses `h[i]`
+//! with two meanings in Algorithm 4, and skips column 0 in the kernel (`col_id > 0`).
+
+use cubecl::prelude::*;
+use rayon::prelude::*;
+
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::backend::{BackendCore, Cpu};
+use crate::error::{check_len, Error, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::cube::{grid, scalar};
+use crate::sparse::{to_u32, Csr, FormatLimits, RowStats, SparseOps, PAD};
+use crate::vector::{Vector, VectorOps};
+
+/// Parameters of a Staircase SELL matrix.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StaircaseParams {
+    /// Slice height C (`sh` in the seed): a power of two in 1..=1024.
+    pub slice_height: u32,
+    /// Merge threshold α: a length group holding fewer than `α n` rows is merged into the
+    /// next longer one. `α ≤ C/n` gives SELL-C in the new order; the seed's range is `[C/n, 1]`.
+    pub alpha: f64,
+}
+
+impl Default for StaircaseParams {
+    /// C = 512 (the seed's best) and α = 0.05.
+    fn default() -> Self {
+        StaircaseParams {
+            slice_height: 512,
+            alpha: 0.05,
+        }
+    }
+}
+
+/// One step: rows of equal stored length, launched together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Stored slots per row.
+    pub len: usize,
+    /// First row (in the new order).
+    pub row_start: usize,
+    /// First slot in the value and index arrays.
+    pub slot_start: usize,
+    /// Slices of C rows.
+    pub slices: usize,
+}
+
+/// A sparse matrix in Staircase SELL format. See the [module docs](self).
+pub struct StaircaseSell<B: BackendCore, V: Element> {
+    pub(crate) nrows: usize,
+    pub(crate) params: StaircaseParams,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) col_idx: B::Buffer<u32>,
+    pub(crate) values: B::Buffer<V>,
+    /// `perm[new] = old`.
+    pub(crate) perm: B::Buffer<u32>,
+    pub(crate) stored: usize,
+    pub(crate) stats: RowStats,
+    pub(crate) backend: B,
+}
+
+/// The step structure for row-length counts `h[len]` (the corrected Algorithm 3).
+pub(crate) fn steps_for(h: &[usize], n: usize, c: usize, alpha: f64) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let (mut carry, mut row, mut slot) = (0usize, 0usize, 0usize);
+    let last = h.len().saturating_sub(1);
+    for (len, &count) in h.iter().enumerate() {
+        let rows = count + carry;
+        if rows == 0 {
+            continue;
+        }
+        let take = if len == last {
+            rows.div_ceil(c) * c
+        } else if (rows as f64) < alpha * n as f64 {
+            0
+        } else {
+            rows / c * c
+        };
+        if take > 0 {
+            steps.push(Step {
+                len,
+                row_start: row,
+                slot_start: slot,
+                slices: take / c,
+            });
+            slot += take * len;
+            row += take;
+        }
+        carry = rows.saturating_sub(take);
+    }
+    steps
+}
+
+impl<V: Element> StaircaseSell<Cpu, V> {
+    /// Converts a square CSR matrix whose rows are first put in `order` (`order[new] = old`,
+    /// normally Cuthill–McKee), then stably sorted by increasing length.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a non-square matrix, bad parameters or an `order`
+    /// that is not a permutation; [`Error::Padding`] if the padding exceeds the limit.
+    pub fn from_csr_ordered(
+        a: &Csr<Cpu, V>,
+        order: &[u32],
+        params: StaircaseParams,
+        limits: &FormatLimits,
+    ) -> Result<Self> {
+        let invalid = |name: &'static str, reason: String| Error::InvalidArgument {
+            op: "StaircaseSell::from_csr",
+            name,
+            reason,
+        };
+        let n = a.nrows;
+        if a.ncols != n {
+            return Err(invalid(
+                "a",
+                format!("{} x {}: the matrix must be square", n, a.ncols),
+            ));
+        }
+        let c = params.slice_height as usize;
+        if !(1..=1024).contains(&c) || !c.is_power_of_two() {
+            return Err(invalid(
+                "slice_height",
+                format!("{c}: must be a power of two in 1..=1024"),
+            ));
+        }
+        if !(params.alpha >= 0.0 && params.alpha <= 1.0) {
+            return Err(invalid(
+                "alpha",
+                format!("{}: must lie in [0, 1]", params.alpha),
+            ));
+        }
+        if order.len() != n {
+            return Err(invalid(
+                "order",
+                format!("{} entries for {n} rows", order.len()),
+            ));
+        }
+        let mut seen = vec![false; n];
+        for (i, &o) in order.iter().enumerate() {
+            if o as usize >= n || std::mem::replace(&mut seen[o as usize], true) {
+                return Err(invalid(
+                    "order",
+                    format!("entry {i} = {o} repeats or is out of range"),
+                ));
+            }
+        }
+        let len = |r: u32| (a.row_ptr[r as usize + 1] - a.row_ptr[r as usize]) as usize;
+        let mut perm = order.to_vec();
+        perm.sort_by_key(|&r| len(r));
+        let mut inverse = vec![0u32; n];
+        for (new, &old) in perm.iter().enumerate() {
+            inverse[old as usize] = new as u32;
+        }
+        let mut h = vec![0usize; a.stats.max + 1];
+        for r in 0..n {
+            h[len(r as u32)] += 1;
+        }
+        let steps = if n == 0 {
+            Vec::new()
+        } else {
+            steps_for(&h, n, c, params.alpha)
+        };
+        let stored = steps.iter().map(|s| s.slices * c * s.len).sum::<usize>();
+        limits.check("Staircase SELL", stored as u64, a.nnz() as u64)?;
+        to_u32(stored, "Staircase SELL", "stored slots")?;
+        let mut col_idx = vec![PAD; stored];
+        let mut values = vec![V::default(); stored];
+        let mut entries: Vec<(u32, V)> = Vec::new();
+        for step in &steps {
+            for t in 0..step.slices * c {
+                let p = step.row_start + t;
+                if p >= n {
+                    break;
+                }
+                let (cols, vals) = a.row(perm[p] as usize);
+                entries.clear();
+                entries.extend(
+                    cols.iter()
+                        .zip(vals)
+                        .map(|(&col, &v)| (inverse[col as usize], v)),
+                );
+                entries.sort_unstable_by_key(|e| e.0);
+                let base = step.slot_start + (t / c) * step.len * c + t % c;
+                for (k, &(col, v)) in entries.iter().enumerate() {
+                    col_idx[base + k * c] = col;
+                    values[base + k * c] = v;
+                }
+            }
+        }
+        Ok(StaircaseSell {
+            nrows: n,
+            params,
+            steps,
+            col_idx,
+            values,
+            perm,
+            stored,
+            stats: a.stats,
+            backend: Cpu::new(),
+        })
+    }
+
+    /// Converts back to CSR in the original numbering (exact).
+    ///
+    /// # Errors
+    /// Never for a valid matrix.
+    pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
+        let (n, c) = (self.nrows, self.params.slice_height as usize);
+        let mut rows: Vec<Vec<(u32, V)>> = vec![Vec::new(); n];
+        for step in &self.steps {
+            for t in 0..(step.slices * c) {
+                let p = step.row_start + t;
+                if p >= n {
+                    break;
+                }
+                let base = step.slot_start + (t / c) * step.len * c + t % c;
+                for k in 0..step.len {
+                    let col = self.col_idx[base + k * c];
+                    if col == PAD {
+                        break;
+                    }
+                    rows[self.perm[p] as usize]
+                        .push((self.perm[col as usize], self.values[base + k * c]));
+                }
+            }
+        }
+        let mut row_ptr = vec![0u32];
+        let (mut col_idx, mut values) = (Vec::new(), Vec::new());
+        for mut row in rows {
+            row.sort_unstable_by_key(|e| e.0);
+            for (col, v) in row {
+                col_idx.push(col);
+                values.push(v);
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        Csr::new(n, n, row_ptr, col_idx, values)
+    }
+}
+
+impl<B: BackendCore, V: Element> StaircaseSell<B, V> {
+    /// Rows (= columns).
+    pub fn nrows(&self) -> usize {
+        self.nrows
+    }
+
+    /// Stored nonzeros (padding excluded).
+    pub fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+
+    /// The steps, in launch order.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> StaircaseParams {
+        self.params
+    }
+
+    /// Stored slots, padding included.
+    pub fn stored(&self) -> usize {
+        self.stored
+    }
+
+    /// Bytes of the device arrays (values, indices, permutation).
+    pub fn storage_bytes(&self) -> usize {
+        self.stored * (V::DTYPE.size() + 4) + 4 * self.nrows
+    }
+
+    /// The row permutation, `perm[new] = old`, on the matrix's backend.
+    pub fn permutation(&self) -> &B::Buffer<u32> {
+        &self.perm
+    }
+
+    /// A copy on another backend.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
+    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<StaircaseSell<B2, V>> {
+        backend.require::<V>("sparse matrices")?;
+        Ok(StaircaseSell {
+            nrows: self.nrows,
+            params: self.params,
+            steps: self.steps.clone(),
+            col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
+            values: backend.upload(&self.backend.download(&self.values)?)?,
+            perm: backend.upload(&self.backend.download(&self.perm)?)?,
+            stored: self.stored,
+            stats: self.stats,
+            backend: backend.clone(),
+        })
+    }
+}
+
+impl<B: SparseOps + VectorOps, V: Element> StaircaseSell<B, V> {
+    /// `y = alpha Ã x + beta y` with `x`, `y` in the permuted numbering (`y` not read when
+    /// `beta = 0`). One launch per step.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` or `y` does not have `nrows` entries.
+    pub fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_len("StaircaseSell::spmv", "x", self.nrows, x.len())?;
+        check_len("StaircaseSell::spmv", "y", self.nrows, y.len())?;
+        self.backend
+            .staircase_spmv(self, alpha, x.buffer(), beta, y.buffer_mut())
+    }
+
+    /// `x` in the permuted numbering: `x̃[new] = x[perm[new]]`.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` does not have `nrows` entries.
+    pub fn to_permuted<T: Element>(&self, x: &Vector<B, T>) -> Result<Vector<B, T>> {
+        check_len("StaircaseSell::to_permuted", "x", self.nrows, x.len())?;
+        let mut out = Vector::zeros(&self.backend, self.nrows)?;
+        self.backend
+            .gather(x.buffer(), &self.perm, out.buffer_mut())?;
+        Ok(out)
+    }
+
+    /// `x` back in the original numbering: `x[perm[new]] = x̃[new]`.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` does not have `nrows` entries.
+    pub fn from_permuted<T: Element>(&self, x: &Vector<B, T>) -> Result<Vector<B, T>> {
+        check_len("StaircaseSell::from_permuted", "x", self.nrows, x.len())?;
+        let mut out = Vector::zeros(&self.backend, self.nrows)?;
+        self.backend
+            .scatter(x.buffer(), &self.perm, out.buffer_mut())?;
+        Ok(out)
+    }
+}
+
+/// CPU kernel, in the permuted numbering.
+pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
+    a: &StaircaseSell<Cpu, V>,
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y: &mut [T],
+) {
+    let (n, c) = (a.nrows, a.params.slice_height as usize);
+    for step in &a.steps {
+        let rows = (step.slices * c).min(n - step.row_start);
+        y[step.row_start..step.row_start + rows]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(t, yi)| {
+                let base = step.slot_start + (t / c) * step.len * c + t % c;
+                let mut acc = T::ZERO;
+                for k in 0..step.len {
+                    let col = a.col_idx[base + k * c];
+                    if col == PAD {
+                        break;
+                    }
+                    acc += T::from_f64(a.values[base + k * c].as_f64()) * x[col as usize];
+                }
+                *yi = if beta == T::ZERO {
+                    alpha * acc
+                } else {
+                    alpha * acc + beta * *yi
+                };
+            });
+    }
+}
+
+/// One step: one unit per row of the step. Bytes per stored slot: value + index.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn staircase_kernel<V: Float, T: Float>(
+    col_idx: &Array<u32>,
+    values: &Array<V>,
+    alpha: InputScalar,
+    x: &Array<T>,
+    beta: InputScalar,
+    y: &mut Array<T>,
+    nrows: usize,
+    len: usize,
+    row_start: usize,
+    slot_start: usize,
+    step_rows: usize,
+    #[comptime] slice_height: usize,
+    #[comptime] beta_zero: bool,
+) {
+    let a = alpha.get::<T>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut t = ABSOLUTE_POS;
+    while t < step_rows {
+        let p = row_start + t;
+        let mut idx = slot_start + (t / slice_height) * len * slice_height + t % slice_height;
+        let mut acc = T::new(0.0);
+        for _k in 0..len {
+            let c = col_idx[idx];
+            if c == PAD {
+                break;
+            }
+            acc += T::cast_from(values[idx]) * x[c as usize];
+            idx += slice_height;
+        }
+        if p < nrows {
+            if comptime![beta_zero] {
+                y[p] = a * acc;
+            } else {
+                y[p] = a * acc + beta.get::<T>() * y[p];
+            }
+        }
+        t += stride;
+    }
+}
+
+/// Launches one [`staircase_kernel`] per step.
+pub(crate) fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &StaircaseSell<Cube<R>, V>,
+    alpha: T,
+    x: &CubeBuffer<T>,
+    beta: T,
+    y: &mut CubeBuffer<T>,
+) {
+    let c = a.params.slice_height as usize;
+    for step in &a.steps {
+        let rows = (step.slices * c).min(a.nrows - step.row_start);
+        let (count, dim) = grid(b, rows);
+        // SAFETY: the step structure was built on the host with the arrays: every slot of
+        // the step lies inside col_idx/values, columns are < nrows or PAD; x and y have
+        // nrows entries (checked by spmv).
+        unsafe {
+            staircase_kernel::launch_unchecked::<V, T, R>(
+                b.client(),
+                count,
+                dim,
+                a.col_idx.arg(),
+                a.values.arg(),
+                scalar(alpha),
+                x.arg(),
+                scalar(beta),
+                y.arg(),
+                a.nrows,
+                step.len,
+                step.row_start,
+                step.slot_start,
+                rows,
+                c,
+                beta == T::ZERO,
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_cover_every_row_and_merge_small_groups() {
+        // 1000 rows: lengths 3 (5 rows), 4 (600), 5 (10), 7 (385); C = 32, α = 0.05.
+        let mut h = vec![0usize; 8];
+        h[3] = 5;
+        h[4] = 600;
+        h[5] = 10;
+        h[7] = 385;
+        let steps = steps_for(&h, 1000, 32, 0.05);
+        // 5 rows of length 3 merge into length 4: 605 rows -> 18 slices (576), 29 carried;
+        // 29 + 10 rows of length 5 < 50 -> carried to 7: 424 rows -> 14 slices (448).
+        assert_eq!(
+            steps,
+            vec![
+                Step {
+                    len: 4,
+                    row_start: 0,
+                    slot_start: 0,
+                    slices: 18
+                },
+                Step {
+                    len: 7,
+                    row_start: 576,
+                    slot_start: 576 * 4,
+                    slices: 14
+                },
+            ]
+        );
+        let rows: usize = steps.iter().map(|s| s.slices * 32).sum();
+        assert!(rows >= 1000 && rows < 1000 + 32);
+    }
+}
