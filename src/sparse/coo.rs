@@ -10,10 +10,13 @@
 //! contributions to the same entry); [`Csr::from_coo`] sorts them and sums duplicates.
 //! Nothing is dropped: explicitly stored zeros are kept.
 
+use cubecl::prelude::*;
+
 use crate::backend::{BackendCore, Cpu};
-use crate::error::{Error, Result};
-use crate::scalar::Element;
-use crate::sparse::Csr;
+use crate::error::{check_len, Error, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::{Csr, SparseOps};
+use crate::vector::Vector;
 
 /// A sparse matrix as `(row, col, value)` triplets. See the [module docs](self).
 pub struct Coo<B: BackendCore, V: Element> {
@@ -146,18 +149,35 @@ impl<B: BackendCore, V: Element> Coo<B, V> {
         &self.backend
     }
 
-    /// A copy on another backend.
+    /// A copy on another backend, with the entries stably sorted by row (the order device
+    /// SpMV needs; entries of a row keep their relative order, duplicates are kept).
     ///
     /// # Errors
     /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
     pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Coo<B2, V>> {
         backend.require::<V>("sparse matrices")?;
+        let (rows, cols, values) = (
+            self.backend.download(&self.rows)?,
+            self.backend.download(&self.cols)?,
+            self.backend.download(&self.values)?,
+        );
+        let (rows, cols, values) = if rows.windows(2).all(|w| w[0] <= w[1]) {
+            (rows, cols, values)
+        } else {
+            let mut order: Vec<usize> = (0..rows.len()).collect();
+            order.sort_by_key(|&k| rows[k]);
+            (
+                order.iter().map(|&k| rows[k]).collect(),
+                order.iter().map(|&k| cols[k]).collect(),
+                order.iter().map(|&k| values[k]).collect(),
+            )
+        };
         Ok(Coo {
             nrows: self.nrows,
             ncols: self.ncols,
-            rows: backend.upload(&self.backend.download(&self.rows)?)?,
-            cols: backend.upload(&self.backend.download(&self.cols)?)?,
-            values: backend.upload(&self.backend.download(&self.values)?)?,
+            rows: backend.upload(&rows)?,
+            cols: backend.upload(&cols)?,
+            values: backend.upload(&values)?,
             backend: backend.clone(),
         })
     }
@@ -168,5 +188,97 @@ impl<B: BackendCore, V: Element> Coo<B, V> {
     /// [`Error::Device`] if reading the device fails.
     pub fn to_host(&self) -> Result<Coo<Cpu, V>> {
         self.to_backend(&Cpu::new())
+    }
+}
+
+impl<B: SparseOps, V: Element> Coo<B, V> {
+    /// `y = alpha A x + beta y`, duplicates included (`y` not read when `beta = 0`).
+    ///
+    /// On the CPU the entries are added in their stored order; on devices the matrix is
+    /// row-sorted (see [`to_backend`](Self::to_backend)) and each unit finds its row's
+    /// entries by binary search, so no atomics are needed.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    pub fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_len("Coo::spmv", "x", self.ncols, x.len())?;
+        check_len("Coo::spmv", "y", self.nrows, y.len())?;
+        self.backend
+            .coo_spmv(self, alpha, x.buffer(), beta, y.buffer_mut())
+    }
+}
+
+/// CPU kernel: one pass over the entries in stored order.
+pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
+    a: &Coo<Cpu, V>,
+    alpha: T,
+    x: &[T],
+    beta: T,
+    y: &mut [T],
+) {
+    let mut acc = vec![T::ZERO; a.nrows];
+    for ((&r, &c), &v) in a.rows.iter().zip(&a.cols).zip(&a.values) {
+        acc[r as usize] += T::from_f64(v.as_f64()) * x[c as usize];
+    }
+    for (yi, ai) in y.iter_mut().zip(acc) {
+        *yi = if beta == T::ZERO {
+            alpha * ai
+        } else {
+            alpha * ai + beta * *yi
+        };
+    }
+}
+
+/// Device kernel on row-sorted entries: one unit per row, its entries found by binary search
+/// (`lower_bound(row)`), then summed in order.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn coo_kernel<V: Float, T: Float>(
+    rows: &Array<u32>,
+    cols: &Array<u32>,
+    values: &Array<V>,
+    alpha: InputScalar,
+    x: &Array<T>,
+    beta: InputScalar,
+    y: &mut Array<T>,
+    nrows: usize,
+    nnz: usize,
+    #[comptime] beta_zero: bool,
+) {
+    let a = alpha.get::<T>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut row = ABSOLUTE_POS;
+    while row < nrows {
+        let mut lo = 0;
+        let mut hi = nnz;
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if (rows[mid] as usize) < row {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut acc = T::new(0.0);
+        let mut k = lo;
+        while k < nnz {
+            if rows[k] as usize != row {
+                break;
+            }
+            acc += T::cast_from(values[k]) * x[cols[k] as usize];
+            k += 1;
+        }
+        if comptime![beta_zero] {
+            y[row] = a * acc;
+        } else {
+            y[row] = a * acc + beta.get::<T>() * y[row];
+        }
+        row += stride;
     }
 }

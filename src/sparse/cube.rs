@@ -10,7 +10,7 @@ use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::{
-    block_ell, ell, sell, staircase, BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, Sell,
+    block_ell, ell, sell, staircase, BlockEll, BlockEllKernel, Coo, Csr, CsrKernel, Ell, Sell,
     SparseOps, StaircaseSell,
 };
 
@@ -245,6 +245,40 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
         y: &mut CubeBuffer<T>,
     ) -> Result<()> {
         staircase::spmv_cube(self, a, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn coo_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Coo<Self, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        if a.nrows == 0 {
+            return Ok(());
+        }
+        let (count, dim) = grid(self, a.nrows);
+        // SAFETY: device COO matrices are row-sorted (Coo::to_backend) with indices checked
+        // on construction; x has ncols and y nrows entries (checked by Coo::spmv).
+        unsafe {
+            crate::sparse::coo::coo_kernel::launch_unchecked::<V, T, R>(
+                self.client(),
+                count,
+                dim,
+                a.rows.arg(),
+                a.cols.arg(),
+                a.values.arg(),
+                scalar(alpha),
+                x.arg(),
+                scalar(beta),
+                y.arg(),
+                a.nrows,
+                a.values.len,
+                beta == T::ZERO,
+            )
+        }
         Ok(())
     }
 }

@@ -64,6 +64,16 @@ pub trait SparseOps: BackendCore {
         y: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
+    /// `y = alpha A x + beta y` for a COO matrix.
+    fn coo_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Coo<Self, V>,
+        alpha: T,
+        x: &Self::Buffer<T>,
+        beta: T,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
     /// `y = alpha A x + beta y` for an ELL matrix.
     fn ell_spmv<V: Element, T: Scalar>(
         &self,
@@ -117,6 +127,18 @@ impl SparseOps for Cpu {
         y: &mut Vec<T>,
     ) -> Result<()> {
         csr::spmv_cpu(&a.row_ptr, &a.col_idx, &a.values, alpha, x, beta, y);
+        Ok(())
+    }
+
+    fn coo_spmv<V: Element, T: Scalar>(
+        &self,
+        a: &Coo<Cpu, V>,
+        alpha: T,
+        x: &Vec<T>,
+        beta: T,
+        y: &mut Vec<T>,
+    ) -> Result<()> {
+        coo::spmv_cpu(a, alpha, x, beta, y);
         Ok(())
     }
 

@@ -175,6 +175,33 @@ fn block_ell_spmv<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// COO with shuffled entries and split duplicates (each CSR entry stored as two halves).
+fn coo_spmv<B: Backend, T: Scalar>(b: &B) {
+    check_spmv::<B, T, T>(b, "coo", |a, alpha, x, beta, y| {
+        let csr = a.to_coo();
+        let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+        for ((&r, &c), &v) in csr.rows().iter().zip(csr.cols()).zip(csr.values()) {
+            let half = T::from_f64(v.as_f64() / 2.0);
+            rows.extend([r, r]);
+            cols.extend([c, c]);
+            vals.extend([half, T::from_f64(v.as_f64() - half.as_f64())]);
+        }
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        let mut rng = Rng::new(9);
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        let coo = galerkin::sparse::Coo::new(
+            a.nrows(),
+            a.ncols(),
+            order.iter().map(|&k| rows[k]).collect(),
+            order.iter().map(|&k| cols[k]).collect(),
+            order.iter().map(|&k| vals[k]).collect(),
+        )?;
+        coo.to_backend(b)?.spmv(alpha, x, beta, y)
+    });
+}
+
 /// Staircase SELL with a shuffled row order, checked in the original numbering.
 fn staircase_spmv<B: Backend, T: Scalar>(b: &B) {
     for (c, alpha) in [(1, 0.0), (32, 0.05), (512, 0.3)] {
@@ -251,5 +278,6 @@ backend_tests!(
     sell_spmv,
     block_ell_spmv,
     staircase_spmv,
+    coo_spmv,
     formats_f32_values
 );
