@@ -39,6 +39,7 @@ pub mod coo;
 pub mod csr;
 pub(crate) mod cube;
 pub mod ell;
+pub mod matrix;
 pub mod random;
 pub mod sell;
 pub mod staircase;
@@ -47,6 +48,9 @@ pub use block_ell::{BlockEll, BlockEllKernel};
 pub use coo::Coo;
 pub use csr::{Csr, CsrKernel};
 pub use ell::Ell;
+pub use matrix::{
+    choose_format, detect_block_size, Format, FormatChoice, FormatOptions, SparseMatrix,
+};
 pub use sell::{Sell, SellParams};
 pub use staircase::{StaircaseParams, StaircaseSell};
 

@@ -113,6 +113,20 @@ pub(crate) fn steps_for(h: &[usize], n: usize, c: usize, alpha: f64) -> Vec<Step
 }
 
 impl<V: Element> StaircaseSell<Cpu, V> {
+    /// Converts a square CSR matrix: Cuthill–McKee order, then a stable sort by length.
+    ///
+    /// # Errors
+    /// As [`from_csr_ordered`](Self::from_csr_ordered).
+    pub fn from_csr(
+        a: &Csr<Cpu, V>,
+        params: StaircaseParams,
+        limits: &FormatLimits,
+    ) -> Result<Self> {
+        // FIXME(merge): Cuthill–McKee from sparse::reorder once it lands.
+        let order: Vec<u32> = (0..a.nrows as u32).collect();
+        Self::from_csr_ordered(a, &order, params, limits)
+    }
+
     /// Converts a square CSR matrix whose rows are first put in `order` (`order[new] = old`,
     /// normally Cuthill–McKee), then stably sorted by increasing length.
     ///

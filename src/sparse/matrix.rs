@@ -1,0 +1,471 @@
+//! [`SparseMatrix`]: any format behind one type, format selection from the matrix
+//! statistics ([`SparseMatrix::auto`]) and by timing on the device ([`SparseMatrix::tune`]).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use crate::backend::{Backend, Cpu};
+use crate::error::{Error, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::{
+    BlockEll, BlockEllKernel, Coo, Csr, CsrKernel, Ell, FormatLimits, RowStats, Sell, SellParams,
+    StaircaseParams, StaircaseSell,
+};
+use crate::vector::Vector;
+
+/// The storage formats, as a run-time value (`"csr"`, `"ell"`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// [`Coo`].
+    Coo,
+    /// [`Csr`].
+    Csr,
+    /// [`Ell`].
+    Ell,
+    /// [`Sell`] (SELL-C-σ).
+    Sell,
+    /// [`StaircaseSell`].
+    Staircase,
+    /// [`BlockEll`].
+    BlockEll,
+}
+
+impl Format {
+    /// Every format.
+    pub const ALL: [Format; 6] = [
+        Format::Coo,
+        Format::Csr,
+        Format::Ell,
+        Format::Sell,
+        Format::Staircase,
+        Format::BlockEll,
+    ];
+
+    /// The name accepted by [`FromStr`].
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::Coo => "coo",
+            Format::Csr => "csr",
+            Format::Ell => "ell",
+            Format::Sell => "sell",
+            Format::Staircase => "staircase",
+            Format::BlockEll => "bell",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+
+    /// Parses `coo`, `csr`, `ell`, `sell`, `staircase`, `bell` (or `block-ell`).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "coo" => Ok(Format::Coo),
+            "csr" => Ok(Format::Csr),
+            "ell" => Ok(Format::Ell),
+            "sell" | "sell-c-sigma" => Ok(Format::Sell),
+            "staircase" | "staircase-sell" => Ok(Format::Staircase),
+            "bell" | "block-ell" | "blockell" | "dbf" => Ok(Format::BlockEll),
+            _ => Err(Error::InvalidArgument {
+                op: "Format::from_str",
+                name: "format",
+                reason: format!("`{s}`: expected one of coo, csr, ell, sell, staircase, bell"),
+            }),
+        }
+    }
+}
+
+/// Format parameters for [`SparseMatrix::from_csr`]; `None` fields take the defaults
+/// derived from the matrix statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FormatOptions {
+    /// CSR kernel.
+    pub csr_kernel: CsrKernel,
+    /// SELL-C-σ parameters.
+    pub sell: Option<SellParams>,
+    /// Staircase SELL parameters.
+    pub staircase: Option<StaircaseParams>,
+    /// Block size of the block-ELL format (`None`: detected).
+    pub block_size: Option<usize>,
+    /// Block-ELL kernel.
+    pub block_kernel: BlockEllKernel,
+    /// Padding limits of the conversions.
+    pub limits: FormatLimits,
+}
+
+/// What [`SparseMatrix::auto`] chose and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FormatChoice {
+    /// The format.
+    pub format: Format,
+    /// Its parameters, human-readable.
+    pub params: String,
+    /// Why it was chosen.
+    pub reason: String,
+}
+
+impl fmt::Display for FormatChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({}): {}", self.format, self.params, self.reason)
+    }
+}
+
+/// A sparse matrix in any format. SpMV works in the original numbering for every format
+/// (Staircase SELL permutes `x` in and `y` out around its permuted-space product).
+pub enum SparseMatrix<B: Backend, V: Element> {
+    /// COO.
+    Coo(Coo<B, V>),
+    /// CSR with its kernel.
+    Csr(Csr<B, V>, CsrKernel),
+    /// ELLPACK.
+    Ell(Ell<B, V>),
+    /// SELL-C-σ.
+    Sell(Sell<B, V>),
+    /// Staircase SELL.
+    Staircase(StaircaseSell<B, V>),
+    /// Block ELL with its kernel.
+    BlockEll(BlockEll<B, V>, BlockEllKernel),
+}
+
+/// The largest block size `m ≥ 2` whose `m x m` blocks hold the matrix with at most
+/// `max_fill` stored values per nonzero (dense blocks: close to 1), if any.
+///
+/// Candidates are the divisors of the gcd of the nonempty row lengths (a matrix of dense
+/// `m x m` blocks has row lengths that are multiples of `m`), at most 64.
+pub fn detect_block_size<V: Element>(a: &Csr<Cpu, V>, max_fill: f64) -> Option<usize> {
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let g = a
+        .row_ptr()
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as usize)
+        .filter(|&l| l > 0)
+        .fold(0, gcd);
+    if g < 2 {
+        return None;
+    }
+    (2..=g.min(crate::sparse::block_ell::MAX_BLOCK_SIZE))
+        .rev()
+        .filter(|m| g % m == 0)
+        .find(|&m| {
+            let r = a.nrows().div_ceil(m);
+            let mut blocks = 0usize;
+            let mut cols: Vec<u32> = Vec::new();
+            for l in 0..r {
+                cols.clear();
+                for row in l * m..((l + 1) * m).min(a.nrows()) {
+                    cols.extend(a.row(row).0.iter().map(|&c| c / m as u32));
+                }
+                cols.sort_unstable();
+                cols.dedup();
+                blocks += cols.len();
+            }
+            (blocks * m * m) as f64 <= max_fill * a.nnz().max(1) as f64
+        })
+}
+
+/// The format [`SparseMatrix::auto`] picks for a matrix with these statistics, and why.
+pub fn choose_format<V: Element>(a: &Csr<Cpu, V>) -> FormatChoice {
+    let s: &RowStats = a.stats();
+    if let Some(m) = detect_block_size(a, 1.15) {
+        return FormatChoice {
+            format: Format::BlockEll,
+            params: format!("block size {m}, direct kernel"),
+            reason: format!("dense {m}x{m} blocks hold the nonzeros with at most 15% fill"),
+        };
+    }
+    if s.mean >= 32.0 && s.std_dev > 0.25 * s.mean {
+        let kernel = CsrKernel::Auto.resolve(s);
+        return FormatChoice {
+            format: Format::Csr,
+            params: format!("{kernel:?}"),
+            reason: format!(
+                "long, uneven rows (mean {:.1}, std {:.1}): a group of units per row without padding",
+                s.mean, s.std_dev
+            ),
+        };
+    }
+    let params = SellParams::default_for(s);
+    FormatChoice {
+        format: Format::Sell,
+        params: format!("C = {}, sigma = {}", params.slice_height, params.sigma),
+        reason: if params.sigma == 1 {
+            format!(
+                "rows of nearly equal length (mean {:.1}, max {}): slices need no sorting",
+                s.mean, s.max
+            )
+        } else {
+            format!(
+                "uneven rows (mean {:.1}, max {}): sorting windows keep slice padding low",
+                s.mean, s.max
+            )
+        },
+    }
+}
+
+impl<B: Backend, V: Element> SparseMatrix<B, V> {
+    /// Converts a host CSR matrix to `format` and moves it to `backend`.
+    ///
+    /// # Errors
+    /// Conversion errors ([`Error::Padding`], [`Error::InvalidArgument`]) and allocation
+    /// errors.
+    pub fn from_csr(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        format: Format,
+        options: &FormatOptions,
+    ) -> Result<Self> {
+        let limits = &options.limits;
+        Ok(match format {
+            Format::Coo => SparseMatrix::Coo(a.to_coo().to_backend(backend)?),
+            Format::Csr => SparseMatrix::Csr(a.to_backend(backend)?, options.csr_kernel),
+            Format::Ell => SparseMatrix::Ell(Ell::from_csr(a, limits)?.to_backend(backend)?),
+            Format::Sell => {
+                let params = options
+                    .sell
+                    .unwrap_or_else(|| SellParams::default_for(a.stats()));
+                SparseMatrix::Sell(Sell::from_csr(a, params, limits)?.to_backend(backend)?)
+            }
+            Format::Staircase => {
+                let params = options.staircase.unwrap_or_default();
+                SparseMatrix::Staircase(
+                    StaircaseSell::from_csr(a, params, limits)?.to_backend(backend)?,
+                )
+            }
+            Format::BlockEll => {
+                let m = match options.block_size {
+                    Some(m) => m,
+                    None => detect_block_size(a, f64::INFINITY).unwrap_or(1),
+                };
+                SparseMatrix::BlockEll(
+                    BlockEll::from_csr(a, m, limits)?.to_backend(backend)?,
+                    options.block_kernel,
+                )
+            }
+        })
+    }
+
+    /// Picks a format from the matrix statistics ([`choose_format`]), converts, and moves
+    /// the matrix to `backend`; falls back to CSR if the chosen conversion is refused.
+    ///
+    /// # Errors
+    /// Allocation errors.
+    pub fn auto(backend: &B, a: &Csr<Cpu, V>) -> Result<(Self, FormatChoice)> {
+        let choice = choose_format(a);
+        let options = FormatOptions {
+            block_size: match choice.format {
+                Format::BlockEll => detect_block_size(a, 1.15),
+                _ => None,
+            },
+            ..FormatOptions::default()
+        };
+        match Self::from_csr(backend, a, choice.format, &options) {
+            Ok(m) => Ok((m, choice)),
+            Err(Error::Padding { .. }) => Ok((
+                SparseMatrix::Csr(a.to_backend(backend)?, CsrKernel::Auto),
+                FormatChoice {
+                    format: Format::Csr,
+                    params: "Auto".into(),
+                    reason: format!("{} would pad too much", choice.format),
+                },
+            )),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Times SpMV for a set of candidate formats and parameters on `backend` (median of
+    /// `reps` runs each) and returns the fastest, with every candidate's time.
+    ///
+    /// # Errors
+    /// Allocation and device errors.
+    pub fn tune<T: Scalar>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        reps: usize,
+    ) -> Result<(Self, Vec<(FormatChoice, Duration)>)> {
+        let mut candidates: Vec<(Format, FormatOptions, String)> = Vec::new();
+        let base = FormatOptions::default();
+        for kernel in [
+            CsrKernel::Scalar,
+            CsrKernel::Vector { group: 4 },
+            CsrKernel::Vector { group: 32 },
+        ] {
+            candidates.push((
+                Format::Csr,
+                FormatOptions {
+                    csr_kernel: kernel,
+                    ..base
+                },
+                format!("{kernel:?}"),
+            ));
+        }
+        for c in [32, 128, 512] {
+            for sigma in [1, 64 * c] {
+                let sell = SellParams {
+                    slice_height: c,
+                    sigma,
+                };
+                candidates.push((
+                    Format::Sell,
+                    FormatOptions {
+                        sell: Some(sell),
+                        ..base
+                    },
+                    format!("C = {c}, sigma = {sigma}"),
+                ));
+            }
+        }
+        if let Some(m) = detect_block_size(a, 1.5) {
+            for kernel in [BlockEllKernel::Direct, BlockEllKernel::InflateContract] {
+                candidates.push((
+                    Format::BlockEll,
+                    FormatOptions {
+                        block_size: Some(m),
+                        block_kernel: kernel,
+                        ..base
+                    },
+                    format!("block size {m}, {kernel:?}"),
+                ));
+            }
+        }
+        let x = Vector::<B, T>::full(backend, a.ncols(), T::ONE)?;
+        let mut y = Vector::<B, T>::zeros(backend, a.nrows())?;
+        let mut results = Vec::new();
+        let mut best: Option<(Self, Duration)> = None;
+        for (format, options, params) in candidates {
+            let m = match Self::from_csr(backend, a, format, &options) {
+                Ok(m) => m,
+                Err(Error::Padding { .. }) => continue,
+                Err(e) => return Err(e),
+            };
+            m.spmv(T::ONE, &x, T::ZERO, &mut y)?;
+            backend.synchronize()?;
+            let mut times = Vec::with_capacity(reps.max(1));
+            for _ in 0..reps.max(1) {
+                let t0 = Instant::now();
+                m.spmv(T::ONE, &x, T::ZERO, &mut y)?;
+                backend.synchronize()?;
+                times.push(t0.elapsed());
+            }
+            times.sort();
+            let t = times[times.len() / 2];
+            results.push((
+                FormatChoice {
+                    format,
+                    params,
+                    reason: "timed".into(),
+                },
+                t,
+            ));
+            if best.as_ref().is_none_or(|(_, bt)| t < *bt) {
+                best = Some((m, t));
+            }
+        }
+        let (m, _) = best.expect("CSR is always a candidate");
+        Ok((m, results))
+    }
+
+    /// The format.
+    pub fn format(&self) -> Format {
+        match self {
+            SparseMatrix::Coo(_) => Format::Coo,
+            SparseMatrix::Csr(..) => Format::Csr,
+            SparseMatrix::Ell(_) => Format::Ell,
+            SparseMatrix::Sell(_) => Format::Sell,
+            SparseMatrix::Staircase(_) => Format::Staircase,
+            SparseMatrix::BlockEll(..) => Format::BlockEll,
+        }
+    }
+
+    /// Rows.
+    pub fn nrows(&self) -> usize {
+        match self {
+            SparseMatrix::Coo(m) => m.nrows(),
+            SparseMatrix::Csr(m, _) => m.nrows(),
+            SparseMatrix::Ell(m) => m.nrows(),
+            SparseMatrix::Sell(m) => m.nrows(),
+            SparseMatrix::Staircase(m) => m.nrows(),
+            SparseMatrix::BlockEll(m, _) => m.nrows(),
+        }
+    }
+
+    /// Columns.
+    pub fn ncols(&self) -> usize {
+        match self {
+            SparseMatrix::Coo(m) => m.ncols(),
+            SparseMatrix::Csr(m, _) => m.ncols(),
+            SparseMatrix::Ell(m) => m.ncols(),
+            SparseMatrix::Sell(m) => m.ncols(),
+            SparseMatrix::Staircase(m) => m.nrows(),
+            SparseMatrix::BlockEll(m, _) => m.ncols(),
+        }
+    }
+
+    /// Nonzeros.
+    pub fn nnz(&self) -> usize {
+        match self {
+            SparseMatrix::Coo(m) => m.nnz(),
+            SparseMatrix::Csr(m, _) => m.nnz(),
+            SparseMatrix::Ell(m) => m.nnz(),
+            SparseMatrix::Sell(m) => m.nnz(),
+            SparseMatrix::Staircase(m) => m.nnz(),
+            SparseMatrix::BlockEll(m, _) => m.nnz(),
+        }
+    }
+
+    /// Bytes of the stored arrays, padding included.
+    pub fn storage_bytes(&self) -> usize {
+        match self {
+            SparseMatrix::Coo(m) => m.nnz() * (V::DTYPE.size() + 8),
+            SparseMatrix::Csr(m, _) => m.storage_bytes(),
+            SparseMatrix::Ell(m) => m.storage_bytes(),
+            SparseMatrix::Sell(m) => m.storage_bytes(),
+            SparseMatrix::Staircase(m) => m.storage_bytes(),
+            SparseMatrix::BlockEll(m, _) => m.storage_bytes(),
+        }
+    }
+
+    /// `y = alpha A x + beta y` in the original numbering (`y` not read when `beta = 0`).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    pub fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        match self {
+            SparseMatrix::Coo(m) => m.spmv(alpha, x, beta, y),
+            SparseMatrix::Csr(m, k) => m.spmv_with(*k, alpha, x, beta, y),
+            SparseMatrix::Ell(m) => m.spmv(alpha, x, beta, y),
+            SparseMatrix::Sell(m) => m.spmv(alpha, x, beta, y),
+            SparseMatrix::Staircase(m) => {
+                let xp = m.to_permuted(x)?;
+                let mut yp = if beta == T::ZERO {
+                    crate::error::check_len("SparseMatrix::spmv", "y", m.nrows(), y.len())?;
+                    Vector::zeros(x.backend(), m.nrows())?
+                } else {
+                    m.to_permuted(y)?
+                };
+                m.spmv(alpha, &xp, beta, &mut yp)?;
+                crate::BackendCore::synchronize(x.backend())?;
+                *y = m.from_permuted(&yp)?;
+                Ok(())
+            }
+            SparseMatrix::BlockEll(m, k) => m.spmv_with(*k, alpha, x, beta, y),
+        }
+    }
+}
