@@ -37,10 +37,15 @@ use crate::scalar::{Element, Scalar};
 pub mod coo;
 pub mod csr;
 pub(crate) mod cube;
+pub mod mtx;
 pub mod random;
 
 pub use coo::Coo;
 pub use csr::{Csr, CsrKernel};
+pub use mtx::{
+    read_matrix_market, read_matrix_market_from, write_matrix_market, write_matrix_market_to,
+    write_matrix_market_with, MatrixMarket, MatrixMarketHeader,
+};
 
 /// The sparse operator family: SpMV kernels of every format. Implemented by every backend;
 /// call it through the containers' `spmv` methods, which check the dimensions first.
