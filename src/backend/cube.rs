@@ -336,6 +336,7 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
 }
 
 /// Runs `f`, turning a panic inside the runtime into [`Error::BackendUnavailable`].
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
 fn catch_runtime_panic<T>(backend: &str, f: impl FnOnce() -> T) -> Result<T> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
         let reason = payload

@@ -40,6 +40,7 @@ pub mod csr;
 pub(crate) mod cube;
 pub mod ell;
 pub mod matrix;
+pub mod mtx;
 pub mod random;
 pub mod sell;
 pub mod staircase;
@@ -50,6 +51,10 @@ pub use csr::{Csr, CsrKernel};
 pub use ell::Ell;
 pub use matrix::{
     choose_format, detect_block_size, Format, FormatChoice, FormatOptions, SparseMatrix,
+};
+pub use mtx::{
+    read_matrix_market, read_matrix_market_from, write_matrix_market, write_matrix_market_to,
+    write_matrix_market_with, MatrixMarket, MatrixMarketHeader,
 };
 pub use sell::{Sell, SellParams};
 pub use staircase::{StaircaseParams, StaircaseSell};

@@ -1,6 +1,7 @@
 //! Backend instantiation for the tests, and shared helpers.
 
 use std::io::Write;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 use std::sync::OnceLock;
 
 use galerkin::verify::{compare, compare_scaled, Comparison};
@@ -15,6 +16,7 @@ pub fn announce(message: &str) {
     let _ = writeln!(std::io::stderr(), "{message}");
 }
 
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
 fn required(kind: BackendKind) -> bool {
     std::env::var("GALERKIN_REQUIRE_BACKENDS")
         .map(|v| {
@@ -26,6 +28,7 @@ fn required(kind: BackendKind) -> bool {
 
 /// Resolves a backend connection once per process: `Some` when usable; `None` (with a
 /// message) when absent and not required; a panic when absent and required.
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
 fn resolve<B: Backend>(
     kind: BackendKind,
     connect: impl FnOnce() -> galerkin::Result<B>,

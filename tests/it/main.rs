@@ -8,6 +8,7 @@
 
 mod errors;
 mod harness;
+mod mtx;
 mod sparse;
 mod vector;
 mod verify;
