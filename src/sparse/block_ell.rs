@@ -461,7 +461,7 @@ pub(crate) fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
                     padded_rows,
                     a.slots,
                     m,
-                    a.ncols % m != 0,
+                    !a.ncols.is_multiple_of(m),
                     beta_zero,
                 )
             }

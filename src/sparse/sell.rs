@@ -53,7 +53,7 @@ impl SellParams {
                 reason: format!("{c}: must be a power of two in 1..=1024"),
             });
         }
-        if self.sigma == 0 || (self.sigma > 1 && self.sigma % c != 0) {
+        if self.sigma == 0 || (self.sigma > 1 && !self.sigma.is_multiple_of(c)) {
             return Err(Error::InvalidArgument {
                 op: "Sell::from_csr",
                 name: "sigma",

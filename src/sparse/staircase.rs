@@ -522,6 +522,6 @@ mod tests {
             ]
         );
         let rows: usize = steps.iter().map(|s| s.slices * 32).sum();
-        assert!(rows >= 1000 && rows < 1000 + 32);
+        assert!((1000..1000 + 32).contains(&rows));
     }
 }
