@@ -3,10 +3,15 @@
 //! the ratio to the measured copy bandwidth of the same device.
 //!
 //! ```text
-//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector]
+//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv]...
 //!     [--log2 26,27,28] [--reps 30] [--precision f32|f64]...
+//!     [--spmv-precision f64|mixed|f32]... [--scale 1.0] [--only NAME-PREFIX]... [--dump DIR]
 //! ```
+//! `--scale` multiplies the sizes of the SpMV matrices (1 = the sizes of the issue);
+//! `--only` keeps the SpMV cases whose name starts with a prefix; `--dump DIR` writes each
+//! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`.
 
+mod spmv;
 mod timing;
 mod vector;
 
@@ -19,6 +24,10 @@ pub struct Options {
     pub log2_sizes: Vec<u32>,
     pub reps: usize,
     pub suites: Vec<String>,
+    pub spmv_precisions: Vec<String>,
+    pub scale: f64,
+    pub only: Vec<String>,
+    pub dump: Option<String>,
 }
 
 fn parse() -> Result<Options, String> {
@@ -28,6 +37,10 @@ fn parse() -> Result<Options, String> {
         log2_sizes: Vec::new(),
         reps: 30,
         suites: Vec::new(),
+        spmv_precisions: Vec::new(),
+        scale: 1.0,
+        only: Vec::new(),
+        dump: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -49,6 +62,10 @@ fn parse() -> Result<Options, String> {
             }
             "--reps" => o.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
             "--suite" => o.suites.push(value()?),
+            "--spmv-precision" => o.spmv_precisions.push(value()?),
+            "--scale" => o.scale = value()?.parse().map_err(|e| format!("--scale: {e}"))?,
+            "--only" => o.only.push(value()?),
+            "--dump" => o.dump = Some(value()?),
             "-h" | "--help" => {
                 println!("see the header of examples/bench/main.rs");
                 std::process::exit(0);
@@ -68,6 +85,9 @@ fn parse() -> Result<Options, String> {
     if o.suites.is_empty() {
         o.suites = vec!["vector".into()];
     }
+    if o.spmv_precisions.is_empty() {
+        o.spmv_precisions = vec!["f64".into(), "mixed".into(), "f32".into()];
+    }
     o.reps = o.reps.max(1);
     Ok(o)
 }
@@ -83,6 +103,7 @@ fn main() {
     for suite in &options.suites {
         match suite.as_str() {
             "vector" => vector::run(&options),
+            "spmv" => spmv::run(&options),
             other => eprintln!("bench: unknown suite {other}"),
         }
     }
