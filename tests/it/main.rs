@@ -8,6 +8,7 @@
 
 mod errors;
 mod harness;
+mod mesh;
 mod sparse;
 mod vector;
 mod verify;
