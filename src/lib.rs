@@ -18,6 +18,8 @@
 
 pub mod backend;
 pub mod error;
+pub mod fvm;
+pub mod mesh;
 pub mod scalar;
 pub mod sparse;
 pub mod vector;

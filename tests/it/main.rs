@@ -8,6 +8,7 @@
 
 mod errors;
 mod harness;
+mod mesh;
 mod mtx;
 mod sparse;
 mod vector;

@@ -1,0 +1,715 @@
+//! Reader for Gmsh MSH files: versions 2.x and 4.1, ASCII, plain or gzip-compressed.
+//!
+//! ```text
+//!  $MeshFormat            version, file type (0 = ASCII), data size
+//!  $PhysicalNames         dim tag "name"                         (optional)
+//!  $Entities              physical tags of each geometric entity (4.1 only)
+//!  $Nodes                 2.x: tag x y z
+//!                         4.1: blocks of tags, then their coordinates
+//!  $Elements              2.x: tag type ntags tags... nodes...
+//!                         4.1: blocks per entity and type: tag nodes...
+//! ```
+//!
+//! Node tags may be any non-negative integers, in any order and with gaps: they are mapped
+//! to 0-based point indices in file order. Cells keep Gmsh's node order. In 4.1 files a
+//! cell's physical tag is the first physical tag of its entity (from `$Entities`); in 2.x
+//! files it is the first tag of the element line and the elementary tag the second.
+//! Other sections (`$Periodic`, `$NodeData`, `$Comments`, ...) are skipped. A 2.x file lists
+//! an element once per physical group it belongs to; such repeats are kept as written.
+//! The file is read line by line; compressed files are recognised by the gzip magic bytes.
+//!
+//! ```no_run
+//! let mesh = galerkin::mesh::gmsh::read("bar.msh.gz")?;
+//! println!("{} points, {} tetrahedra", mesh.points.len(), mesh.tets().len());
+//! # Ok::<(), galerkin::Error>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::str::{FromStr, SplitAsciiWhitespace};
+
+use crate::error::{Error, Result};
+use crate::mesh::{CellBlock, CellKind, Mesh, PhysicalName};
+
+/// Reads a Gmsh MSH file (2.x or 4.1 ASCII, optionally gzip-compressed).
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be read; [`Error::Parse`] with the line number if it is
+/// malformed, binary, of another MSH version, or has an element type other than Gmsh's
+/// types 1-19.
+pub fn read(path: impl AsRef<Path>) -> Result<Mesh> {
+    let path = path.as_ref();
+    let name = path.display().to_string();
+    let file = File::open(path).map_err(|source| Error::Io {
+        path: name.clone(),
+        source,
+    })?;
+    read_from(file, &name)
+}
+
+/// Reads a Gmsh MSH file from `reader`; `name` is the path errors report.
+///
+/// # Errors
+/// As [`read`].
+pub fn read_from<R: Read>(reader: R, name: &str) -> Result<Mesh> {
+    let mut reader = BufReader::new(reader);
+    let head = reader.fill_buf().map_err(|source| Error::Io {
+        path: name.to_string(),
+        source,
+    })?;
+    if head.starts_with(&[0x1f, 0x8b]) {
+        let inflated = BufReader::new(flate2::bufread::MultiGzDecoder::new(reader));
+        Parser::new(inflated, name).run()
+    } else {
+        Parser::new(reader, name).run()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Version {
+    V2,
+    V41,
+}
+
+/// Maps Gmsh node tags to 0-based point indices: a table for small tags, a hash map for
+/// the rest, so that sparse huge tags cost no memory and dense ones no hashing.
+struct NodeMap {
+    dense: Vec<u32>,
+    dense_limit: u64,
+    sparse: HashMap<u64, u32>,
+}
+
+impl NodeMap {
+    const NONE: u32 = u32::MAX;
+
+    fn new() -> Self {
+        NodeMap {
+            dense: Vec::new(),
+            dense_limit: 0,
+            sparse: HashMap::new(),
+        }
+    }
+
+    fn expect(&mut self, count: u64) {
+        self.dense_limit = self
+            .dense_limit
+            .max(count.saturating_mul(2).saturating_add(1024));
+    }
+
+    /// Inserts; returns false if the tag was already present.
+    fn insert(&mut self, tag: u64, index: u32) -> bool {
+        if tag < self.dense_limit {
+            let t = tag as usize;
+            if t >= self.dense.len() {
+                self.dense.resize(t + 1, Self::NONE);
+            }
+            std::mem::replace(&mut self.dense[t], index) == Self::NONE
+        } else {
+            self.sparse.insert(tag, index).is_none()
+        }
+    }
+
+    fn get(&self, tag: u64) -> Option<u32> {
+        match self.dense.get(tag as usize) {
+            Some(&i) if i != Self::NONE => Some(i),
+            _ => self.sparse.get(&tag).copied(),
+        }
+    }
+}
+
+struct Parser<R> {
+    reader: R,
+    path: String,
+    line: u64,
+    buf: String,
+    version: Option<Version>,
+    mesh: Mesh,
+    nodes: NodeMap,
+    /// First physical tag of each entity `(dim, tag)` (4.1 `$Entities`).
+    entity_physical: HashMap<(u8, i32), i32>,
+    /// Index into `mesh.blocks` of each kind's block.
+    block_of: HashMap<CellKind, usize>,
+    seen: Vec<String>,
+}
+
+impl<R: BufRead> Parser<R> {
+    fn new(reader: R, path: &str) -> Self {
+        Parser {
+            reader,
+            path: path.to_string(),
+            line: 0,
+            buf: String::new(),
+            version: None,
+            mesh: Mesh::default(),
+            nodes: NodeMap::new(),
+            entity_physical: HashMap::new(),
+            block_of: HashMap::new(),
+            seen: Vec::new(),
+        }
+    }
+
+    fn error(&self, message: impl Into<String>) -> Error {
+        Error::Parse {
+            path: self.path.clone(),
+            line: self.line,
+            message: message.into(),
+        }
+    }
+
+    /// Reads the next line into `buf`; false at the end of the file.
+    fn advance(&mut self) -> Result<bool> {
+        self.buf.clear();
+        match self.reader.read_line(&mut self.buf) {
+            Ok(0) => Ok(false),
+            Ok(_) => {
+                self.line += 1;
+                Ok(true)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                self.line += 1;
+                Err(self.error("the line is not valid UTF-8 text (a binary file?)"))
+            }
+            Err(source) => Err(Error::Io {
+                path: self.path.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// The current line without surrounding whitespace.
+    fn text(&self) -> &str {
+        self.buf.trim()
+    }
+
+    /// Reads the next line, or fails saying the file ends while reading `what`.
+    fn expect_line(&mut self, what: &str) -> Result<()> {
+        if self.advance()? {
+            Ok(())
+        } else {
+            Err(self.error(format!("the file ends while reading {what}")))
+        }
+    }
+
+    /// Reads the next line and checks it is not a section marker (which means a count
+    /// in the section's header was larger than its contents).
+    fn expect_data(&mut self, what: &str) -> Result<()> {
+        self.expect_line(what)?;
+        if self.text().starts_with('$') {
+            return Err(self.error(format!(
+                "expected {what}, found `{}`: the section has fewer entries than its header declares",
+                self.text()
+            )));
+        }
+        Ok(())
+    }
+
+    fn run(mut self) -> Result<Mesh> {
+        while self.advance()? {
+            let text = self.text();
+            if text.is_empty() {
+                continue;
+            }
+            let Some(section) = text.strip_prefix('$') else {
+                return Err(self.error(format!(
+                    "expected a section header such as `$Nodes`, found `{}`",
+                    truncate(text)
+                )));
+            };
+            let section = section.to_string();
+            if self.version.is_none() && section != "MeshFormat" {
+                return Err(self.error(format!(
+                    "expected `$MeshFormat` first, found `${section}`: not a Gmsh MSH file"
+                )));
+            }
+            // Sections parsed here; any other (including 2.x `$Entities`) is skipped.
+            let known = match section.as_str() {
+                "MeshFormat" | "PhysicalNames" | "Nodes" | "Elements" => true,
+                "Entities" => self.version == Some(Version::V41),
+                _ => false,
+            };
+            if known && self.seen.contains(&section) {
+                return Err(self.error(format!("a second `${section}` section")));
+            }
+            let start = self.line;
+            match section.as_str() {
+                _ if !known => {}
+                "MeshFormat" => self.format()?,
+                "PhysicalNames" => self.physical_names()?,
+                "Entities" => self.entities()?,
+                "Nodes" => self.read_nodes()?,
+                _ => self.elements()?,
+            }
+            if known {
+                self.seen.push(section.clone());
+            }
+            self.end_of(&section, start, known)?;
+        }
+        if self.version.is_none() {
+            return Err(self.error("no `$MeshFormat` section: not a Gmsh MSH file"));
+        }
+        Ok(self.mesh)
+    }
+
+    /// Consumes the rest of section `name` up to `$End<name>`: nothing may remain in a
+    /// known section; unknown sections are skipped.
+    fn end_of(&mut self, name: &str, start: u64, known: bool) -> Result<()> {
+        let end = format!("$End{name}");
+        loop {
+            if !self.advance()? {
+                return Err(self.error(format!(
+                    "the file ends inside `${name}` (opened at line {start}): `{end}` is missing"
+                )));
+            }
+            let text = self.text();
+            if text == end {
+                return Ok(());
+            }
+            if known && !text.is_empty() {
+                return Err(self.error(format!(
+                    "expected `{end}`, found `{}`: the section has more entries than its header declares",
+                    truncate(text)
+                )));
+            }
+        }
+    }
+
+    fn format(&mut self) -> Result<()> {
+        self.expect_data("the format line `version file-type data-size`")?;
+        let mut tokens = self.text().split_ascii_whitespace();
+        let version = tokens.next().unwrap_or("").to_string();
+        let file_type: u32 = self.parse(tokens.next(), "the file type (0 = ASCII)")?;
+        let _data_size: u32 = self.parse(tokens.next(), "the data size")?;
+        if file_type != 0 {
+            return Err(self.error(
+                "binary MSH files are not supported: save the mesh as ASCII \
+                 (Gmsh option Mesh.Binary = 0)",
+            ));
+        }
+        self.version = Some(match version.as_str() {
+            "2" | "2.0" | "2.1" | "2.2" => Version::V2,
+            "4.1" => Version::V41,
+            v => {
+                return Err(self.error(format!(
+                    "MSH version {v} is not supported: only 2.x and 4.1 (ASCII) are"
+                )))
+            }
+        });
+        Ok(())
+    }
+
+    fn physical_names(&mut self) -> Result<()> {
+        let count = self.count_line("the number of physical names")?;
+        for _ in 0..count {
+            self.expect_data("a physical name `dim tag \"name\"`")?;
+            let text = self.text();
+            let mut tokens = text.splitn(3, |c: char| c.is_ascii_whitespace());
+            let dim: u8 = self.parse(tokens.next(), "the dimension of a physical name")?;
+            let tag: i32 = self.parse(tokens.next(), "the tag of a physical name")?;
+            let name = tokens.next().unwrap_or("").trim();
+            let name = name.strip_prefix('"').unwrap_or(name);
+            let name = name.strip_suffix('"').unwrap_or(name).to_string();
+            self.mesh
+                .physical_names
+                .push(PhysicalName { dim, tag, name });
+        }
+        Ok(())
+    }
+
+    /// 4.1 `$Entities`: only the physical tags are kept.
+    fn entities(&mut self) -> Result<()> {
+        self.expect_data("the entity counts")?;
+        let mut tokens = self.text().split_ascii_whitespace();
+        let mut counts = [0u64; 4];
+        for c in &mut counts {
+            *c = self.parse(tokens.next(), "an entity count")?;
+        }
+        self.no_more(tokens)?;
+        for (dim, &count) in counts.iter().enumerate() {
+            for _ in 0..count {
+                self.expect_data("an entity")?;
+                let mut tokens = self.text().split_ascii_whitespace();
+                let tag: i32 = self.parse(tokens.next(), "the entity tag")?;
+                // Points have x y z; curves, surfaces and volumes a bounding box.
+                let coords = if dim == 0 { 3 } else { 6 };
+                for _ in 0..coords {
+                    let _: f64 = self.parse(tokens.next(), "an entity coordinate")?;
+                }
+                let nphysical: usize = self.parse(tokens.next(), "the number of physical tags")?;
+                let mut first = None;
+                for _ in 0..nphysical {
+                    let physical: i32 = self.parse(tokens.next(), "a physical tag")?;
+                    first = first.or(Some(physical));
+                }
+                if dim > 0 {
+                    let nbounding: usize =
+                        self.parse(tokens.next(), "the number of bounding entities")?;
+                    for _ in 0..nbounding {
+                        let _: i32 = self.parse(tokens.next(), "a bounding entity tag")?;
+                    }
+                }
+                self.no_more(tokens)?;
+                if let Some(physical) = first {
+                    self.entity_physical.insert((dim as u8, tag), physical);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn read_nodes(&mut self) -> Result<()> {
+        match self.version {
+            Some(Version::V2) => {
+                let count = self.count_line("the number of nodes")?;
+                self.reserve_points(count);
+                for _ in 0..count {
+                    self.expect_data("a node `tag x y z`")?;
+                    let mut tokens = self.text().split_ascii_whitespace();
+                    let tag: u64 = self.parse(tokens.next(), "a node tag")?;
+                    let point = self.coordinates(&mut tokens)?;
+                    self.no_more(tokens)?;
+                    self.add_node(tag, point)?;
+                }
+            }
+            _ => {
+                self.expect_data("the node counts `blocks nodes min-tag max-tag`")?;
+                let mut tokens = self.text().split_ascii_whitespace();
+                let blocks: u64 = self.parse(tokens.next(), "the number of node blocks")?;
+                let count: u64 = self.parse(tokens.next(), "the number of nodes")?;
+                let _min: u64 = self.parse(tokens.next(), "the smallest node tag")?;
+                let max: u64 = self.parse(tokens.next(), "the largest node tag")?;
+                self.no_more(tokens)?;
+                self.reserve_points(count);
+                if max <= count.saturating_mul(2) {
+                    self.nodes.expect(max);
+                }
+                let mut read = 0u64;
+                let mut tags = Vec::new();
+                for _ in 0..blocks {
+                    self.expect_data("a node block header `dim entity parametric count`")?;
+                    let mut tokens = self.text().split_ascii_whitespace();
+                    let _dim: u8 = self.parse(tokens.next(), "the entity dimension")?;
+                    let _entity: i32 = self.parse(tokens.next(), "the entity tag")?;
+                    let _parametric: u8 = self.parse(tokens.next(), "the parametric flag")?;
+                    let n: u64 = self.parse(tokens.next(), "the number of nodes in the block")?;
+                    self.no_more(tokens)?;
+                    read += n;
+                    if read > count {
+                        return Err(self.error(format!(
+                            "the node blocks hold more than the {count} nodes the header declares"
+                        )));
+                    }
+                    tags.clear();
+                    for _ in 0..n {
+                        self.expect_data("a node tag")?;
+                        let mut tokens = self.text().split_ascii_whitespace();
+                        tags.push(self.parse(tokens.next(), "a node tag")?);
+                        self.no_more(tokens)?;
+                    }
+                    for &tag in &tags {
+                        self.expect_data("node coordinates `x y z`")?;
+                        // Parametric nodes carry u, v, w after x y z: ignored.
+                        let point = self.coordinates(&mut self.text().split_ascii_whitespace())?;
+                        self.add_node(tag, point)?;
+                    }
+                }
+                if read != count {
+                    return Err(self.error(format!(
+                        "the node blocks hold {read} nodes but the header declares {count}"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn elements(&mut self) -> Result<()> {
+        if self.version == Some(Version::V2) {
+            let count = self.count_line("the number of elements")?;
+            let mut nodes = Vec::new();
+            for _ in 0..count {
+                self.expect_data("an element `tag type ntags tags... nodes...`")?;
+                let mut tokens = self.text().split_ascii_whitespace();
+                let tag: u64 = self.parse(tokens.next(), "an element tag")?;
+                let kind = self.kind(tokens.next())?;
+                let ntags: usize = self.parse(tokens.next(), "the number of element tags")?;
+                let mut tags = [0i32; 2];
+                // Physical, elementary, then partition tags (ignored).
+                for k in 0..ntags {
+                    let t: i32 = self.parse(tokens.next(), "an element tag")?;
+                    if let Some(slot) = tags.get_mut(k) {
+                        *slot = t;
+                    }
+                }
+                self.element_nodes(tag, kind, &mut tokens, &mut nodes)?;
+                self.add_cell(kind, &nodes, tags[0], tags[1]);
+            }
+            return Ok(());
+        }
+        self.expect_data("the element counts `blocks elements min-tag max-tag`")?;
+        let mut tokens = self.text().split_ascii_whitespace();
+        let blocks: u64 = self.parse(tokens.next(), "the number of element blocks")?;
+        let count: u64 = self.parse(tokens.next(), "the number of elements")?;
+        let _min: u64 = self.parse(tokens.next(), "the smallest element tag")?;
+        let _max: u64 = self.parse(tokens.next(), "the largest element tag")?;
+        self.no_more(tokens)?;
+        let mut read = 0u64;
+        let mut nodes = Vec::new();
+        for _ in 0..blocks {
+            self.expect_data("an element block header `dim entity type count`")?;
+            let mut tokens = self.text().split_ascii_whitespace();
+            let dim: u8 = self.parse(tokens.next(), "the entity dimension")?;
+            let entity: i32 = self.parse(tokens.next(), "the entity tag")?;
+            let kind = self.kind(tokens.next())?;
+            let n: u64 = self.parse(tokens.next(), "the number of elements in the block")?;
+            self.no_more(tokens)?;
+            read += n;
+            if read > count {
+                return Err(self.error(format!(
+                    "the element blocks hold more than the {count} elements the header declares"
+                )));
+            }
+            let physical = self
+                .entity_physical
+                .get(&(dim, entity))
+                .copied()
+                .unwrap_or(0);
+            for _ in 0..n {
+                self.expect_data("an element `tag nodes...`")?;
+                let mut tokens = self.text().split_ascii_whitespace();
+                let tag: u64 = self.parse(tokens.next(), "an element tag")?;
+                self.element_nodes(tag, kind, &mut tokens, &mut nodes)?;
+                self.add_cell(kind, &nodes, physical, entity);
+            }
+        }
+        if read != count {
+            return Err(self.error(format!(
+                "the element blocks hold {read} elements but the header declares {count}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Parses the node tags of element `tag` into point indices.
+    fn element_nodes(
+        &self,
+        tag: u64,
+        kind: CellKind,
+        tokens: &mut SplitAsciiWhitespace<'_>,
+        nodes: &mut Vec<u32>,
+    ) -> Result<()> {
+        nodes.clear();
+        for _ in 0..kind.nodes() {
+            let node: u64 = self.parse(tokens.next(), "a node tag of the element")?;
+            let Some(index) = self.nodes.get(node) else {
+                return Err(self.error(format!(
+                    "element {tag} refers to node {node}, which is not in `$Nodes`"
+                )));
+            };
+            nodes.push(index);
+        }
+        if tokens.next().is_some() {
+            return Err(self.error(format!(
+                "element {tag} ({kind:?}) has more than {} nodes",
+                kind.nodes()
+            )));
+        }
+        Ok(())
+    }
+
+    fn add_cell(&mut self, kind: CellKind, nodes: &[u32], physical: i32, elementary: i32) {
+        let blocks = &mut self.mesh.blocks;
+        let b = *self.block_of.entry(kind).or_insert_with(|| {
+            blocks.push(CellBlock::new(kind));
+            blocks.len() - 1
+        });
+        let block = &mut self.mesh.blocks[b];
+        block.connectivity.extend_from_slice(nodes);
+        block.physical.push(physical);
+        block.elementary.push(elementary);
+    }
+
+    fn add_node(&mut self, tag: u64, point: [f64; 3]) -> Result<()> {
+        let index = self.mesh.points.len();
+        if index >= u32::MAX as usize {
+            return Err(self.error("more than 2^32 - 1 nodes"));
+        }
+        if !self.nodes.insert(tag, index as u32) {
+            return Err(self.error(format!("node tag {tag} is defined twice")));
+        }
+        self.mesh.points.push(point);
+        Ok(())
+    }
+
+    fn reserve_points(&mut self, count: u64) {
+        self.nodes.expect(count);
+        // A corrupt count must not allocate unbounded memory before the data runs out.
+        self.mesh.points.reserve(count.min(1 << 24) as usize);
+    }
+
+    fn coordinates(&self, tokens: &mut SplitAsciiWhitespace<'_>) -> Result<[f64; 3]> {
+        let mut p = [0.0f64; 3];
+        for (c, axis) in p.iter_mut().zip(["x", "y", "z"]) {
+            *c = self.parse(tokens.next(), &format!("the {axis} coordinate"))?;
+            if !c.is_finite() {
+                return Err(self.error(format!("the {axis} coordinate is not finite")));
+            }
+        }
+        Ok(p)
+    }
+
+    fn kind(&self, token: Option<&str>) -> Result<CellKind> {
+        let id: u32 = self.parse(token, "an element type")?;
+        CellKind::from_gmsh(id).ok_or_else(|| {
+            self.error(format!(
+                "element type {id} is not supported (Gmsh types 1-19 are: points, lines, \
+                 triangles, quadrilaterals, tetrahedra, hexahedra, prisms and pyramids up to order 2)"
+            ))
+        })
+    }
+
+    /// Reads a line holding one count.
+    fn count_line(&mut self, what: &str) -> Result<u64> {
+        self.expect_data(what)?;
+        let mut tokens = self.text().split_ascii_whitespace();
+        let count = self.parse(tokens.next(), what)?;
+        self.no_more(tokens)?;
+        Ok(count)
+    }
+
+    fn parse<T: FromStr>(&self, token: Option<&str>, what: &str) -> Result<T> {
+        match token {
+            None => Err(self.error(format!("missing {what}"))),
+            Some(t) => t
+                .parse()
+                .map_err(|_| self.error(format!("expected {what}, found `{}`", truncate(t)))),
+        }
+    }
+
+    fn no_more(&self, mut tokens: SplitAsciiWhitespace<'_>) -> Result<()> {
+        match tokens.next() {
+            None => Ok(()),
+            Some(t) => Err(self.error(format!(
+                "unexpected `{}` at the end of the line",
+                truncate(t)
+            ))),
+        }
+    }
+}
+
+/// At most 60 characters of `s`, for messages.
+fn truncate(s: &str) -> String {
+    if s.chars().count() <= 60 {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(60).collect::<String>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Mesh> {
+        read_from(text.as_bytes(), "inline.msh")
+    }
+
+    fn parse_error(text: &str) -> (u64, String) {
+        match parse(text) {
+            Err(Error::Parse { line, message, .. }) => (line, message),
+            other => panic!("expected a parse error, got {other:?}"),
+        }
+    }
+
+    const V2: &str = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n\
+        $PhysicalNames\n1\n3 7 \"solid part\"\n$EndPhysicalNames\n\
+        $Nodes\n5\n10 0 0 0\n20 1 0 0\n30 0 1 0\n40 0 0 1\n1000000 1 1 1\n$EndNodes\n\
+        $Comments\nanything $here\n$EndComments\n\
+        $Entities\nnot parsed in 2.x\n$EndEntities\n\
+        $Elements\n3\n1 15 2 0 1 10\n2 4 2 7 3 10 20 30 40\n3 4 0 20 30 40 1000000\n$EndElements\n";
+
+    #[test]
+    fn reads_v2_with_sparse_tags() {
+        let mesh = parse(V2).unwrap();
+        assert_eq!(mesh.points.len(), 5);
+        assert_eq!(mesh.points[4], [1.0, 1.0, 1.0]);
+        assert_eq!(mesh.tets(), vec![[0, 1, 2, 3], [1, 2, 3, 4]]);
+        let tets = mesh.block(CellKind::Tet4).unwrap();
+        assert_eq!(tets.physical, vec![7, 0]);
+        assert_eq!(tets.elementary, vec![3, 0]);
+        assert_eq!(mesh.block(CellKind::Point).unwrap().connectivity, vec![0]);
+        assert_eq!(
+            mesh.physical_names,
+            vec![PhysicalName {
+                dim: 3,
+                tag: 7,
+                name: "solid part".into()
+            }]
+        );
+    }
+
+    const V41: &str = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n\
+        $Entities\n1 0 0 1\n1 0 0 0 0\n5 0 0 0 1 1 1 1 9 0\n$EndEntities\n\
+        $Nodes\n2 4 1 12\n0 1 0 1\n12\n0 0 0\n3 5 0 3\n1\n2\n3\n1 0 0\n0 1 0\n0 0 1\n$EndNodes\n\
+        $Elements\n1 1 1 1\n3 5 4 1\n1 12 1 2 3\n$EndElements\n";
+
+    #[test]
+    fn reads_v41_with_entity_physical_tags() {
+        let mesh = parse(V41).unwrap();
+        assert_eq!(mesh.points.len(), 4);
+        assert_eq!(mesh.tets(), vec![[0, 1, 2, 3]]);
+        let tets = mesh.block(CellKind::Tet4).unwrap();
+        assert_eq!((tets.physical[0], tets.elementary[0]), (9, 5));
+    }
+
+    #[test]
+    fn reads_gzip() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(V2.as_bytes()).unwrap();
+        let bytes = gz.finish().unwrap();
+        let mesh = read_from(&bytes[..], "inline.msh.gz").unwrap();
+        assert_eq!(mesh, parse(V2).unwrap());
+    }
+
+    #[test]
+    fn malformed_files_name_the_line() {
+        // Truncated inside $Nodes.
+        let (line, m) = parse_error("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n3\n1 0 0 0\n");
+        assert_eq!(line, 6, "{m}");
+        assert!(m.contains("ends"), "{m}");
+        // Unknown node in an element.
+        let (line, m) = parse_error(&V2.replace("3 4 0 20 30 40 1000000", "3 4 0 20 30 40 99"));
+        assert_eq!(line, 26, "{m}");
+        assert!(m.contains("node 99"), "{m}");
+        // Binary.
+        let (line, m) = parse_error("$MeshFormat\n4.1 1 8\n");
+        assert_eq!(line, 2, "{m}");
+        assert!(m.contains("binary"), "{m}");
+        // Bad node count (too small: the next node line is found where $EndNodes belongs).
+        let (line, m) = parse_error(&V2.replace("$Nodes\n5\n", "$Nodes\n4\n"));
+        assert_eq!(line, 14, "{m}");
+        // Non-numeric coordinate.
+        let (line, m) = parse_error(&V2.replace("20 1 0 0", "20 1 zero 0"));
+        assert_eq!(line, 11, "{m}");
+        assert!(m.contains("y coordinate") && m.contains("zero"), "{m}");
+        // Unsupported version and element type; not a Gmsh file.
+        assert!(parse_error("$MeshFormat\n3.0 0 8\n$EndMeshFormat\n")
+            .1
+            .contains("3.0"));
+        assert!(parse_error(&V2.replace("2 4 2 7 3", "2 99 2 7 3"))
+            .1
+            .contains("type 99"));
+        assert_eq!(parse_error("hello\n").0, 1);
+        assert!(parse_error("").1.contains("MeshFormat"));
+        // Duplicate node tag.
+        assert!(parse_error(&V2.replace("30 0 1 0", "20 0 1 0"))
+            .1
+            .contains("twice"));
+        // 4.1 block count disagreeing with the header.
+        let (line, m) = parse_error(&V41.replace("$Nodes\n2 4 1 12", "$Nodes\n2 5 1 12"));
+        assert_eq!(line, 20, "{m}");
+        assert!(m.contains("hold 4 nodes"), "{m}");
+    }
+}

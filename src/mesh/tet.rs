@@ -1,0 +1,333 @@
+//! Tetrahedral geometry and connectivity: signed volume, faces, the neighbour across each
+//! face, unique edges and point-to-tetrahedron incidence. Faces and edges are bucketed by
+//! their smallest point index (a counting sort), so every function here is O(number of
+//! tets) with no global sort.
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+
+/// The signed volume of the tetrahedron `(p0, p1, p2, p3)`:
+/// `det[p1 - p0, p2 - p0, p3 - p0] / 6`, positive when `p3` lies on the side of triangle
+/// `(p0, p1, p2)` that its right-hand normal points to (Gmsh's orientation).
+pub fn tet_volume(p: &[[f64; 3]; 4]) -> f64 {
+    let a = sub(p[1], p[0]);
+    let b = sub(p[2], p[0]);
+    let c = sub(p[3], p[0]);
+    dot(a, cross(b, c)) / 6.0
+}
+
+/// The face of `tet` opposite its vertex `k` (0..4), ordered so that its right-hand normal
+/// points out of a positively oriented tetrahedron.
+///
+/// # Panics
+/// If `k >= 4`.
+pub fn tet_face(tet: [u32; 4], k: usize) -> [u32; 3] {
+    const FACES: [[usize; 3]; 4] = [[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]];
+    let f = FACES[k];
+    [tet[f[0]], tet[f[1]], tet[f[2]]]
+}
+
+/// Marks a face with no neighbour (a boundary face) in [`tet_neighbors`].
+pub const NO_NEIGHBOR: u32 = u32::MAX;
+
+/// For each tetrahedron, the tetrahedron across each face: `neighbors[t][k]` shares face
+/// [`tet_face`]`(tets[t], k)` with `t`, or is [`NO_NEIGHBOR`] on the boundary.
+///
+/// Cost O(number of tets): faces are bucketed by their smallest point index.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if a point index is `>= npoints`, a tetrahedron repeats a
+/// point, or a face is shared by more than two tetrahedra (a non-manifold mesh); the
+/// message names the tetrahedra.
+pub fn tet_neighbors(tets: &[[u32; 4]], npoints: usize) -> Result<Vec<[u32; 4]>> {
+    const OP: &str = "mesh::tet_neighbors";
+    check_tets(OP, tets, npoints)?;
+    check_u32(OP, tets.len().checked_mul(4))?;
+    let sorted_face = |f: u32| {
+        let mut v = tet_face(tets[(f / 4) as usize], (f % 4) as usize);
+        v.sort_unstable();
+        v
+    };
+    // Bucket the 4 n faces (id = 4 t + k) by their smallest point.
+    let (offsets, faces) = bucket(npoints, tets.len() * 4, || {
+        tets.iter().enumerate().flat_map(|(t, tet)| {
+            // The face opposite vertex k has the smallest point of the other three.
+            let [a, b, c, d] = *tet;
+            [
+                b.min(c).min(d),
+                a.min(c).min(d),
+                a.min(b).min(d),
+                a.min(b).min(c),
+            ]
+            .into_iter()
+            .enumerate()
+            .map(move |(k, m)| (m, (4 * t + k) as u32))
+        })
+    });
+    // Match faces inside each bucket: equal (middle, largest) points are the same face.
+    let pairs: Vec<Result<Vec<(u32, u32)>>> = offsets
+        .par_windows(2)
+        .chunks(4096)
+        .map(|windows| {
+            let mut pairs = Vec::new();
+            let mut keyed: Vec<(u64, u32)> = Vec::new();
+            for w in windows {
+                keyed.clear();
+                keyed.extend(faces[w[0] as usize..w[1] as usize].iter().map(|&f| {
+                    let v = sorted_face(f);
+                    (((v[1] as u64) << 32) | v[2] as u64, f)
+                }));
+                keyed.sort_unstable();
+                let mut i = 0;
+                while i < keyed.len() {
+                    let mut j = i + 1;
+                    while j < keyed.len() && keyed[j].0 == keyed[i].0 {
+                        j += 1;
+                    }
+                    match j - i {
+                        1 => {}
+                        2 => pairs.push((keyed[i].1, keyed[i + 1].1)),
+                        _ => {
+                            let owners: Vec<u32> = keyed[i..j].iter().map(|&(_, f)| f / 4).collect();
+                            return Err(invalid(
+                                OP,
+                                "tets",
+                                format!(
+                                    "face {:?} is shared by {} tetrahedra {owners:?}: the mesh is not manifold",
+                                    sorted_face(keyed[i].1),
+                                    j - i
+                                ),
+                            ));
+                        }
+                    }
+                    i = j;
+                }
+            }
+            Ok(pairs)
+        })
+        .collect();
+    let mut neighbors = vec![[NO_NEIGHBOR; 4]; tets.len()];
+    for chunk in pairs {
+        for (f, g) in chunk? {
+            neighbors[(f / 4) as usize][(f % 4) as usize] = g / 4;
+            neighbors[(g / 4) as usize][(g % 4) as usize] = f / 4;
+        }
+    }
+    Ok(neighbors)
+}
+
+/// The unique edges `[a, b]` (`a < b`) of the tetrahedra, sorted.
+///
+/// Cost O(number of tets): edges are bucketed by their smaller point.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if a point index is `>= npoints` or a tetrahedron repeats a
+/// point.
+pub fn tet_edges(tets: &[[u32; 4]], npoints: usize) -> Result<Vec<[u32; 2]>> {
+    const OP: &str = "mesh::tet_edges";
+    check_tets(OP, tets, npoints)?;
+    check_u32(OP, tets.len().checked_mul(6))?;
+    let (offsets, ends) = bucket(npoints, tets.len() * 6, || {
+        tets.iter()
+            .flat_map(|tet| TET_EDGES.map(|(a, b)| (tet[a].min(tet[b]), tet[a].max(tet[b]))))
+    });
+    let edges: Vec<Vec<[u32; 2]>> = offsets
+        .par_windows(2)
+        .enumerate()
+        .chunks(4096)
+        .map(|windows| {
+            let mut edges = Vec::new();
+            let mut row: Vec<u32> = Vec::new();
+            for (a, w) in windows {
+                row.clear();
+                row.extend_from_slice(&ends[w[0] as usize..w[1] as usize]);
+                row.sort_unstable();
+                row.dedup();
+                edges.extend(row.iter().map(|&b| [a as u32, b]));
+            }
+            edges
+        })
+        .collect();
+    Ok(edges.concat())
+}
+
+/// The six edges of a tetrahedron as pairs of local vertices.
+pub(crate) const TET_EDGES: [(usize, usize); 6] = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
+
+/// Which tetrahedra touch each point, as a CSR-like incidence: the tets of point `p` are
+/// `cells[offsets[p]..offsets[p + 1]]`, in increasing order.
+pub(crate) struct PointCells {
+    pub offsets: Vec<u32>,
+    pub cells: Vec<u32>,
+}
+
+impl PointCells {
+    /// The incidence of `tets` (indices already checked `< npoints`).
+    pub fn new(tets: &[[u32; 4]], npoints: usize) -> Self {
+        let (offsets, cells) = bucket(npoints, tets.len() * 4, || {
+            tets.iter()
+                .enumerate()
+                .flat_map(|(t, tet)| tet.map(|v| (v, t as u32)))
+        });
+        PointCells { offsets, cells }
+    }
+
+    /// The tets touching point `p`.
+    pub fn of(&self, p: usize) -> &[u32] {
+        &self.cells[self.offsets[p] as usize..self.offsets[p + 1] as usize]
+    }
+}
+
+/// A counting sort: `items()` yields `len` pairs `(bucket, value)` (it is called twice: to
+/// count, then to fill); returns the bucket offsets and the values grouped by bucket, each
+/// bucket in the order `items` yields them.
+fn bucket<I: Iterator<Item = (u32, u32)>>(
+    nbuckets: usize,
+    len: usize,
+    items: impl Fn() -> I,
+) -> (Vec<u32>, Vec<u32>) {
+    let mut offsets = vec![0u32; nbuckets + 1];
+    for (b, _) in items() {
+        offsets[b as usize + 1] += 1;
+    }
+    for i in 0..nbuckets {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut next = offsets[..nbuckets].to_vec();
+    let mut values = vec![0u32; len];
+    for (b, v) in items() {
+        values[next[b as usize] as usize] = v;
+        next[b as usize] += 1;
+    }
+    (offsets, values)
+}
+
+/// Checks point indices are in range and distinct within each tetrahedron.
+pub(crate) fn check_tets(op: &'static str, tets: &[[u32; 4]], npoints: usize) -> Result<()> {
+    check_u32(op, Some(npoints))?;
+    let bad = tets.par_iter().position_first(|t| {
+        t.iter().any(|&v| v as usize >= npoints)
+            || t[0] == t[1]
+            || t[0] == t[2]
+            || t[0] == t[3]
+            || t[1] == t[2]
+            || t[1] == t[3]
+            || t[2] == t[3]
+    });
+    match bad {
+        None => Ok(()),
+        Some(t) => Err(invalid(
+            op,
+            "tets",
+            format!(
+                "tetrahedron {t} has points {:?}: indices must be distinct and below the {npoints} points",
+                tets[t]
+            ),
+        )),
+    }
+}
+
+fn check_u32(op: &'static str, count: Option<usize>) -> Result<()> {
+    match count {
+        Some(c) if c < u32::MAX as usize => Ok(()),
+        _ => Err(invalid(
+            op,
+            "tets",
+            "the mesh is too large for 32-bit indices".into(),
+        )),
+    }
+}
+
+pub(crate) fn invalid(op: &'static str, name: &'static str, reason: String) -> Error {
+    Error::InvalidArgument { op, name, reason }
+}
+
+pub(crate) fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+pub(crate) fn dot(a: [f64; 3], b: [f64; 3]) -> f64 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+
+pub(crate) fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+
+pub(crate) fn norm(a: [f64; 3]) -> f64 {
+    dot(a, a).sqrt()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit_tet() -> [[f64; 3]; 4] {
+        [
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+        ]
+    }
+
+    #[test]
+    fn volume_is_signed() {
+        let p = unit_tet();
+        assert_eq!(tet_volume(&p), 1.0 / 6.0);
+        assert_eq!(tet_volume(&[p[1], p[0], p[2], p[3]]), -1.0 / 6.0);
+    }
+
+    #[test]
+    fn faces_point_outward() {
+        let p = unit_tet();
+        let centroid = [0.25, 0.25, 0.25];
+        for k in 0..4 {
+            let f = tet_face([0, 1, 2, 3], k);
+            let [a, b, c] = f.map(|i| p[i as usize]);
+            let n = cross(sub(b, a), sub(c, a));
+            assert!(dot(n, sub(a, centroid)) > 0.0, "face {k} = {f:?}");
+            assert!(!f.contains(&(k as u32)));
+        }
+    }
+
+    #[test]
+    fn two_tets_share_one_face() {
+        // Two tets glued on face (1, 2, 3).
+        let tets = [[0, 1, 2, 3], [4, 1, 3, 2]];
+        let n = tet_neighbors(&tets, 5).unwrap();
+        assert_eq!(n[0], [1, NO_NEIGHBOR, NO_NEIGHBOR, NO_NEIGHBOR]);
+        assert_eq!(n[1], [0, NO_NEIGHBOR, NO_NEIGHBOR, NO_NEIGHBOR]);
+        let edges = tet_edges(&tets, 5).unwrap();
+        assert_eq!(
+            edges,
+            vec![
+                [0, 1],
+                [0, 2],
+                [0, 3],
+                [1, 2],
+                [1, 3],
+                [1, 4],
+                [2, 3],
+                [2, 4],
+                [3, 4]
+            ]
+        );
+    }
+
+    #[test]
+    fn non_manifold_and_bad_indices_are_errors() {
+        let tets = [[0, 1, 2, 3], [4, 1, 3, 2], [5, 1, 2, 3]];
+        let e = tet_neighbors(&tets, 6).unwrap_err();
+        assert!(e.to_string().contains("shared by 3"), "{e}");
+        let e = tet_neighbors(&[[0, 1, 2, 9]], 4).unwrap_err();
+        assert!(e.to_string().contains("tetrahedron 0"), "{e}");
+        let e = tet_edges(&[[0, 1, 1, 2]], 4).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    }
+}
