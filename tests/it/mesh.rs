@@ -794,35 +794,3 @@ fn tpfa_on_real_gmsh_meshes() {
         assert!((x - y).abs() <= 1e-12 * x, "{x} vs {y}");
     }
 }
-
-#[test]
-#[ignore = "timing of the benchmark-size matrices; run with --release --ignored"]
-fn benchmark_size_fvm_matrices() {
-    use std::time::Instant;
-    let start = Instant::now();
-    let mesh = StructuredTets::unit_cube(64, 0.15, 1).build().unwrap();
-    announce(&format!(
-        "[galerkin tests] 64^3 hexes: {} tets, {} points in {:.3} s",
-        mesh.tets().len(),
-        mesh.points.len(),
-        start.elapsed().as_secs_f64()
-    ));
-    drop(mesh);
-    let start = Instant::now();
-    let a = fvm::tpfa_tets_structured(70, 0.15, 1).unwrap();
-    announce(&format!(
-        "[galerkin tests] tpfa_tets_structured(70): {} rows, {} nnz in {:.3} s",
-        a.nrows(),
-        a.nnz(),
-        start.elapsed().as_secs_f64()
-    ));
-    drop(a);
-    let start = Instant::now();
-    let d = fvm::tpfa_dual_structured(127, 0.15, 1).unwrap();
-    announce(&format!(
-        "[galerkin tests] tpfa_dual_structured(127): {} rows, {} nnz in {:.3} s",
-        d.nrows(),
-        d.nnz(),
-        start.elapsed().as_secs_f64()
-    ));
-}
