@@ -37,7 +37,9 @@ use crate::scalar::{Element, Scalar};
 pub mod coo;
 pub mod csr;
 pub(crate) mod cube;
+pub mod generate;
 pub mod random;
+pub mod reorder;
 
 pub use coo::Coo;
 pub use csr::{Csr, CsrKernel};

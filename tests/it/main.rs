@@ -8,6 +8,7 @@
 
 mod errors;
 mod harness;
+mod reorder;
 mod sparse;
 mod vector;
 mod verify;
