@@ -49,17 +49,27 @@ fn parse() -> std::result::Result<Args, String> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{a} needs a value\n{}", usage()));
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| format!("{a} needs a value\n{}", usage()))
+        };
         match a.as_str() {
             "--matrix" => args.matrix = value()?,
             "--format" => {
                 let v = value()?;
-                args.format = if v == "auto" { None } else { Some(v.parse().map_err(|e: Error| e.to_string())?) };
+                args.format = if v == "auto" {
+                    None
+                } else {
+                    Some(v.parse().map_err(|e: Error| e.to_string())?)
+                };
             }
             "--precision" => {
                 args.precision = value()?;
                 if !["f32", "f64", "mixed"].contains(&args.precision.as_str()) {
-                    return Err(format!("--precision {}: expected f32, f64 or mixed", args.precision));
+                    return Err(format!(
+                        "--precision {}: expected f32, f64 or mixed",
+                        args.precision
+                    ));
                 }
             }
             "--backend" => args.backend = value()?.parse().map_err(|e: Error| e.to_string())?,
@@ -81,11 +91,14 @@ fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
     use galerkin::sparse::generate;
     let parts: Vec<&str> = spec.split(':').collect();
     let num = |i: usize| -> Result<usize> {
-        parts.get(i).and_then(|s| s.parse().ok()).ok_or_else(|| Error::InvalidArgument {
-            op: "spmv",
-            name: "matrix",
-            reason: format!("generator `{spec}` needs a number in position {i}"),
-        })
+        parts
+            .get(i)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Error::InvalidArgument {
+                op: "spmv",
+                name: "matrix",
+                reason: format!("generator `{spec}` needs a number in position {i}"),
+            })
     };
     match parts[0] {
         "poisson7" => generate::poisson3d_7pt(num(1)?),
@@ -97,7 +110,10 @@ fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
         "dg" => Ok(generate::dg_7block(num(1)?, num(2)?, num(2)?, num(2)?, 1)?.0),
         "random" => {
             let n = num(1)?;
-            galerkin::sparse::random::random_csr(&galerkin::sparse::random::RandomPattern::awkward(n, n), 1)
+            galerkin::sparse::random::random_csr(
+                &galerkin::sparse::random::RandomPattern::awkward(n, n),
+                1,
+            )
         }
         _ => galerkin::sparse::read_matrix_market(spec)?.to_csr(),
     }
@@ -105,10 +121,16 @@ fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
 
 /// Reads one value per line (blank lines and `#`/`%` comments skipped).
 fn read_vector(path: &str) -> Result<Vec<f64>> {
-    let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.into(), source })?;
+    let file = std::fs::File::open(path).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })?;
     let mut values = Vec::new();
     for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| Error::Io { path: path.into(), source })?;
+        let line = line.map_err(|source| Error::Io {
+            path: path.into(),
+            source,
+        })?;
         let t = line.trim();
         if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
             continue;
@@ -123,7 +145,10 @@ fn read_vector(path: &str) -> Result<Vec<f64>> {
 }
 
 fn write_vector(path: &str, values: &[f64]) -> Result<()> {
-    let io = |source| Error::Io { path: path.into(), source };
+    let io = |source| Error::Io {
+        path: path.into(),
+        source,
+    };
     let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
     for v in values {
         writeln!(w, "{v:e}").map_err(io)?;
@@ -239,7 +264,10 @@ fn main() -> ExitCode {
         let backend = args.backend;
         let y = galerkin::with_backend(backend, Task { args, a, x })?;
         let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
-        println!("‖y‖₂ = {norm:.12e}, ‖y‖∞ = {:.12e}", y.iter().fold(0.0f64, |m, v| m.max(v.abs())));
+        println!(
+            "‖y‖₂ = {norm:.12e}, ‖y‖∞ = {:.12e}",
+            y.iter().fold(0.0f64, |m, v| m.max(v.abs()))
+        );
         if let Some(path) = out {
             write_vector(&path, &y)?;
             println!("y written to {path}");

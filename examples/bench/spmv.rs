@@ -25,41 +25,76 @@ pub struct Case {
 pub fn cases(scale: f64, only: &[String]) -> Vec<Case> {
     let s = |n: f64| ((n * scale.cbrt()).round() as usize).max(2);
     let mut out = Vec::new();
-    let mut add = |name: String, build: &dyn Fn() -> Result<(Csr<Cpu, f64>, Option<usize>)>, fvm: bool| {
-        if !only.is_empty() && !only.iter().any(|o| name.starts_with(o.as_str())) {
-            return;
-        }
-        let t0 = std::time::Instant::now();
-        match build() {
-            Ok((matrix, block_size)) => {
-                eprintln!("[bench] built {name}: {} rows, {} nnz in {:.1} s", matrix.nrows(), matrix.nnz(), t0.elapsed().as_secs_f64());
-                out.push(Case { name, matrix, block_size, fvm });
+    let mut add =
+        |name: String, build: &dyn Fn() -> Result<(Csr<Cpu, f64>, Option<usize>)>, fvm: bool| {
+            if !only.is_empty() && !only.iter().any(|o| name.starts_with(o.as_str())) {
+                return;
             }
-            Err(e) => eprintln!("[bench] {name}: {e}"),
-        }
-    };
+            let t0 = std::time::Instant::now();
+            match build() {
+                Ok((matrix, block_size)) => {
+                    eprintln!(
+                        "[bench] built {name}: {} rows, {} nnz in {:.1} s",
+                        matrix.nrows(),
+                        matrix.nnz(),
+                        t0.elapsed().as_secs_f64()
+                    );
+                    out.push(Case {
+                        name,
+                        matrix,
+                        block_size,
+                        fvm,
+                    });
+                }
+                Err(e) => eprintln!("[bench] {name}: {e}"),
+            }
+        };
     let n = s(70.0);
-    add(format!("fvm_tet_{n}"), &|| Ok((galerkin::fvm::tpfa_tets_structured(n, 0.2, 1)?, None)), true);
+    add(
+        format!("fvm_tet_{n}"),
+        &|| Ok((galerkin::fvm::tpfa_tets_structured(n, 0.2, 1)?, None)),
+        true,
+    );
     let n = s(127.0);
-    add(format!("fvm_dual_{n}"), &|| Ok((galerkin::fvm::tpfa_dual_structured(n, 0.2, 1)?, None)), true);
+    add(
+        format!("fvm_dual_{n}"),
+        &|| Ok((galerkin::fvm::tpfa_dual_structured(n, 0.2, 1)?, None)),
+        true,
+    );
     let n = s(256.0);
-    add(format!("poisson7_{n}"), &|| Ok((generate::poisson3d_7pt(n)?, None)), false);
+    add(
+        format!("poisson7_{n}"),
+        &|| Ok((generate::poisson3d_7pt(n)?, None)),
+        false,
+    );
     let n = s(192.0);
-    add(format!("poisson27_{n}"), &|| Ok((generate::poisson3d_27pt(n)?, None)), false);
+    add(
+        format!("poisson27_{n}"),
+        &|| Ok((generate::poisson3d_27pt(n)?, None)),
+        false,
+    );
     // HDG-like, p = 3 (m = 16): 5 x 256 values per edge, about 1 GB of f64 values at scale 1.
     let nx = s(187.0);
-    add(format!("hdg_p3_{nx}"), &|| {
-        let (a, p) = generate::hdg_trace(3, nx, nx, 1)?;
-        Ok((a, Some(p.block_size)))
-    }, false);
+    add(
+        format!("hdg_p3_{nx}"),
+        &|| {
+            let (a, p) = generate::hdg_trace(3, nx, nx, 1)?;
+            Ok((a, Some(p.block_size)))
+        },
+        false,
+    );
     for b in [4usize, 8, 10, 20, 27, 35, 56, 64] {
         // About 1 GB of f64 values: 7 b² per element.
         let elements = (1.0e9 * scale / 8.0 / (7 * b * b) as f64).max(8.0);
         let n = elements.cbrt().ceil() as usize;
-        add(format!("dg7_b{b}_{n}"), &|| {
-            let (a, p) = generate::dg_7block(b, n, n, n, 1)?;
-            Ok((a, Some(p.block_size)))
-        }, false);
+        add(
+            format!("dg7_b{b}_{n}"),
+            &|| {
+                let (a, p) = generate::dg_7block(b, n, n, n, 1)?;
+                Ok((a, Some(p.block_size)))
+            },
+            false,
+        );
     }
     out
 }
@@ -69,8 +104,14 @@ pub fn dump(dir: &str, case: &Case) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let a = &case.matrix;
     let path = |ext: &str| format!("{dir}/{}.{ext}", case.name);
-    std::fs::write(path("row_ptr"), bytemuck::cast_slice::<u32, u8>(a.row_ptr()))?;
-    std::fs::write(path("col_idx"), bytemuck::cast_slice::<u32, u8>(a.col_idx()))?;
+    std::fs::write(
+        path("row_ptr"),
+        bytemuck::cast_slice::<u32, u8>(a.row_ptr()),
+    )?;
+    std::fs::write(
+        path("col_idx"),
+        bytemuck::cast_slice::<u32, u8>(a.col_idx()),
+    )?;
     std::fs::write(path("values"), bytemuck::cast_slice::<f64, u8>(a.values()))?;
     let mut f = std::fs::File::create(path("txt"))?;
     writeln!(f, "{} {} {}", a.nrows(), a.ncols(), a.nnz())
@@ -81,7 +122,16 @@ struct Suite<'a> {
     cases: &'a [Case],
 }
 
-fn row(b: &impl Backend, case: &str, prec: &str, format: &str, t: Duration, bytes: usize, flops: usize, copy: f64) {
+fn row(
+    b: &impl Backend,
+    case: &str,
+    prec: &str,
+    format: &str,
+    t: Duration,
+    bytes: usize,
+    flops: usize,
+    copy: f64,
+) {
     let bw = gbps(bytes as f64, t);
     println!(
         "{:<10} {:<16} {:<6} {:<28} {:>9.1} {:>8.1} {:>6.1}% {:>8.1}",
@@ -106,15 +156,28 @@ fn formats_for(case: &Case) -> Vec<(String, Format, FormatOptions)> {
         f.push((
             format!("sell C={c} σ=1"),
             Format::Sell,
-            FormatOptions { sell: Some(SellParams { slice_height: c, sigma: 1 }), ..base },
+            FormatOptions {
+                sell: Some(SellParams {
+                    slice_height: c,
+                    sigma: 1,
+                }),
+                ..base
+            },
         ));
     }
     if let Some(m) = case.block_size {
-        for kernel in [galerkin::sparse::BlockEllKernel::Direct, galerkin::sparse::BlockEllKernel::InflateContract] {
+        for kernel in [
+            galerkin::sparse::BlockEllKernel::Direct,
+            galerkin::sparse::BlockEllKernel::InflateContract,
+        ] {
             f.push((
                 format!("bell m={m} {kernel:?}"),
                 Format::BlockEll,
-                FormatOptions { block_size: Some(m), block_kernel: kernel, ..base },
+                FormatOptions {
+                    block_size: Some(m),
+                    block_kernel: kernel,
+                    ..base
+                },
             ));
         }
     }
@@ -122,13 +185,22 @@ fn formats_for(case: &Case) -> Vec<(String, Format, FormatOptions)> {
         f.push((
             "staircase C=512 α=.05".into(),
             Format::Staircase,
-            FormatOptions { staircase: Some(StaircaseParams::default()), ..base },
+            FormatOptions {
+                staircase: Some(StaircaseParams::default()),
+                ..base
+            },
         ));
     }
     f
 }
 
-fn measure<B: Backend, V: Element, T: Scalar>(b: &B, case: &Case, prec: &str, reps: usize, copy: f64) -> Result<()> {
+fn measure<B: Backend, V: Element, T: Scalar>(
+    b: &B,
+    case: &Case,
+    prec: &str,
+    reps: usize,
+    copy: f64,
+) -> Result<()> {
     let a: Csr<Cpu, V> = case.matrix.convert();
     let x = Vector::<B, T>::full(b, a.ncols(), T::ONE)?;
     let mut y = Vector::<B, T>::zeros(b, a.nrows())?;
@@ -136,13 +208,21 @@ fn measure<B: Backend, V: Element, T: Scalar>(b: &B, case: &Case, prec: &str, re
         let m = match SparseMatrix::from_csr(b, &a, format, &options) {
             Ok(m) => m,
             Err(e) => {
-                println!("{:<10} {:<16} {:<6} {:<28} refused: {e}", b.kind().name(), case.name, prec, label);
+                println!(
+                    "{:<10} {:<16} {:<6} {:<28} refused: {e}",
+                    b.kind().name(),
+                    case.name,
+                    prec,
+                    label
+                );
                 continue;
             }
         };
         let t = if format == Format::Staircase {
             // Time the permuted-space product (vectors stay permuted inside a solver).
-            let SparseMatrix::Staircase(s) = &m else { unreachable!() };
+            let SparseMatrix::Staircase(s) = &m else {
+                unreachable!()
+            };
             median(b, reps, || s.spmv(T::ONE, &x, T::ZERO, &mut y))?
         } else {
             median(b, reps, || m.spmv(T::ONE, &x, T::ZERO, &mut y))?
@@ -157,12 +237,19 @@ fn measure<B: Backend, V: Element, T: Scalar>(b: &B, case: &Case, prec: &str, re
 impl BackendTask for Suite<'_> {
     type Output = ();
     fn run<B: Backend>(self, b: B) -> Result<()> {
-        println!("\n# {}  (spmv suite; median of {} runs; GB/s counts the stored arrays + x + y once)", b.info(), self.options.reps);
+        println!(
+            "\n# {}  (spmv suite; median of {} runs; GB/s counts the stored arrays + x + y once)",
+            b.info(),
+            self.options.reps
+        );
         let n = 1usize << 27;
         let copy = if b.info().max_buffer_bytes >= (n * 8) as u64 {
             let x = Vector::<B, f64>::full(&b, n, 1.0)?;
             let mut y = Vector::<B, f64>::zeros(&b, n)?;
-            gbps(16.0 * n as f64, median(&b, self.options.reps, || y.copy_from(&x))?)
+            gbps(
+                16.0 * n as f64,
+                median(&b, self.options.reps, || y.copy_from(&x))?,
+            )
         } else {
             f64::NAN
         };
@@ -175,8 +262,12 @@ impl BackendTask for Suite<'_> {
             for p in &self.options.spmv_precisions {
                 let r = match p.as_str() {
                     "f32" => measure::<B, f32, f32>(&b, case, "f32", self.options.reps, copy),
-                    "mixed" if b.info().supports_f64() => measure::<B, f32, f64>(&b, case, "mixed", self.options.reps, copy),
-                    "f64" if b.info().supports_f64() => measure::<B, f64, f64>(&b, case, "f64", self.options.reps, copy),
+                    "mixed" if b.info().supports_f64() => {
+                        measure::<B, f32, f64>(&b, case, "mixed", self.options.reps, copy)
+                    }
+                    "f64" if b.info().supports_f64() => {
+                        measure::<B, f64, f64>(&b, case, "f64", self.options.reps, copy)
+                    }
                     _ => Ok(()),
                 };
                 if let Err(e) = r {
@@ -198,7 +289,13 @@ pub fn run(options: &Options) {
         }
     }
     for &kind in &options.backends {
-        if let Err(e) = galerkin::with_backend(kind, Suite { options, cases: &cases }) {
+        if let Err(e) = galerkin::with_backend(
+            kind,
+            Suite {
+                options,
+                cases: &cases,
+            },
+        ) {
             println!("\n# {kind}: {e}");
         }
     }

@@ -39,9 +39,11 @@ pub mod coo;
 pub mod csr;
 pub(crate) mod cube;
 pub mod ell;
+pub mod generate;
 pub mod matrix;
 pub mod mtx;
 pub mod random;
+pub mod reorder;
 pub mod sell;
 pub mod staircase;
 

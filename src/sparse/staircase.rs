@@ -122,9 +122,15 @@ impl<V: Element> StaircaseSell<Cpu, V> {
         params: StaircaseParams,
         limits: &FormatLimits,
     ) -> Result<Self> {
-        // FIXME(merge): Cuthill–McKee from sparse::reorder once it lands.
-        let order: Vec<u32> = (0..a.nrows as u32).collect();
-        Self::from_csr_ordered(a, &order, params, limits)
+        if a.nrows != a.ncols {
+            return Err(Error::InvalidArgument {
+                op: "StaircaseSell::from_csr",
+                name: "a",
+                reason: format!("{} x {}: the matrix must be square", a.nrows, a.ncols),
+            });
+        }
+        let order = crate::sparse::reorder::cuthill_mckee(a)?;
+        Self::from_csr_ordered(a, order.new_to_old(), params, limits)
     }
 
     /// Converts a square CSR matrix whose rows are first put in `order` (`order[new] = old`,

@@ -10,6 +10,7 @@ mod errors;
 mod harness;
 mod mesh;
 mod mtx;
+mod reorder;
 mod sparse;
 mod vector;
 mod verify;
