@@ -8,7 +8,7 @@
 //!
 //! Generators: `poisson7:N` and `poisson27:N` (3D, N³ rows), `poisson2d:N`, `fvm-tet:N`
 //! (two-point-flux FVM on 6 N³ perturbed tetrahedra), `fvm-dual:N` (on its polyhedral dual,
-//! (N+1)³ rows), `hdg:P:N` (HDG-like trace matrix, degree P, N x N squares of triangles),
+//! (N+1)³ rows; both with interior vertices moved by up to 15% of h), `hdg:P:N` (HDG-like trace matrix, degree P, N x N squares of triangles),
 //! `dg:B:N` (7-block DG-like matrix, block size B, N³ elements), `random:N`.
 //!
 //! `--x FILE`: plain text, one value per line (default: all ones). `--out FILE`: y, one value
@@ -104,8 +104,8 @@ fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
         "poisson7" => generate::poisson3d_7pt(num(1)?),
         "poisson27" => generate::poisson3d_27pt(num(1)?),
         "poisson2d" => generate::poisson2d_5pt(num(1)?),
-        "fvm-tet" => galerkin::fvm::tpfa_tets_structured(num(1)?, 0.2, 1),
-        "fvm-dual" => galerkin::fvm::tpfa_dual_structured(num(1)?, 0.2, 1),
+        "fvm-tet" => galerkin::fvm::tpfa_tets_structured(num(1)?, 0.15, 1),
+        "fvm-dual" => galerkin::fvm::tpfa_dual_structured(num(1)?, 0.15, 1),
         "hdg" => Ok(generate::hdg_trace(num(1)?, num(2)?, num(2)?, 1)?.0),
         "dg" => Ok(generate::dg_7block(num(1)?, num(2)?, num(2)?, num(2)?, 1)?.0),
         "random" => {

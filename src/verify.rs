@@ -268,6 +268,24 @@ pub fn standard_checks() -> Vec<StandardCheck> {
         StandardCheck::CgUpdate { len, seed },
         StandardCheck::PointwiseMulDot { len, seed },
     ]
+    .into_iter()
+    .chain(
+        crate::sparse::Format::ALL
+            .into_iter()
+            .map(|format| StandardCheck::Spmv {
+                format,
+                nrows: 5_003,
+                seed,
+                mixed: false,
+            }),
+    )
+    .chain([StandardCheck::Spmv {
+        format: crate::sparse::Format::Csr,
+        nrows: 5_003,
+        seed,
+        mixed: true,
+    }])
+    .collect()
 }
 
 /// The built-in checks, one per operator.
@@ -300,6 +318,14 @@ pub enum StandardCheck {
     CgUpdate { len: usize, seed: u64 },
     /// `z = d ∘ r; r · z`: returns `[z, r·z / n]`.
     PointwiseMulDot { len: usize, seed: u64 },
+    /// `y = 1.5 A x - 0.5 y` in the given sparse format for a random square matrix with empty
+    /// rows and one long row; `mixed`: values stored in f32 whatever the vector precision.
+    Spmv {
+        format: crate::sparse::Format,
+        nrows: usize,
+        seed: u64,
+        mixed: bool,
+    },
 }
 
 /// Uploads `values` rounded to `inputs`, as a vector of `T`.
@@ -332,6 +358,7 @@ impl StandardCheck {
             | StandardCheck::Convert { len, seed }
             | StandardCheck::CgUpdate { len, seed }
             | StandardCheck::PointwiseMulDot { len, seed } => (len, seed),
+            StandardCheck::Spmv { nrows, seed, .. } => (nrows, seed),
         }
     }
 
@@ -350,6 +377,15 @@ impl StandardCheck {
             StandardCheck::Convert { .. } => "convert f64->T",
             StandardCheck::CgUpdate { .. } => "cg_update (fused)",
             StandardCheck::PointwiseMulDot { .. } => "pointwise_mul_dot (fused)",
+            StandardCheck::Spmv { format, mixed, .. } => match (format, mixed) {
+                (crate::sparse::Format::Coo, _) => "spmv coo",
+                (crate::sparse::Format::Csr, false) => "spmv csr",
+                (crate::sparse::Format::Csr, true) => "spmv csr, f32 values",
+                (crate::sparse::Format::Ell, _) => "spmv ell",
+                (crate::sparse::Format::Sell, _) => "spmv sell-c-sigma",
+                (crate::sparse::Format::Staircase, _) => "spmv staircase sell",
+                (crate::sparse::Format::BlockEll, _) => "spmv block-ell",
+            },
         }
     }
 }
@@ -366,6 +402,8 @@ impl Check for StandardCheck {
             | StandardCheck::Nrm2 { .. }
             | StandardCheck::CgUpdate { .. }
             | StandardCheck::PointwiseMulDot { .. } => len,
+            // The longest row of the random matrix (see `Spmv`).
+            StandardCheck::Spmv { .. } => 1000,
             _ => 1,
         }
     }
@@ -462,6 +500,41 @@ impl Check for StandardCheck {
                 // Scaled by 1/n so that it weighs like one entry of x or r.
                 out.push(T::from_f64(rr.as_f64() / len.max(1) as f64));
                 Ok(out)
+            }
+            StandardCheck::Spmv { format, mixed, .. } => {
+                use crate::sparse::random::{random_csr, RandomPattern};
+                use crate::sparse::{FormatLimits, FormatOptions, SparseMatrix};
+                let pattern = RandomPattern::awkward(len, len);
+                let a64 = random_csr::<f64>(&pattern, seed)?;
+                // Round the values as the run being checked stores them.
+                let value_type = if *mixed { DType::F32 } else { inputs };
+                let values = round_to(
+                    &a64.values().iter().map(|v| v.as_f64()).collect::<Vec<_>>(),
+                    value_type,
+                );
+                let rounded = crate::sparse::Csr::new(
+                    len,
+                    len,
+                    a64.row_ptr().to_vec(),
+                    a64.col_idx().to_vec(),
+                    values,
+                )?;
+                let options = FormatOptions {
+                    limits: FormatLimits::unlimited(),
+                    ..FormatOptions::default()
+                };
+                let x = input::<B, T>(b, &xs, inputs)?;
+                let mut y = input::<B, T>(b, &ys, inputs)?;
+                let (alpha, beta) = (T::from_f64(1.5), T::from_f64(-0.5));
+                if *mixed {
+                    let m =
+                        SparseMatrix::from_csr(b, &rounded.convert::<f32>(), *format, &options)?;
+                    m.spmv(alpha, &x, beta, &mut y)?;
+                } else {
+                    let m = SparseMatrix::from_csr(b, &rounded.convert::<T>(), *format, &options)?;
+                    m.spmv(alpha, &x, beta, &mut y)?;
+                }
+                y.to_vec()
             }
             StandardCheck::PointwiseMulDot { .. } => {
                 let d = input::<B, T>(b, &xs, inputs)?;

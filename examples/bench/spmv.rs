@@ -52,13 +52,13 @@ pub fn cases(scale: f64, only: &[String]) -> Vec<Case> {
     let n = s(70.0);
     add(
         format!("fvm_tet_{n}"),
-        &|| Ok((galerkin::fvm::tpfa_tets_structured(n, 0.2, 1)?, None)),
+        &|| Ok((galerkin::fvm::tpfa_tets_structured(n, 0.15, 1)?, None)),
         true,
     );
     let n = s(127.0);
     add(
         format!("fvm_dual_{n}"),
-        &|| Ok((galerkin::fvm::tpfa_dual_structured(n, 0.2, 1)?, None)),
+        &|| Ok((galerkin::fvm::tpfa_dual_structured(n, 0.15, 1)?, None)),
         true,
     );
     let n = s(256.0);

@@ -256,13 +256,22 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         })
     }
 
-    /// Picks a format from the matrix statistics ([`choose_format`]), converts, and moves
+    /// Picks a format from the matrix statistics ([`choose_format`]; on the CPU backend
+    /// always CSR, whose rayon kernel beats the padded formats there), converts, and moves
     /// the matrix to `backend`; falls back to CSR if the chosen conversion is refused.
     ///
     /// # Errors
     /// Allocation errors.
     pub fn auto(backend: &B, a: &Csr<Cpu, V>) -> Result<(Self, FormatChoice)> {
-        let choice = choose_format(a);
+        let choice = if backend.kind() == crate::BackendKind::Cpu {
+            FormatChoice {
+                format: Format::Csr,
+                params: "rayon, one task per 2048 rows".into(),
+                reason: "on the CPU, CSR streams the fewest bytes and needs no padding".into(),
+            }
+        } else {
+            choose_format(a)
+        };
         let options = FormatOptions {
             block_size: match choice.format {
                 Format::BlockEll => detect_block_size(a, 1.15),

@@ -263,7 +263,8 @@ impl<B: SparseOps, V: Element> Sell<B, V> {
     }
 }
 
-/// CPU kernel: slices in parallel.
+/// CPU kernel: slices in parallel; without sorting (σ = 1) each task writes its own slice
+/// of `y`, with sorting the products are scattered through the permutation.
 pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
     a: &Sell<Cpu, V>,
     alpha: T,
@@ -272,30 +273,44 @@ pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
     y: &mut [T],
 ) {
     let (n, c) = (a.nrows, a.params.slice_height as usize);
-    let results: Vec<(usize, T)> = (0..n.div_ceil(c))
-        .into_par_iter()
-        .flat_map_iter(|s| {
-            let width = (a.slice_ptr[s + 1] - a.slice_ptr[s]) as usize / c;
-            (s * c..((s + 1) * c).min(n)).map(move |p| {
-                let mut acc = T::ZERO;
-                for k in 0..width {
-                    let idx = a.slice_ptr[s] as usize + k * c + p % c;
-                    let col = a.col_idx[idx];
-                    if col == PAD {
-                        break;
-                    }
-                    acc += T::from_f64(a.values[idx].as_f64()) * x[col as usize];
-                }
-                (a.row_perm.as_ref().map_or(p, |perm| perm[p] as usize), acc)
-            })
-        })
-        .collect();
-    for (r, acc) in results {
-        y[r] = if beta == T::ZERO {
+    let row_sum = |p: usize| {
+        let s = p / c;
+        let width = (a.slice_ptr[s + 1] - a.slice_ptr[s]) as usize / c;
+        let mut acc = T::ZERO;
+        for k in 0..width {
+            let idx = a.slice_ptr[s] as usize + k * c + p % c;
+            let col = a.col_idx[idx];
+            if col == PAD {
+                break;
+            }
+            acc += T::from_f64(a.values[idx].as_f64()) * x[col as usize];
+        }
+        acc
+    };
+    let update = |yi: &mut T, acc: T| {
+        *yi = if beta == T::ZERO {
             alpha * acc
         } else {
-            alpha * acc + beta * y[r]
-        };
+            alpha * acc + beta * *yi
+        }
+    };
+    match &a.row_perm {
+        None => {
+            let rows_per_task = c * 2048usize.div_ceil(c);
+            y.par_chunks_mut(rows_per_task)
+                .enumerate()
+                .for_each(|(t, y)| {
+                    for (i, yi) in y.iter_mut().enumerate() {
+                        update(yi, row_sum(t * rows_per_task + i));
+                    }
+                });
+        }
+        Some(perm) => {
+            let sums: Vec<T> = (0..n).into_par_iter().map(row_sum).collect();
+            for (p, acc) in sums.into_iter().enumerate() {
+                update(&mut y[perm[p] as usize], acc);
+            }
+        }
     }
 }
 
