@@ -122,16 +122,17 @@ struct Suite<'a> {
     cases: &'a [Case],
 }
 
+/// Prints one result row; `work` is (bytes moved, flops).
 fn row(
     b: &impl Backend,
     case: &str,
     prec: &str,
     format: &str,
     t: Duration,
-    bytes: usize,
-    flops: usize,
+    work: (usize, usize),
     copy: f64,
 ) {
+    let (bytes, flops) = work;
     let bw = gbps(bytes as f64, t);
     println!(
         "{:<10} {:<16} {:<6} {:<28} {:>9.1} {:>8.1} {:>6.1}% {:>8.1}",
@@ -228,7 +229,7 @@ fn measure<B: Backend, V: Element, T: Scalar>(
             median(b, reps, || m.spmv(T::ONE, &x, T::ZERO, &mut y))?
         };
         let bytes = m.storage_bytes() + (a.nrows() + a.ncols()) * T::DTYPE.size();
-        row(b, &case.name, prec, &label, t, bytes, 2 * a.nnz(), copy);
+        row(b, &case.name, prec, &label, t, (bytes, 2 * a.nnz()), copy);
         drop(m);
     }
     Ok(())
