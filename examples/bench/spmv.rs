@@ -149,23 +149,18 @@ fn row(
 
 fn formats_for(case: &Case) -> Vec<(String, Format, FormatOptions)> {
     let base = FormatOptions::default();
+    let sell = |c: u32| FormatOptions {
+        sell: Some(SellParams {
+            slice_height: c,
+            sigma: 1,
+        }),
+        ..base
+    };
     let mut f = vec![
         ("csr".to_string(), Format::Csr, base),
-        ("sell (default C,σ)".to_string(), Format::Sell, base),
+        ("sell C=32 σ=1".to_string(), Format::Sell, sell(32)),
+        ("sell C=512 σ=1".to_string(), Format::Sell, sell(512)),
     ];
-    for c in [128u32, 512] {
-        f.push((
-            format!("sell C={c} σ=1"),
-            Format::Sell,
-            FormatOptions {
-                sell: Some(SellParams {
-                    slice_height: c,
-                    sigma: 1,
-                }),
-                ..base
-            },
-        ));
-    }
     if let Some(m) = case.block_size {
         for kernel in [
             galerkin::sparse::BlockEllKernel::Direct,

@@ -218,15 +218,13 @@ fn ell_kernel<V: Float, T: Float>(
     let mut row = ABSOLUTE_POS;
     while row < nrows {
         let mut acc = T::new(0.0);
-        let mut k = 0;
-        while k < width {
+        for k in 0..width {
             let idx = k * nrows + row;
             let c = col_idx[idx];
-            if c == PAD {
-                break;
+            let v = values[idx];
+            if c != PAD {
+                acc += T::cast_from(v) * x[c as usize];
             }
-            acc += T::cast_from(values[idx]) * x[c as usize];
-            k += 1;
         }
         if comptime![beta_zero] {
             y[row] = a * acc;

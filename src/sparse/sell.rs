@@ -339,14 +339,17 @@ fn sell_kernel<V: Float, T: Float>(
         let s = p / slice_height;
         let begin = slice_ptr[s] as usize;
         let end = slice_ptr[s + 1] as usize;
+        // A known trip count (the slice width) and unconditional loads of index and value
+        // let the compiler pipeline the loop; only the x read is skipped for padding.
+        let width = (end - begin) / slice_height;
         let mut idx = begin + p % slice_height;
         let mut acc = T::new(0.0);
-        while idx < end {
+        for _k in 0..width {
             let c = col_idx[idx];
-            if c == PAD {
-                break;
+            let v = values[idx];
+            if c != PAD {
+                acc += T::cast_from(v) * x[c as usize];
             }
-            acc += T::cast_from(values[idx]) * x[c as usize];
             idx += slice_height;
         }
         let mut row = p;

@@ -439,10 +439,10 @@ fn staircase_kernel<V: Float, T: Float>(
         let mut acc = T::new(0.0);
         for _k in 0..len {
             let c = col_idx[idx];
-            if c == PAD {
-                break;
+            let v = values[idx];
+            if c != PAD {
+                acc += T::cast_from(v) * x[c as usize];
             }
-            acc += T::cast_from(values[idx]) * x[c as usize];
             idx += slice_height;
         }
         if p < nrows {

@@ -1,6 +1,7 @@
 //! CubeCL kernels of the vector operations.
 //!
-//! Thread mapping: every kernel views its buffers as arrays of `LINE`-element vectors and
+//! Thread mapping: every kernel views its buffers as arrays of 16-byte vectors (four f32, two
+//! f64; see `line_size`) and
 //! walks them with a grid-stride loop (unit `u` handles vectors `u, u + U, u + 2U, ...`,
 //! `U` = units launched), so any length runs with a bounded cube count (≤ 65535 cubes per
 //! dimension on wgpu). Writes mask the padding lanes of the last vector to zero, which keeps
@@ -19,7 +20,7 @@
 
 use cubecl::prelude::*;
 
-use crate::backend::cube::{padded_len, Cube, CubeBuffer, CubeRuntime, LINE};
+use crate::backend::cube::{line_size, padded_len, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar, Storable};
 use crate::vector::cpu::pairwise;
@@ -284,10 +285,16 @@ fn cg_update_kernel<F: Float, N: Size>(
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < x.len() {
-        x[i] = mask_tail::<F, N>(x[i] + a * p[i], i, len);
-        let ri = mask_tail::<F, N>(r[i] - a * q[i], i, len);
-        r[i] = ri;
-        acc += ri * ri;
+        // All loads before any store: the compiler cannot prove that x, r and p, q do not
+        // alias, so a store between loads would serialise them.
+        let xi = x[i];
+        let pi = p[i];
+        let ri = r[i];
+        let qi = q[i];
+        let r_new = mask_tail::<F, N>(ri - a * qi, i, len);
+        x[i] = mask_tail::<F, N>(xi + a * pi, i, len);
+        r[i] = r_new;
+        acc += r_new * r_new;
         i += stride;
     }
     cube_sum_to::<F>(lane_sum::<F, N>(acc), partials, cube_dim);
@@ -357,9 +364,13 @@ fn scatter_kernel<F: Float>(
 }
 
 /// Cube count and dim for an element-wise launch over `padded` elements.
-fn elementwise_shape<R: CubeRuntime>(backend: &Cube<R>, padded: usize) -> (CubeCount, CubeDim) {
+fn elementwise_shape<R: CubeRuntime>(
+    backend: &Cube<R>,
+    padded: usize,
+    line: usize,
+) -> (CubeCount, CubeDim) {
     let config = backend.config();
-    let lines = padded / LINE;
+    let lines = padded / line;
     let cubes = lines
         .div_ceil(config.cube_dim as usize)
         .clamp(1, config.max_cubes as usize);
@@ -370,9 +381,13 @@ fn elementwise_shape<R: CubeRuntime>(backend: &Cube<R>, padded: usize) -> (CubeC
 }
 
 /// Cube count and dim for the first pass of a reduction over `padded` elements.
-fn reduce_shape<R: CubeRuntime>(backend: &Cube<R>, padded: usize) -> (usize, CubeCount, CubeDim) {
+fn reduce_shape<R: CubeRuntime>(
+    backend: &Cube<R>,
+    padded: usize,
+    line: usize,
+) -> (usize, CubeCount, CubeDim) {
     let config = backend.config();
-    let lines = padded / LINE;
+    let lines = padded / line;
     let cubes = lines
         .div_ceil(config.cube_dim as usize)
         .clamp(1, config.reduce_cubes as usize);
@@ -389,9 +404,10 @@ fn scalar_arg<T: Element>(value: T) -> InputScalar {
 
 /// Zero-fills a freshly allocated buffer (padding included).
 pub(crate) fn zero<R: CubeRuntime, T: Storable>(backend: &Cube<R>, x: &CubeBuffer<T>) {
-    let (count, dim) = elementwise_shape(backend, x.padded_len());
+    let line = line_size::<T>();
+    let (count, dim) = elementwise_shape(backend, x.padded_len(), line);
     // SAFETY: the grid-stride loop stays below x.len() vectors, which the handle owns.
-    unsafe { zero_kernel::launch_unchecked::<T, R>(backend.client(), count, dim, LINE, x.arg()) }
+    unsafe { zero_kernel::launch_unchecked::<T, R>(backend.client(), count, dim, line, x.arg()) }
 }
 
 /// Allocates the partials of a reduction (uninitialised: every cube writes its own).
@@ -421,14 +437,14 @@ fn finish_sum<R: CubeRuntime, T: Scalar>(
 
 impl<R: CubeRuntime> VectorOps for Cube<R> {
     fn fill<T: Element>(&self, value: T, x: &mut CubeBuffer<T>) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, x.padded_len());
+        let (count, dim) = elementwise_shape(self, x.padded_len(), line_size::<T>());
         // SAFETY: grid-stride loop bounded by the padded length the handle owns.
         unsafe {
             fill_kernel::launch_unchecked::<T, R>(
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 scalar_arg(value),
                 x.arg(),
                 x.len,
@@ -438,23 +454,30 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
     }
 
     fn copy<T: Element>(&self, x: &CubeBuffer<T>, y: &mut CubeBuffer<T>) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, y.padded_len());
+        let (count, dim) = elementwise_shape(self, y.padded_len(), line_size::<T>());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
-            copy_kernel::launch_unchecked::<T, R>(self.client(), count, dim, LINE, x.arg(), y.arg())
+            copy_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                line_size::<T>(),
+                x.arg(),
+                y.arg(),
+            )
         }
         Ok(())
     }
 
     fn scale<T: Scalar>(&self, alpha: T, x: &mut CubeBuffer<T>) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, x.padded_len());
+        let (count, dim) = elementwise_shape(self, x.padded_len(), line_size::<T>());
         // SAFETY: grid-stride loop bounded by the padded length the handle owns.
         unsafe {
             scale_kernel::launch_unchecked::<T, R>(
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 scalar_arg(alpha),
                 x.arg(),
                 x.len,
@@ -464,14 +487,14 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
     }
 
     fn axpy<T: Scalar>(&self, alpha: T, x: &CubeBuffer<T>, y: &mut CubeBuffer<T>) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, y.padded_len());
+        let (count, dim) = elementwise_shape(self, y.padded_len(), line_size::<T>());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
             axpy_kernel::launch_unchecked::<T, R>(
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 scalar_arg(alpha),
                 x.arg(),
                 y.arg(),
@@ -488,14 +511,14 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         beta: T,
         y: &mut CubeBuffer<T>,
     ) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, y.padded_len());
+        let (count, dim) = elementwise_shape(self, y.padded_len(), line_size::<T>());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
             axpby_kernel::launch_unchecked::<T, R>(
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 scalar_arg(alpha),
                 x.arg(),
                 scalar_arg(beta),
@@ -512,14 +535,14 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         y: &CubeBuffer<T>,
         z: &mut CubeBuffer<T>,
     ) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, z.padded_len());
+        let (count, dim) = elementwise_shape(self, z.padded_len(), line_size::<T>());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
             pointwise_kernel::launch_unchecked::<T, R>(
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 x.arg(),
                 y.arg(),
                 z.arg(),
@@ -536,14 +559,14 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         y: &CubeBuffer<T>,
         z: &mut CubeBuffer<T>,
     ) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, z.padded_len());
+        let (count, dim) = elementwise_shape(self, z.padded_len(), line_size::<T>());
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths.
         unsafe {
             pointwise_kernel::launch_unchecked::<T, R>(
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 x.arg(),
                 y.arg(),
                 z.arg(),
@@ -555,7 +578,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
     }
 
     fn dot<T: Scalar>(&self, x: &CubeBuffer<T>, y: &CubeBuffer<T>) -> Result<T> {
-        let (cubes, count, dim) = reduce_shape(self, x.padded_len());
+        let (cubes, count, dim) = reduce_shape(self, x.padded_len(), line_size::<T>());
         let out = partials::<R, T>(self, cubes);
         // SAFETY: equal lengths (checked by Vector); `out` holds one slot per cube.
         unsafe {
@@ -563,7 +586,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 x.arg(),
                 y.arg(),
                 out.arg(),
@@ -584,7 +607,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         if scale == 0.0 || !scale.is_finite() {
             return Ok(T::from_f64(scale));
         }
-        let (cubes, count, dim) = reduce_shape(self, x.padded_len());
+        let (cubes, count, dim) = reduce_shape(self, x.padded_len(), line_size::<T>());
         let out = partials::<R, T>(self, cubes);
         // SAFETY: `out` holds one slot per cube; x is read within its padded length.
         unsafe {
@@ -592,7 +615,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 scalar_arg(T::from_f64(1.0 / scale)),
                 x.arg(),
                 out.arg(),
@@ -603,7 +626,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
     }
 
     fn amax<T: Scalar>(&self, x: &CubeBuffer<T>) -> Result<T> {
-        let (cubes, count, dim) = reduce_shape(self, x.padded_len());
+        let (cubes, count, dim) = reduce_shape(self, x.padded_len(), line_size::<T>());
         let out = partials::<R, T>(self, 2 * cubes);
         // SAFETY: `out` holds two slots per cube; x is read within its padded length.
         unsafe {
@@ -611,7 +634,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 x.arg(),
                 out.arg(),
                 dim.x as usize,
@@ -632,7 +655,8 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         x: &CubeBuffer<S>,
         y: &mut CubeBuffer<D>,
     ) -> Result<()> {
-        let (count, dim) = elementwise_shape(self, y.padded_len());
+        let line = line_size::<S>().min(line_size::<D>());
+        let (count, dim) = elementwise_shape(self, y.padded_len(), line);
         // SAFETY: equal lengths (checked by Vector), so equal padded lengths; padding
         // zeros convert to zeros.
         unsafe {
@@ -640,7 +664,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line,
                 x.arg(),
                 y.arg(),
             )
@@ -656,7 +680,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         x: &mut CubeBuffer<T>,
         r: &mut CubeBuffer<T>,
     ) -> Result<T> {
-        let (cubes, count, dim) = reduce_shape(self, x.padded_len());
+        let (cubes, count, dim) = reduce_shape(self, x.padded_len(), line_size::<T>());
         let out = partials::<R, T>(self, cubes);
         // SAFETY: equal lengths (checked by cg_update); `out` holds one slot per cube.
         unsafe {
@@ -664,7 +688,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 scalar_arg(alpha),
                 p.arg(),
                 q.arg(),
@@ -684,7 +708,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         r: &CubeBuffer<T>,
         z: &mut CubeBuffer<T>,
     ) -> Result<T> {
-        let (cubes, count, dim) = reduce_shape(self, z.padded_len());
+        let (cubes, count, dim) = reduce_shape(self, z.padded_len(), line_size::<T>());
         let out = partials::<R, T>(self, cubes);
         // SAFETY: equal lengths (checked by pointwise_mul_dot); `out` holds one slot per cube.
         unsafe {
@@ -692,7 +716,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
                 self.client(),
                 count,
                 dim,
-                LINE,
+                line_size::<T>(),
                 d.arg(),
                 r.arg(),
                 z.arg(),
@@ -711,7 +735,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         y: &mut CubeBuffer<T>,
     ) -> Result<()> {
         let len = y.len.min(index.len);
-        let (count, dim) = elementwise_shape(self, padded_len(len) * LINE);
+        let (count, dim) = elementwise_shape(self, padded_len(len), 1);
         // SAFETY: i < min(len(y), len(index)); x is read only below its length.
         unsafe {
             gather_kernel::launch_unchecked::<T, R>(
@@ -735,7 +759,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         y: &mut CubeBuffer<T>,
     ) -> Result<()> {
         let len = x.len.min(index.len);
-        let (count, dim) = elementwise_shape(self, padded_len(len) * LINE);
+        let (count, dim) = elementwise_shape(self, padded_len(len), 1);
         // SAFETY: i < min(len(x), len(index)); y is written only below its length.
         unsafe {
             scatter_kernel::launch_unchecked::<T, R>(
