@@ -155,7 +155,7 @@ fn sell_spmv<B: Backend, T: Scalar>(b: &B) {
 }
 
 fn block_ell_spmv<B: Backend, T: Scalar>(b: &B) {
-    for m in [1, 3, 4, 7] {
+    for m in [1, 3, 4, 7, 19] {
         for kernel in [BlockEllKernel::Direct, BlockEllKernel::InflateContract] {
             check_spmv::<B, T, T>(
                 b,
