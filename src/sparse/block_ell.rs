@@ -366,13 +366,27 @@ fn block_ell_direct_kernel<V: Float, T: Float>(
                     #[unroll]
                     for jj in 0..unroll {
                         let j = chunk * unroll + jj;
-                        acc += block_term::<V, T>(values, x, vbase + padded_rows * j, xbase + j, ncols, ragged);
+                        acc += block_term::<V, T>(
+                            values,
+                            x,
+                            vbase + padded_rows * j,
+                            xbase + j,
+                            ncols,
+                            ragged,
+                        );
                     }
                 }
                 #[unroll]
                 for jj in 0..comptime![m % unroll] {
                     let j = comptime![m / unroll * unroll] + jj;
-                    acc += block_term::<V, T>(values, x, vbase + padded_rows * j, xbase + j, ncols, ragged);
+                    acc += block_term::<V, T>(
+                        values,
+                        x,
+                        vbase + padded_rows * j,
+                        xbase + j,
+                        ncols,
+                        ragged,
+                    );
                 }
             }
         }

@@ -435,11 +435,12 @@ pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
 ) {
     const ROWS: usize = 2048;
     let body = |start: usize, y: &mut [T]| {
-        for (i, yi) in y.iter_mut().enumerate() {
-            let r = start + i;
+        let offsets = &row_ptr[start..=start + y.len()];
+        for (yi, w) in y.iter_mut().zip(offsets.windows(2)) {
+            let (s, e) = (w[0] as usize, w[1] as usize);
             let mut acc = T::ZERO;
-            for k in row_ptr[r] as usize..row_ptr[r + 1] as usize {
-                acc += T::from_f64(values[k].as_f64()) * x[col_idx[k] as usize];
+            for (&c, v) in col_idx[s..e].iter().zip(&values[s..e]) {
+                acc += T::from_f64(v.as_f64()) * x[c as usize];
             }
             *yi = if beta == T::ZERO {
                 alpha * acc
