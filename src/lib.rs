@@ -21,6 +21,7 @@ pub mod error;
 pub mod fvm;
 pub mod mesh;
 pub mod scalar;
+pub mod solver;
 pub mod sparse;
 pub mod vector;
 pub mod verify;

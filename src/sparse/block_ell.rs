@@ -167,6 +167,54 @@ impl<V: Element> BlockEll<Cpu, V> {
         Csr::new(self.nrows, self.ncols, row_ptr, col_idx, values)
     }
 
+    /// A block-diagonal matrix: block `l` (row-major `m x m`, `blocks[l m² ..]`) on the
+    /// diagonal. The last block may extend past `n`; its entries there are ignored.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a block size outside 1..=64 or a `blocks` array of the
+    /// wrong length.
+    pub fn from_diagonal_blocks(n: usize, block_size: usize, blocks: &[V]) -> Result<Self> {
+        let m = block_size;
+        if !(1..=MAX_BLOCK_SIZE).contains(&m) {
+            return Err(Error::InvalidArgument {
+                op: "BlockEll::from_diagonal_blocks",
+                name: "block_size",
+                reason: format!("{m}: must be in 1..={MAX_BLOCK_SIZE}"),
+            });
+        }
+        let r = n.div_ceil(m);
+        if blocks.len() != r * m * m {
+            return Err(Error::InvalidArgument {
+                op: "BlockEll::from_diagonal_blocks",
+                name: "blocks",
+                reason: format!("{} values for {r} blocks of {m} x {m}", blocks.len()),
+            });
+        }
+        let big_m = r * m;
+        let mut values = vec![V::default(); big_m * m];
+        for l in 0..r {
+            for i in 0..m {
+                for j in 0..m {
+                    values[(l * m + i) + big_m * j] = blocks[l * m * m + i * m + j];
+                }
+            }
+        }
+        let nnz = (0..n)
+            .map(|row| ((row / m) * m + m).min(n) - (row / m) * m)
+            .sum();
+        Ok(BlockEll {
+            nrows: n,
+            ncols: n,
+            block_size: m,
+            slots: 1,
+            neighbours: (0..r as u32).collect(),
+            values,
+            nnz,
+            blocks: r,
+            backend: Cpu::new(),
+        })
+    }
+
     /// The neighbour table (`block rows x slots`, [`PAD`] for empty slots).
     pub fn neighbours(&self) -> &[u32] {
         &self.neighbours

@@ -11,6 +11,7 @@ mod harness;
 mod mesh;
 mod mtx;
 mod reorder;
+mod solver;
 mod sparse;
 mod vector;
 mod verify;

@@ -1,0 +1,118 @@
+//! BiCGStab (van der Vorst), right-preconditioned, for nonsymmetric systems.
+
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::scalar::Scalar;
+use crate::solver::{
+    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason, Tracker,
+};
+use crate::vector::Vector;
+
+/// BiCGStab with optional right preconditioning, starting from `x`. Two operator and two
+/// preconditioner applications per iteration; the residual is checked at the half step too.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for inconsistent sizes;
+/// device errors. Breakdowns (`ρ = 0`, `r̂·v = 0`, `ω = 0`) are reported in the report.
+pub fn bicgstab<B: Backend, S: Scalar>(
+    a: &dyn LinearOperator<B, S>,
+    m: Option<&dyn Preconditioner<B, S>>,
+    b: &Vector<B, S>,
+    x: &mut Vector<B, S>,
+    params: &SolverParams<'_>,
+) -> Result<SolveReport> {
+    check_system("bicgstab", a, b, x)?;
+    if let Some(m) = m {
+        crate::error::check_len("bicgstab", "preconditioner size", a.nrows(), m.size())?;
+    }
+    let backend = b.backend().clone();
+    let n = b.len();
+    let bnorm = b.nrm2()?.as_f64();
+    let mut t = Tracker::new(params, "BiCGStab", bnorm);
+    if !bnorm.is_finite() {
+        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
+    }
+    if bnorm == 0.0 {
+        x.fill(S::ZERO)?;
+        t.record(0, 0.0);
+        return t.finish(a, b, x, 0, StopReason::Converged);
+    }
+    let mut r = b.try_clone()?;
+    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
+    t.applications += 1;
+    let r_hat = r.try_clone()?;
+    if let Some(reason) = t.record(0, r.nrm2()?.as_f64()) {
+        return t.finish(a, b, x, 0, reason);
+    }
+    let (mut rho, mut alpha, mut omega) = (S::ONE, S::ONE, S::ONE);
+    let mut p = Vector::zeros(&backend, n)?;
+    let mut v = Vector::zeros(&backend, n)?;
+    let mut p_hat = Vector::zeros(&backend, n)?;
+    let mut s_hat = Vector::zeros(&backend, n)?;
+    let mut t_vec = Vector::zeros(&backend, n)?;
+    let precondition = |m: Option<&dyn Preconditioner<B, S>>,
+                        from: &Vector<B, S>,
+                        to: &mut Vector<B, S>| match m {
+        Some(m) => m.apply(from, to),
+        None => to.copy_from(from),
+    };
+    let mut k = 0;
+    let reason = loop {
+        k += 1;
+        let rho_new = r_hat.dot(&r)?;
+        if rho_new.as_f64() == 0.0 || !rho_new.as_f64().is_finite() {
+            break StopReason::Breakdown {
+                quantity: "ρ = r̂·r",
+                value: rho_new.as_f64(),
+            };
+        }
+        let beta = (rho_new / rho) * (alpha / omega);
+        rho = rho_new;
+        // p = r + β (p − ω v)
+        p.axpby(-(beta * omega), &v, beta)?;
+        p.axpy(S::ONE, &r)?;
+        precondition(m, &p, &mut p_hat)?;
+        a.apply(&p_hat, &mut v)?;
+        t.applications += 1;
+        let rv = r_hat.dot(&v)?;
+        if rv.as_f64() == 0.0 || !rv.as_f64().is_finite() {
+            break StopReason::Breakdown {
+                quantity: "r̂·v",
+                value: rv.as_f64(),
+            };
+        }
+        alpha = rho / rv;
+        // s = r − α v (in r)
+        r.axpy(-alpha, &v)?;
+        let s_norm = r.nrm2()?.as_f64();
+        if s_norm <= (params.rtol * bnorm).max(params.atol) {
+            x.axpy(alpha, &p_hat)?;
+            t.record(k, s_norm);
+            break StopReason::Converged;
+        }
+        precondition(m, &r, &mut s_hat)?;
+        a.apply(&s_hat, &mut t_vec)?;
+        t.applications += 1;
+        let tt = t_vec.dot(&t_vec)?;
+        if tt.as_f64() == 0.0 {
+            break StopReason::Breakdown {
+                quantity: "t·t",
+                value: 0.0,
+            };
+        }
+        omega = t_vec.dot(&r)? / tt;
+        x.axpy(alpha, &p_hat)?;
+        x.axpy(omega, &s_hat)?;
+        r.axpy(-omega, &t_vec)?;
+        if let Some(reason) = t.record(k, r.nrm2()?.as_f64()) {
+            break reason;
+        }
+        if omega.as_f64() == 0.0 {
+            break StopReason::Breakdown {
+                quantity: "ω",
+                value: 0.0,
+            };
+        }
+    };
+    t.finish(a, b, x, k, reason)
+}

@@ -1,0 +1,485 @@
+//! Preconditioners: identity, Jacobi, block-Jacobi, Chebyshev polynomial, and a
+//! mixed-precision wrapper that applies any preconditioner in another precision.
+
+use std::marker::PhantomData;
+
+use crate::backend::{Backend, Cpu};
+use crate::error::{Error, Result};
+use crate::scalar::{Element, Scalar};
+use crate::solver::{LinearOperator, OperatorCost};
+use crate::sparse::{BlockEll, BlockEllKernel, Csr};
+use crate::vector::{pointwise_mul_dot, Vector};
+
+/// `z = M⁻¹ r` for a preconditioner `M` of an `n x n` system.
+pub trait Preconditioner<B: Backend, S: Scalar> {
+    /// The system size `n`.
+    fn size(&self) -> usize;
+
+    /// `z = M⁻¹ r`.
+    ///
+    /// # Errors
+    /// Size mismatches and device errors.
+    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()>;
+
+    /// `z = M⁻¹ r`, returning `r · z` (fused where the preconditioner allows).
+    ///
+    /// # Errors
+    /// As [`apply`](Self::apply).
+    fn apply_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
+        self.apply(r, z)?;
+        r.dot(z)
+    }
+
+    /// Work of one application.
+    fn cost(&self) -> OperatorCost {
+        OperatorCost::default()
+    }
+}
+
+/// Every preconditioner is also a linear operator (`y = α M⁻¹ x + β y`).
+macro_rules! operator_from_preconditioner {
+    ($($t:ty),*) => {$(
+        impl<B: Backend, S: Scalar> LinearOperator<B, S> for $t {
+            fn nrows(&self) -> usize {
+                Preconditioner::<B, S>::size(self)
+            }
+            fn ncols(&self) -> usize {
+                Preconditioner::<B, S>::size(self)
+            }
+            fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
+                if alpha == S::ONE && beta == S::ZERO {
+                    return Preconditioner::apply(self, x, y);
+                }
+                let mut z = Vector::zeros(x.backend(), y.len())?;
+                Preconditioner::apply(self, x, &mut z)?;
+                y.axpby(alpha, &z, beta)
+            }
+            fn cost(&self) -> OperatorCost {
+                Preconditioner::<B, S>::cost(self)
+            }
+        }
+    )*};
+}
+
+/// No preconditioning: `z = r`.
+#[derive(Clone, Copy, Debug)]
+pub struct Identity {
+    n: usize,
+}
+
+impl Identity {
+    /// The identity of size `n`.
+    pub fn new(n: usize) -> Self {
+        Identity { n }
+    }
+}
+
+impl<B: Backend, S: Scalar> Preconditioner<B, S> for Identity {
+    fn size(&self) -> usize {
+        self.n
+    }
+    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+        z.copy_from(r)
+    }
+}
+
+/// Diagonal scaling `z = D⁻¹ r`; applied fused with `r · z` in PCG.
+pub struct Jacobi<B: Backend, S: Scalar> {
+    inv_diag: Vector<B, S>,
+}
+
+impl<B: Backend, S: Scalar> Jacobi<B, S> {
+    /// From the diagonal of a host matrix.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] naming the first row whose diagonal is zero or not finite.
+    pub fn new<V: Element>(backend: &B, a: &Csr<Cpu, V>) -> Result<Self> {
+        let diag: Vec<f64> = a.diagonal().iter().map(|v| v.as_f64()).collect();
+        Self::from_diagonal(backend, &diag)
+    }
+
+    /// From a diagonal given on the host.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn from_diagonal(backend: &B, diag: &[f64]) -> Result<Self> {
+        let mut inv = Vec::with_capacity(diag.len());
+        for (i, &d) in diag.iter().enumerate() {
+            if d == 0.0 || !d.is_finite() {
+                return Err(Error::InvalidArgument {
+                    op: "Jacobi::new",
+                    name: "diagonal",
+                    reason: format!(
+                        "row {i} has diagonal {d}: Jacobi needs nonzero finite diagonals"
+                    ),
+                });
+            }
+            inv.push(S::from_f64(1.0 / d));
+        }
+        Ok(Jacobi {
+            inv_diag: Vector::from_slice(backend, &inv)?,
+        })
+    }
+
+    /// `D⁻¹` as a vector.
+    pub fn inverse_diagonal(&self) -> &Vector<B, S> {
+        &self.inv_diag
+    }
+}
+
+impl<B: Backend, S: Scalar> Preconditioner<B, S> for Jacobi<B, S> {
+    fn size(&self) -> usize {
+        self.inv_diag.len()
+    }
+    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+        z.pointwise_mul(&self.inv_diag, r)
+    }
+    fn apply_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
+        pointwise_mul_dot(&self.inv_diag, r, z)
+    }
+    fn cost(&self) -> OperatorCost {
+        let n = self.inv_diag.len() as f64;
+        OperatorCost {
+            flops: n,
+            bytes: 3.0 * n * S::DTYPE.size() as f64,
+        }
+    }
+}
+
+/// Block-Jacobi: the inverses of the dense `m x m` diagonal blocks, applied as one
+/// block-diagonal product (a batch of small matrix-vector products).
+pub struct BlockJacobi<B: Backend, S: Scalar> {
+    inv_blocks: BlockEll<B, S>,
+}
+
+/// Inverts a row-major `m x m` matrix by LU with partial pivoting; `None` if singular.
+pub(crate) fn invert_dense(a: &[f64], m: usize) -> Option<Vec<f64>> {
+    let mut lu = a.to_vec();
+    let mut perm: Vec<usize> = (0..m).collect();
+    let scale = lu.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    for k in 0..m {
+        let p = (k..m).max_by(|&i, &j| lu[i * m + k].abs().total_cmp(&lu[j * m + k].abs()))?;
+        if lu[p * m + k].abs() <= scale * f64::EPSILON * m as f64 || !lu[p * m + k].is_finite() {
+            return None;
+        }
+        if p != k {
+            for j in 0..m {
+                lu.swap(k * m + j, p * m + j);
+            }
+            perm.swap(k, p);
+        }
+        for i in k + 1..m {
+            let l = lu[i * m + k] / lu[k * m + k];
+            lu[i * m + k] = l;
+            for j in k + 1..m {
+                lu[i * m + j] -= l * lu[k * m + j];
+            }
+        }
+    }
+    let mut inv = vec![0.0; m * m];
+    for col in 0..m {
+        // Solve L U x = P e_col.
+        let mut y: Vec<f64> = (0..m)
+            .map(|i| if perm[i] == col { 1.0 } else { 0.0 })
+            .collect();
+        for i in 0..m {
+            for j in 0..i {
+                y[i] -= lu[i * m + j] * y[j];
+            }
+        }
+        for i in (0..m).rev() {
+            for j in i + 1..m {
+                y[i] -= lu[i * m + j] * y[j];
+            }
+            y[i] /= lu[i * m + i];
+        }
+        for i in 0..m {
+            inv[i * m + col] = y[i];
+        }
+    }
+    Some(inv)
+}
+
+impl<B: Backend, S: Scalar> BlockJacobi<B, S> {
+    /// From the `m x m` diagonal blocks of a host matrix (the last block may be smaller; it
+    /// is padded with the identity). The blocks are inverted on the host by LU with
+    /// partial pivoting.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a block size outside 1..=64, a non-square matrix, or a
+    /// singular diagonal block (named by its index).
+    pub fn new<V: Element>(backend: &B, a: &Csr<Cpu, V>, block_size: usize) -> Result<Self> {
+        let (n, m) = (a.nrows(), block_size);
+        if a.ncols() != n || !(1..=crate::sparse::block_ell::MAX_BLOCK_SIZE).contains(&m) {
+            return Err(Error::InvalidArgument {
+                op: "BlockJacobi::new",
+                name: "block_size",
+                reason: format!(
+                    "{m} for a {n} x {} matrix: needs a square matrix and 1 <= m <= 64",
+                    a.ncols()
+                ),
+            });
+        }
+        let r = n.div_ceil(m);
+        let mut inverses = Vec::with_capacity(r * m * m);
+        let mut block = vec![0.0f64; m * m];
+        for l in 0..r {
+            block.fill(0.0);
+            for i in 0..m {
+                let row = l * m + i;
+                if row >= n {
+                    block[i * m + i] = 1.0;
+                    continue;
+                }
+                let (cols, vals) = a.row(row);
+                for (&c, v) in cols.iter().zip(vals) {
+                    let c = c as usize;
+                    if c >= l * m && c < (l + 1) * m {
+                        block[i * m + (c - l * m)] = v.as_f64();
+                    }
+                }
+            }
+            let inv = invert_dense(&block, m).ok_or_else(|| Error::InvalidArgument {
+                op: "BlockJacobi::new",
+                name: "a",
+                reason: format!(
+                    "diagonal block {l} (rows {}..{}) is singular",
+                    l * m,
+                    ((l + 1) * m).min(n)
+                ),
+            })?;
+            inverses.extend(inv.into_iter().map(S::from_f64));
+        }
+        let host = BlockEll::from_diagonal_blocks(n, m, &inverses)?;
+        Ok(BlockJacobi {
+            inv_blocks: host.to_backend(backend)?,
+        })
+    }
+
+    /// The inverse blocks as a block-diagonal matrix.
+    pub fn inverse_blocks(&self) -> &BlockEll<B, S> {
+        &self.inv_blocks
+    }
+}
+
+impl<B: Backend, S: Scalar> Preconditioner<B, S> for BlockJacobi<B, S> {
+    fn size(&self) -> usize {
+        self.inv_blocks.nrows()
+    }
+    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+        self.inv_blocks
+            .spmv_with(BlockEllKernel::Direct, S::ONE, r, S::ZERO, z)
+    }
+    fn cost(&self) -> OperatorCost {
+        LinearOperator::<B, S>::cost(&self.inv_blocks)
+    }
+}
+
+/// Chebyshev polynomial preconditioner: `degree` steps of the Chebyshev iteration for
+/// `A z = r` from `z = 0`, Jacobi-scaled, on the interval `[λmax / ratio, λmax]` with
+/// `λmax` the largest eigenvalue of `D⁻¹A` estimated by power iteration (times 1.1).
+/// The polynomial is fixed, so PCG may use it.
+pub struct Chebyshev<'a, B: Backend, S: Scalar> {
+    a: &'a dyn LinearOperator<B, S>,
+    inv_diag: Vector<B, S>,
+    degree: usize,
+    lambda_min: f64,
+    lambda_max: f64,
+}
+
+/// Parameters of [`Chebyshev`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ChebyshevParams {
+    /// Polynomial degree (operator applications per preconditioner application, minus one).
+    pub degree: usize,
+    /// `λmax / λmin` of the target interval.
+    pub ratio: f64,
+    /// Power iterations for the `λmax` estimate.
+    pub power_iterations: usize,
+}
+
+impl Default for ChebyshevParams {
+    /// Degree 4, ratio 30, 20 power iterations.
+    fn default() -> Self {
+        ChebyshevParams {
+            degree: 4,
+            ratio: 30.0,
+            power_iterations: 20,
+        }
+    }
+}
+
+impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
+    /// Builds the preconditioner for operator `a` with diagonal `diag` (host values),
+    /// estimating `λmax(D⁻¹A)` by power iteration from a fixed random start.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a zero diagonal, `degree = 0`, `ratio <= 1` or an
+    /// estimate that is not positive; device errors.
+    pub fn new(
+        backend: &B,
+        a: &'a dyn LinearOperator<B, S>,
+        diag: &[f64],
+        params: ChebyshevParams,
+    ) -> Result<Self> {
+        let ChebyshevParams {
+            degree,
+            ratio,
+            power_iterations,
+        } = params;
+        let invalid = |name: &'static str, reason: String| Error::InvalidArgument {
+            op: "Chebyshev::new",
+            name,
+            reason,
+        };
+        if degree == 0 {
+            return Err(invalid("degree", "must be at least 1".into()));
+        }
+        if ratio.partial_cmp(&1.0) != Some(std::cmp::Ordering::Greater) {
+            return Err(invalid("ratio", format!("{ratio}: must exceed 1")));
+        }
+        crate::error::check_len("Chebyshev::new", "diag", a.nrows(), diag.len())?;
+        let jacobi = Jacobi::<B, S>::from_diagonal(backend, diag)?;
+        let n = diag.len();
+        let mut v = Vector::from_slice(backend, &crate::verify::random_vec::<S>(n, 0x5eed))?;
+        let mut w = Vector::zeros(backend, n)?;
+        let mut lambda = 0.0;
+        for _ in 0..power_iterations.max(1) {
+            let norm = v.nrm2()?.as_f64();
+            if norm == 0.0 || !norm.is_finite() {
+                break;
+            }
+            v.scale(S::from_f64(1.0 / norm))?;
+            a.apply(&v, &mut w)?;
+            v.pointwise_mul(jacobi.inverse_diagonal(), &w)?;
+            lambda = v.nrm2()?.as_f64();
+        }
+        if lambda.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !lambda.is_finite() {
+            return Err(invalid(
+                "a",
+                format!("the estimate of λmax(D⁻¹A) is {lambda}: not positive"),
+            ));
+        }
+        let lambda_max = 1.1 * lambda;
+        Ok(Chebyshev {
+            a,
+            inv_diag: jacobi.inv_diag,
+            degree,
+            lambda_min: lambda_max / ratio,
+            lambda_max,
+        })
+    }
+
+    /// The interval `[λmin, λmax]` the polynomial targets.
+    pub fn interval(&self) -> (f64, f64) {
+        (self.lambda_min, self.lambda_max)
+    }
+}
+
+impl<B: Backend, S: Scalar> Preconditioner<B, S> for Chebyshev<'_, B, S> {
+    fn size(&self) -> usize {
+        self.inv_diag.len()
+    }
+    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+        let b = r.backend();
+        let theta = 0.5 * (self.lambda_max + self.lambda_min);
+        let delta = 0.5 * (self.lambda_max - self.lambda_min);
+        let sigma = theta / delta;
+        let mut rho = 1.0 / sigma;
+        let mut res = r.try_clone()?;
+        let mut d = Vector::zeros(b, r.len())?;
+        d.pointwise_mul(&self.inv_diag, &res)?;
+        d.scale(S::from_f64(1.0 / theta))?;
+        z.copy_from(&d)?;
+        let mut w = Vector::zeros(b, r.len())?;
+        for _ in 1..self.degree {
+            self.a.apply_add(-S::ONE, &d, S::ONE, &mut res)?;
+            let rho_new = 1.0 / (2.0 * sigma - rho);
+            w.pointwise_mul(&self.inv_diag, &res)?;
+            d.axpby(
+                S::from_f64(2.0 * rho_new / delta),
+                &w,
+                S::from_f64(rho_new * rho),
+            )?;
+            z.axpy(S::ONE, &d)?;
+            rho = rho_new;
+        }
+        Ok(())
+    }
+    fn cost(&self) -> OperatorCost {
+        let c = self.a.cost();
+        OperatorCost {
+            flops: (self.degree - 1) as f64 * c.flops,
+            bytes: (self.degree - 1) as f64 * c.bytes,
+        }
+    }
+}
+
+/// Applies a preconditioner built in precision `I` (usually f32) inside a solver running
+/// in `S` (usually f64): `z = convert(P(convert(r)))`. The rounding makes the operator
+/// slightly nonsymmetric: use it with FGMRES or flexible PCG.
+pub struct MixedPrecision<B: Backend, I: Scalar, P: Preconditioner<B, I>> {
+    inner: P,
+    _p: PhantomData<(B, I)>,
+}
+
+impl<B: Backend, I: Scalar, P: Preconditioner<B, I>> MixedPrecision<B, I, P> {
+    /// Wraps `inner`.
+    pub fn new(inner: P) -> Self {
+        MixedPrecision {
+            inner,
+            _p: PhantomData,
+        }
+    }
+
+    /// The wrapped preconditioner.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+}
+
+impl<B: Backend, S: Scalar, I: Scalar, P: Preconditioner<B, I>> Preconditioner<B, S>
+    for MixedPrecision<B, I, P>
+{
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+        let r_low = r.to_precision::<I>()?;
+        let mut z_low = Vector::<B, I>::zeros(r.backend(), r.len())?;
+        self.inner.apply(&r_low, &mut z_low)?;
+        z.convert_from(&z_low)
+    }
+    fn cost(&self) -> OperatorCost {
+        self.inner.cost()
+    }
+}
+
+operator_from_preconditioner!(Identity);
+
+impl<B: Backend, S: Scalar> LinearOperator<B, S> for Jacobi<B, S> {
+    fn nrows(&self) -> usize {
+        self.inv_diag.len()
+    }
+    fn ncols(&self) -> usize {
+        self.inv_diag.len()
+    }
+    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
+        let mut z = Vector::zeros(x.backend(), y.len())?;
+        Preconditioner::apply(self, x, &mut z)?;
+        y.axpby(alpha, &z, beta)
+    }
+}
+
+impl<B: Backend, S: Scalar> LinearOperator<B, S> for BlockJacobi<B, S> {
+    fn nrows(&self) -> usize {
+        self.inv_blocks.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.inv_blocks.nrows()
+    }
+    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
+        self.inv_blocks
+            .spmv_with(BlockEllKernel::Direct, alpha, x, beta, y)
+    }
+}

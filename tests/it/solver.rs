@@ -1,0 +1,491 @@
+//! Krylov solvers on every backend and precision: convergence checked by an independent
+//! residual, iteration counts against a textbook CG with the documented summation order,
+//! failure modes, mixed precision.
+
+use galerkin::solver::{
+    bicgstab, cg, fgmres, gmres, iterative_refinement, pcg, BlockJacobi, Chebyshev,
+    ChebyshevParams, Control, Identity, Jacobi, LinearOperator, MixedPrecision, Preconditioner,
+    Progress, RefinementParams, SolveReport, SolverParams, StopReason,
+};
+use galerkin::sparse::generate::poisson3d_7pt;
+use galerkin::sparse::{Coo, Csr};
+use galerkin::verify::random_vec;
+use galerkin::{Backend, Cpu, Element, Scalar, Vector};
+
+use crate::backend_tests;
+use crate::harness::exact_sum;
+
+fn quiet<'a>(rtol: f64, max_iter: usize) -> SolverParams<'a> {
+    SolverParams {
+        progress: Progress::Never,
+        ..SolverParams::new(rtol, max_iter)
+    }
+}
+
+/// A nonsymmetric, diagonally dominant convection–diffusion matrix on an n x n grid
+/// (upwinded convection of strength `c`).
+fn convection_diffusion(n: usize, c: f64) -> Csr<Cpu, f64> {
+    let mut coo = Coo::with_capacity(n * n, n * n, 5 * n * n);
+    let id = |i: usize, j: usize| i * n + j;
+    for i in 0..n {
+        for j in 0..n {
+            coo.push(id(i, j), id(i, j), 4.0 + 2.0 * c).unwrap();
+            if i > 0 {
+                coo.push(id(i, j), id(i - 1, j), -1.0 - c).unwrap();
+            }
+            if i + 1 < n {
+                coo.push(id(i, j), id(i + 1, j), -1.0).unwrap();
+            }
+            if j > 0 {
+                coo.push(id(i, j), id(i, j - 1), -1.0 - c).unwrap();
+            }
+            if j + 1 < n {
+                coo.push(id(i, j), id(i, j + 1), -1.0).unwrap();
+            }
+        }
+    }
+    coo.to_csr().unwrap()
+}
+
+/// `‖b − A x‖ / ‖b‖` computed on the host in f64 with compensated sums.
+fn independent_residual<V: Element, T: Scalar>(a: &Csr<Cpu, V>, b: &[T], x: &[T]) -> f64 {
+    let r: Vec<f64> = (0..a.nrows())
+        .map(|i| {
+            let (cols, vals) = a.row(i);
+            b[i].as_f64()
+                - exact_sum(
+                    cols.iter()
+                        .zip(vals)
+                        .map(|(&c, v)| v.as_f64() * x[c as usize].as_f64()),
+                )
+        })
+        .collect();
+    exact_sum(r.iter().map(|v| v * v)).sqrt()
+        / exact_sum(b.iter().map(|v| v.as_f64() * v.as_f64())).sqrt()
+}
+
+/// Tolerance reachable in precision T (f32 stalls near 1e-6 relative).
+fn tol<T: Scalar>() -> f64 {
+    if T::EPS > 1e-10 {
+        1e-5
+    } else {
+        1e-10
+    }
+}
+
+fn check_report<T: Scalar>(report: &SolveReport, a: &Csr<Cpu, T>, b: &[T], x: &[T], what: &str) {
+    assert_eq!(report.reason, StopReason::Converged, "{what}: {report}");
+    let res = independent_residual(a, b, x);
+    // The true residual may exceed the recursive one by rounding: allow 20x in f32, 2x in f64.
+    let slack = if T::EPS > 1e-10 { 20.0 } else { 2.0 };
+    assert!(
+        res <= slack * tol::<T>(),
+        "{what}: independent residual {res:e}; {report}"
+    );
+    assert!(
+        (report.relative_residual() - res).abs() <= 0.1 * res + 10.0 * T::EPS,
+        "{what}: reported {} vs {res}",
+        report.relative_residual()
+    );
+}
+
+fn spd_problem<T: Scalar>() -> Csr<Cpu, T> {
+    poisson3d_7pt(12).unwrap().convert()
+}
+
+fn every_solver_on_spd<B: Backend, T: Scalar>(b: &B) {
+    let a_host = spd_problem::<T>();
+    let a = a_host.to_backend(b).unwrap();
+    let n = a_host.nrows();
+    let rhs = random_vec::<T>(n, 3);
+    let bv = Vector::from_slice(b, &rhs).unwrap();
+    let jacobi = Jacobi::<B, T>::new(b, &a_host).unwrap();
+    let block = BlockJacobi::<B, T>::new(b, &a_host, 4).unwrap();
+    let diag: Vec<f64> = a_host.diagonal().iter().map(|v| v.as_f64()).collect();
+    let cheb = Chebyshev::new(b, &a, &diag, ChebyshevParams::default()).unwrap();
+    let params = quiet(tol::<T>(), 500);
+    type Run<'a, B, T> = Box<dyn Fn(&mut Vector<B, T>) -> SolveReport + 'a>;
+    let runs: Vec<(&str, Run<B, T>)> = vec![
+        ("cg", Box::new(|x| cg(&a, &bv, x, &params).unwrap())),
+        (
+            "pcg jacobi",
+            Box::new(|x| pcg(&a, &jacobi, &bv, x, &params).unwrap()),
+        ),
+        (
+            "pcg block-jacobi",
+            Box::new(|x| pcg(&a, &block, &bv, x, &params).unwrap()),
+        ),
+        (
+            "pcg chebyshev",
+            Box::new(|x| pcg(&a, &cheb, &bv, x, &params).unwrap()),
+        ),
+        (
+            "bicgstab",
+            Box::new(|x| bicgstab(&a, None, &bv, x, &params).unwrap()),
+        ),
+        (
+            "bicgstab jacobi",
+            Box::new(|x| bicgstab(&a, Some(&jacobi), &bv, x, &params).unwrap()),
+        ),
+        (
+            "gmres(30)",
+            Box::new(|x| gmres(&a, None, &bv, x, &params).unwrap()),
+        ),
+        (
+            "gmres jacobi",
+            Box::new(|x| gmres(&a, Some(&jacobi), &bv, x, &params).unwrap()),
+        ),
+        (
+            "fgmres chebyshev",
+            Box::new(|x| fgmres(&a, Some(&cheb), &bv, x, &params).unwrap()),
+        ),
+    ];
+    let mut cg_iterations = 0;
+    for (name, run) in runs {
+        let mut x = Vector::from_slice(b, &galerkin::verify::poison::<T>(n)).unwrap();
+        x.fill(T::ZERO).unwrap();
+        let report = run(&mut x);
+        check_report(&report, &a_host, &rhs, &x.to_vec().unwrap(), name);
+        if name == "cg" {
+            cg_iterations = report.iterations;
+        }
+        if name == "pcg chebyshev" {
+            assert!(
+                report.iterations * 2 < cg_iterations,
+                "Chebyshev should cut CG iterations: {report}"
+            );
+        }
+    }
+}
+
+fn nonsymmetric_solvers<B: Backend, T: Scalar>(b: &B) {
+    let a_host: Csr<Cpu, T> = convection_diffusion(30, 2.0).convert();
+    let a = a_host.to_backend(b).unwrap();
+    let n = a_host.nrows();
+    let rhs = random_vec::<T>(n, 5);
+    let bv = Vector::from_slice(b, &rhs).unwrap();
+    let jacobi = Jacobi::<B, T>::new(b, &a_host).unwrap();
+    let params = SolverParams {
+        restart: 20,
+        ..quiet(tol::<T>(), 2000)
+    };
+    for (name, m) in [
+        ("none", None),
+        ("jacobi", Some(&jacobi as &dyn Preconditioner<B, T>)),
+    ] {
+        for solver in ["bicgstab", "gmres", "fgmres"] {
+            let mut x = Vector::zeros(b, n).unwrap();
+            let report = match solver {
+                "bicgstab" => bicgstab(&a, m, &bv, &mut x, &params),
+                "gmres" => gmres(&a, m, &bv, &mut x, &params),
+                _ => fgmres(&a, m, &bv, &mut x, &params),
+            }
+            .unwrap();
+            check_report(
+                &report,
+                &a_host,
+                &rhs,
+                &x.to_vec().unwrap(),
+                &format!("{solver} {name}"),
+            );
+        }
+    }
+    // CG on a nonsymmetric matrix is not defined; it must still stop, never hang.
+    let mut x = Vector::zeros(b, n).unwrap();
+    let report = cg(&a, &bv, &mut x, &quiet(1e-30, 300)).unwrap();
+    assert_ne!(report.reason, StopReason::Converged);
+}
+
+/// Indefinite matrix, singular matrix, NaN in b, zero b: each its reason.
+fn failure_modes<B: Backend, T: Scalar>(b: &B) {
+    let n = 50;
+    // diag(1, -1, 1, -1, ...): indefinite.
+    let indefinite = Csr::new(
+        n,
+        n,
+        (0..=n as u32).collect(),
+        (0..n as u32).collect(),
+        (0..n)
+            .map(|i| T::from_f64(if i % 2 == 0 { 1.0 } else { -1.0 }))
+            .collect(),
+    )
+    .unwrap()
+    .to_backend(b)
+    .unwrap();
+    let ones = Vector::full(b, n, T::ONE).unwrap();
+    let mut x = Vector::zeros(b, n).unwrap();
+    let r = cg(&indefinite, &ones, &mut x, &quiet(1e-8, 100)).unwrap();
+    assert!(
+        matches!(r.reason, StopReason::IndefiniteOperator { curvature } if curvature <= 0.0),
+        "{r}"
+    );
+
+    // Singular (a zero row) with an inconsistent right-hand side: never converges, stops.
+    let singular = Csr::new(
+        n,
+        n,
+        (0..=n as u32).map(|i| i.min(n as u32 - 1)).collect(),
+        (0..n as u32 - 1).collect(),
+        vec![T::from_f64(2.0); n - 1],
+    )
+    .unwrap()
+    .to_backend(b)
+    .unwrap();
+    for solver in ["cg", "bicgstab", "gmres"] {
+        let mut x = Vector::zeros(b, n).unwrap();
+        let params = SolverParams {
+            stagnation_window: 20,
+            ..quiet(1e-8, 200)
+        };
+        let r = match solver {
+            "cg" => cg(&singular, &ones, &mut x, &params),
+            "bicgstab" => bicgstab(&singular, None, &ones, &mut x, &params),
+            _ => gmres(&singular, None, &ones, &mut x, &params),
+        }
+        .unwrap();
+        assert_ne!(
+            r.reason,
+            StopReason::Converged,
+            "{solver} on a singular system: {r}"
+        );
+        assert!(r.iterations <= 200, "{solver}: {r}");
+    }
+
+    // NaN in b.
+    let mut nan_b = vec![T::ONE; n];
+    nan_b[7] = T::from_f64(f64::NAN);
+    let nan_b = Vector::from_slice(b, &nan_b).unwrap();
+    let mut x = Vector::zeros(b, n).unwrap();
+    let r = gmres(&indefinite, None, &nan_b, &mut x, &quiet(1e-8, 100)).unwrap();
+    assert_eq!(r.reason, StopReason::NonFinite { quantity: "b" });
+    let r = cg(&indefinite, &nan_b, &mut x, &quiet(1e-8, 100)).unwrap();
+    assert_eq!(r.reason, StopReason::NonFinite { quantity: "b" });
+
+    // Zero b: x = 0, converged without iterating.
+    let zero = Vector::zeros(b, n).unwrap();
+    let mut x = Vector::full(b, n, T::from_f64(3.0)).unwrap();
+    let r = bicgstab(&indefinite, None, &zero, &mut x, &quiet(1e-8, 100)).unwrap();
+    assert_eq!(
+        (r.reason.clone(), r.iterations),
+        (StopReason::Converged, 0),
+        "{r}"
+    );
+    assert!(x.to_vec().unwrap().iter().all(|v| v.as_f64() == 0.0));
+
+    // Size mismatch: an error naming the operand.
+    let short = Vector::zeros(b, n - 1).unwrap();
+    let e = cg(&indefinite, &short, &mut x, &quiet(1e-8, 10)).unwrap_err();
+    assert!(
+        matches!(e, galerkin::Error::DimensionMismatch { what: "b", .. }),
+        "{e}"
+    );
+}
+
+backend_tests!(every_solver_on_spd, nonsymmetric_solvers, failure_modes);
+
+/// The summation order of the CPU backend's reductions (see `galerkin::vector`): chunks of
+/// 16384, eight f64 lanes per chunk, lanes combined in a fixed order, chunks pairwise.
+fn documented_dot(x: &[f64], y: &[f64]) -> f64 {
+    fn pairwise(v: &[f64]) -> f64 {
+        match v.len() {
+            0 => 0.0,
+            1 => v[0],
+            n => pairwise(&v[..n / 2]) + pairwise(&v[n / 2..]),
+        }
+    }
+    let chunks: Vec<f64> = x
+        .chunks(16384)
+        .zip(y.chunks(16384))
+        .map(|(a, b)| {
+            let mut l = [0.0f64; 8];
+            for (i, (p, q)) in a.iter().zip(b).enumerate() {
+                l[i % 8] += p * q;
+            }
+            ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+        })
+        .collect();
+    pairwise(&chunks)
+}
+
+/// Textbook CG (Hestenes–Stiefel) with plain loops, in f64, using the documented order.
+fn textbook_cg(a: &Csr<Cpu, f64>, b: &[f64], rtol: f64, max_iter: usize) -> usize {
+    let n = b.len();
+    let spmv = |x: &[f64]| -> Vec<f64> {
+        (0..n)
+            .map(|i| {
+                let (cols, vals) = a.row(i);
+                let mut acc = 0.0;
+                for (&c, &v) in cols.iter().zip(vals) {
+                    acc += v * x[c as usize];
+                }
+                acc
+            })
+            .collect()
+    };
+    let target = rtol * documented_dot(b, b).sqrt();
+    let mut x = vec![0.0; n];
+    let mut r = b.to_vec();
+    let mut p = r.clone();
+    let mut rr = documented_dot(&r, &r);
+    for k in 1..=max_iter {
+        let q = spmv(&p);
+        let alpha = rr / documented_dot(&p, &q);
+        for i in 0..n {
+            x[i] += alpha * p[i];
+            r[i] -= alpha * q[i];
+        }
+        let rr_new = documented_dot(&r, &r);
+        if rr_new.sqrt() <= target {
+            return k;
+        }
+        let beta = rr_new / rr;
+        rr = rr_new;
+        for i in 0..n {
+            p[i] = r[i] + beta * p[i];
+        }
+    }
+    max_iter
+}
+
+#[test]
+fn cpu_cg_matches_textbook_iteration_counts() {
+    let cpu = Cpu::new();
+    for (name, a) in [
+        ("poisson 24^3", poisson3d_7pt(24).unwrap()),
+        (
+            "fvm tets",
+            galerkin::fvm::tpfa_tets_structured(8, 0.15, 3).unwrap(),
+        ),
+        ("poisson 9^3", poisson3d_7pt(9).unwrap()),
+    ] {
+        let rhs = random_vec::<f64>(a.nrows(), 11);
+        for rtol in [1e-4, 1e-8, 1e-11] {
+            let expected = textbook_cg(&a, &rhs, rtol, 2000);
+            let mut x = Vector::zeros(&cpu, a.nrows()).unwrap();
+            let b = Vector::from_slice(&cpu, &rhs).unwrap();
+            let report = cg(&a, &b, &mut x, &quiet(rtol, 2000)).unwrap();
+            assert_eq!(report.iterations, expected, "{name}, rtol {rtol}: {report}");
+        }
+    }
+}
+
+#[test]
+fn monitor_sees_every_iteration_and_can_stop() {
+    let cpu = Cpu::new();
+    let a = poisson3d_7pt(10).unwrap();
+    let b = Vector::full(&cpu, a.nrows(), 1.0).unwrap();
+    let mut seen = Vec::new();
+    let mut x = Vector::zeros(&cpu, a.nrows()).unwrap();
+    let params = quiet(1e-12, 1000).with_monitor(|info| {
+        seen.push((info.iteration, info.residual));
+        if info.iteration == 5 {
+            Control::Stop
+        } else {
+            Control::Continue
+        }
+    });
+    let report = cg(&a, &b, &mut x, &params).unwrap();
+    drop(params);
+    assert_eq!(report.reason, StopReason::Stopped);
+    assert_eq!(report.iterations, 5);
+    assert_eq!(seen.len(), 6);
+    assert_eq!(
+        seen.iter().map(|s| s.1).collect::<Vec<_>>(),
+        report.residual_history
+    );
+}
+
+/// (a) an f32 preconditioner inside f64 FGMRES and flexible PCG; (b) iterative refinement
+/// with f32 inner solves; (c) f32 matrix values inside f64 CG. All reach f64 accuracy.
+fn mixed_precision<B: Backend, T: Scalar>(b: &B) {
+    if T::EPS > 1e-10 || !b.info().supports_f64() {
+        return; // the mixed modes are about f64 solves
+    }
+    let a64_host = poisson3d_7pt(14).unwrap();
+    let a32_host: Csr<Cpu, f32> = a64_host.convert();
+    let a64 = a64_host.to_backend(b).unwrap();
+    let a32 = a32_host.to_backend(b).unwrap();
+    let n = a64_host.nrows();
+    let rhs = random_vec::<f64>(n, 21);
+    let bv = Vector::from_slice(b, &rhs).unwrap();
+    let params = quiet(1e-10, 1000);
+
+    // (a) Chebyshev in f32 around the f32 matrix, used by f64 FGMRES and flexible PCG.
+    let diag: Vec<f64> = a64_host.diagonal();
+    let cheb32 = Chebyshev::<B, f32>::new(b, &a32, &diag, ChebyshevParams::default()).unwrap();
+    let mixed = MixedPrecision::new(cheb32);
+    let mut x = Vector::zeros(b, n).unwrap();
+    let r = fgmres(
+        &a64,
+        Some(&mixed as &dyn Preconditioner<B, f64>),
+        &bv,
+        &mut x,
+        &params,
+    )
+    .unwrap();
+    check_report(
+        &r,
+        &a64_host,
+        &rhs,
+        &x.to_vec().unwrap(),
+        "fgmres + f32 chebyshev",
+    );
+    let flexible = SolverParams {
+        flexible: true,
+        ..quiet(1e-10, 1000)
+    };
+    let mut x = Vector::zeros(b, n).unwrap();
+    let r = pcg(&a64, &mixed, &bv, &mut x, &flexible).unwrap();
+    check_report(
+        &r,
+        &a64_host,
+        &rhs,
+        &x.to_vec().unwrap(),
+        "flexible pcg + f32 chebyshev",
+    );
+
+    // (b) Iterative refinement: f64 residuals, f32 Jacobi-PCG corrections.
+    let jac32 = Jacobi::<B, f32>::new(b, &a32_host).unwrap();
+    let mut x = Vector::zeros(b, n).unwrap();
+    let r = iterative_refinement(
+        &a64,
+        &a32,
+        Some(&jac32),
+        &bv,
+        &mut x,
+        &RefinementParams::default(),
+    )
+    .unwrap();
+    assert_eq!(r.reason, StopReason::Converged, "{r}");
+    let res = independent_residual(&a64_host, &rhs, &x.to_vec().unwrap());
+    assert!(res <= 2e-12, "refinement residual {res:e}: {r}");
+    assert!(
+        r.iterations >= 2,
+        "refinement needs more than one f32 solve: {r}"
+    );
+
+    // (c) f32 values (exact here: the Poisson entries are small integers) in f64 CG.
+    let mut x = Vector::zeros(b, n).unwrap();
+    let r = cg(&a32 as &dyn LinearOperator<B, f64>, &bv, &mut x, &params).unwrap();
+    check_report(
+        &r,
+        &a64_host,
+        &rhs,
+        &x.to_vec().unwrap(),
+        "f64 cg on f32 values",
+    );
+    let mut x64 = Vector::zeros(b, n).unwrap();
+    let r64 = cg(&a64, &bv, &mut x64, &params).unwrap();
+    assert_eq!(
+        r.iterations, r64.iterations,
+        "identical arithmetic, identical iterations"
+    );
+
+    // Preconditioners are operators too.
+    let id = Identity::new(n);
+    let mut y = Vector::zeros(b, n).unwrap();
+    LinearOperator::<B, f64>::apply(&id, &bv, &mut y).unwrap();
+    assert_eq!(y.to_vec().unwrap(), rhs);
+}
+
+backend_tests!(mixed_precision);
