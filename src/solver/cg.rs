@@ -89,9 +89,8 @@ fn conjugate_gradients<B: Backend, S: Scalar>(
     let mut k = 0;
     let reason = loop {
         k += 1;
-        a.apply(&p, &mut q)?;
+        let pq = a.apply_dot(&p, &mut q)?;
         t.applications += 1;
-        let pq = p.dot(&q)?;
         let pqf = pq.as_f64();
         if !pqf.is_finite() {
             break StopReason::NonFinite { quantity: "pᵀAp" };

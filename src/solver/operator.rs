@@ -43,6 +43,16 @@ pub trait LinearOperator<B: Backend, S: Scalar> {
         self.apply_add(S::ONE, x, S::ZERO, y)
     }
 
+    /// `y = A x`, returning `x · y` (square operators). Fused into one pass where the
+    /// format allows (SELL-C-σ on devices): CG's `q = A p; p·q`.
+    ///
+    /// # Errors
+    /// As [`apply_add`](Self::apply_add).
+    fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
+        self.apply(x, y)?;
+        x.dot(y)
+    }
+
     /// Work of one application (zero when unknown).
     fn cost(&self) -> OperatorCost {
         OperatorCost::default()
@@ -58,6 +68,9 @@ impl<B: Backend, S: Scalar, T: LinearOperator<B, S> + ?Sized> LinearOperator<B, 
     }
     fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
         (**self).apply_add(alpha, x, beta, y)
+    }
+    fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
+        (**self).apply_dot(x, y)
     }
     fn cost(&self) -> OperatorCost {
         (**self).cost()
@@ -143,6 +156,9 @@ impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for Sell<B, V> {
     fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
         self.spmv(alpha, x, beta, y)
     }
+    fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
+        self.spmv_dot(x, y)
+    }
     fn cost(&self) -> OperatorCost {
         sparse_cost::<S>(
             self.nnz(),
@@ -202,6 +218,15 @@ impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B,
     }
     fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
         self.spmv(alpha, x, beta, y)
+    }
+    fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
+        match self {
+            SparseMatrix::Sell(m) => m.spmv_dot(x, y),
+            _ => {
+                self.spmv(S::ONE, x, S::ZERO, y)?;
+                x.dot(y)
+            }
+        }
     }
     fn cost(&self) -> OperatorCost {
         sparse_cost::<S>(

@@ -281,4 +281,13 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
         }
         Ok(())
     }
+
+    fn sell_spmv_dot<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Self, V>,
+        x: &CubeBuffer<T>,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<T> {
+        sell::spmv_dot_cube(self, a, x, y)
+    }
 }

@@ -116,6 +116,15 @@ pub trait SparseOps: BackendCore {
         y: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
+    /// `y = A x` for a square SELL-C-σ matrix, returning `x · y` (fused on devices: the
+    /// SpMV and the inner product of CG in one pass).
+    fn sell_spmv_dot<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Self, V>,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<T>;
+
     /// `y = alpha A x + beta y` for a SELL-C-σ matrix.
     fn sell_spmv<V: Element, T: Scalar>(
         &self,
@@ -188,6 +197,16 @@ impl SparseOps for Cpu {
     ) -> Result<()> {
         block_ell::spmv_cpu(a, alpha, x, beta, y);
         Ok(())
+    }
+
+    fn sell_spmv_dot<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Cpu, V>,
+        x: &Vec<T>,
+        y: &mut Vec<T>,
+    ) -> Result<T> {
+        sell::spmv_cpu(a, T::ONE, x, T::ZERO, y);
+        Ok(T::from_f64(crate::vector::cpu::dot(x, y)))
     }
 
     fn sell_spmv<V: Element, T: Scalar>(

@@ -263,6 +263,25 @@ impl<B: SparseOps, V: Element> Sell<B, V> {
     }
 }
 
+impl<B: SparseOps, V: Element> Sell<B, V> {
+    /// `y = A x` for a square matrix, returning `x · y`; one pass on devices.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if the matrix is not square or a vector has the wrong
+    /// length.
+    pub fn spmv_dot<T: Scalar>(&self, x: &Vector<B, T>, y: &mut Vector<B, T>) -> Result<T> {
+        check_len(
+            "Sell::spmv_dot",
+            "ncols (square matrix)",
+            self.nrows,
+            self.ncols,
+        )?;
+        check_len("Sell::spmv_dot", "x", self.ncols, x.len())?;
+        check_len("Sell::spmv_dot", "y", self.nrows, y.len())?;
+        self.backend.sell_spmv_dot(self, x.buffer(), y.buffer_mut())
+    }
+}
+
 /// CPU kernel: slices in parallel; without sorting (σ = 1) each task writes its own slice
 /// of `y`, with sorting the products are scattered through the permutation.
 pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
@@ -314,6 +333,35 @@ pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
     }
 }
 
+/// `Σ_k A[p, k] x[col]` for sorted row `p`: a known trip count (the slice width) and
+/// unconditional loads of index and value let the compiler pipeline the loop; only the x
+/// read is skipped for padding.
+#[cube]
+fn sell_row<V: Float, T: Float>(
+    slice_ptr: &Array<u32>,
+    col_idx: &Array<u32>,
+    values: &Array<V>,
+    x: &Array<T>,
+    p: usize,
+    #[comptime] slice_height: usize,
+) -> T {
+    let s = p / slice_height;
+    let begin = slice_ptr[s] as usize;
+    let end = slice_ptr[s + 1] as usize;
+    let width = (end - begin) / slice_height;
+    let mut idx = begin + p % slice_height;
+    let mut acc = T::new(0.0);
+    for _k in 0..width {
+        let c = col_idx[idx];
+        let v = values[idx];
+        if c != PAD {
+            acc += T::cast_from(v) * x[c as usize];
+        }
+        idx += slice_height;
+    }
+    acc
+}
+
 /// One unit per sorted row `p`; slice `p / C`, lane `p % C`. Bytes per stored slot:
 /// value + index; per slice: two offsets; per row: y (and the permutation entry).
 #[cube(launch_unchecked)]
@@ -336,22 +384,7 @@ fn sell_kernel<V: Float, T: Float>(
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut p = ABSOLUTE_POS;
     while p < nrows {
-        let s = p / slice_height;
-        let begin = slice_ptr[s] as usize;
-        let end = slice_ptr[s + 1] as usize;
-        // A known trip count (the slice width) and unconditional loads of index and value
-        // let the compiler pipeline the loop; only the x read is skipped for padding.
-        let width = (end - begin) / slice_height;
-        let mut idx = begin + p % slice_height;
-        let mut acc = T::new(0.0);
-        for _k in 0..width {
-            let c = col_idx[idx];
-            let v = values[idx];
-            if c != PAD {
-                acc += T::cast_from(v) * x[c as usize];
-            }
-            idx += slice_height;
-        }
+        let acc = sell_row::<V, T>(slice_ptr, col_idx, values, x, p, slice_height);
         let mut row = p;
         if comptime![permuted] {
             row = row_perm[p] as usize;
@@ -363,6 +396,75 @@ fn sell_kernel<V: Float, T: Float>(
         }
         p += stride;
     }
+}
+
+/// `y = A x` and partial sums of `x · y`, one per cube (square matrices): the SpMV and the
+/// following inner product of CG in one pass, saving a read of `x` and `y`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn sell_dot_kernel<V: Float, T: Float>(
+    slice_ptr: &Array<u32>,
+    col_idx: &Array<u32>,
+    values: &Array<V>,
+    row_perm: &Array<u32>,
+    x: &Array<T>,
+    y: &mut Array<T>,
+    partials: &mut Array<T>,
+    nrows: usize,
+    #[comptime] slice_height: usize,
+    #[comptime] permuted: bool,
+    #[comptime] cube_dim: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut p = ABSOLUTE_POS;
+    let mut dot = T::new(0.0);
+    while p < nrows {
+        let acc = sell_row::<V, T>(slice_ptr, col_idx, values, x, p, slice_height);
+        let mut row = p;
+        if comptime![permuted] {
+            row = row_perm[p] as usize;
+        }
+        y[row] = acc;
+        dot += x[row] * acc;
+        p += stride;
+    }
+    crate::vector::cube::cube_sum_to::<T>(dot, partials, cube_dim);
+}
+
+/// Launches [`sell_dot_kernel`]: `y = A x`, returning `x · y`.
+pub(crate) fn spmv_dot_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Sell<Cube<R>, V>,
+    x: &CubeBuffer<T>,
+    y: &mut CubeBuffer<T>,
+) -> Result<T> {
+    if a.nrows == 0 {
+        return Ok(T::ZERO);
+    }
+    let (cubes, count, dim) = crate::vector::cube::reduce_shape(b, a.nrows * 4, 4);
+    let out = crate::vector::cube::partials::<R, T>(b, cubes);
+    let perm = a.row_perm.as_ref().unwrap_or(&a.slice_ptr);
+    // SAFETY: as for sell_kernel; the matrix is square (checked by the caller), so x is
+    // indexed by rows as well; `out` holds one slot per cube.
+    unsafe {
+        sell_dot_kernel::launch_unchecked::<V, T, R>(
+            b.client(),
+            count,
+            dim,
+            a.slice_ptr.arg(),
+            a.col_idx.arg(),
+            a.values.arg(),
+            perm.arg(),
+            x.arg(),
+            y.arg(),
+            out.arg(),
+            a.nrows,
+            a.params.slice_height as usize,
+            a.row_perm.is_some(),
+            dim.x as usize,
+        )
+    }
+    Ok(T::from_f64(crate::vector::cube::finish_sum(b, &out)?))
 }
 
 /// Launches [`sell_kernel`].

@@ -56,7 +56,11 @@ fn lane_sum<F: Float, N: Size>(value: Vector<F, N>) -> F {
 /// Tree sum of one value per unit in shared memory; unit 0 writes the cube's total to
 /// `partials[CUBE_POS]`.
 #[cube]
-fn cube_sum_to<F: Float>(value: F, partials: &mut Array<F>, #[comptime] cube_dim: usize) {
+pub(crate) fn cube_sum_to<F: Float>(
+    value: F,
+    partials: &mut Array<F>,
+    #[comptime] cube_dim: usize,
+) {
     let mut shared = SharedMemory::<F>::new(cube_dim);
     let unit = UNIT_POS as usize;
     shared[unit] = value;
@@ -381,7 +385,7 @@ fn elementwise_shape<R: CubeRuntime>(
 }
 
 /// Cube count and dim for the first pass of a reduction over `padded` elements.
-fn reduce_shape<R: CubeRuntime>(
+pub(crate) fn reduce_shape<R: CubeRuntime>(
     backend: &Cube<R>,
     padded: usize,
     line: usize,
@@ -411,7 +415,10 @@ pub(crate) fn zero<R: CubeRuntime, T: Storable>(backend: &Cube<R>, x: &CubeBuffe
 }
 
 /// Allocates the partials of a reduction (uninitialised: every cube writes its own).
-fn partials<R: CubeRuntime, T: Storable>(backend: &Cube<R>, cubes: usize) -> CubeBuffer<T> {
+pub(crate) fn partials<R: CubeRuntime, T: Storable>(
+    backend: &Cube<R>,
+    cubes: usize,
+) -> CubeBuffer<T> {
     let handle = backend
         .client()
         .empty(padded_len(cubes) * std::mem::size_of::<T>());
@@ -423,7 +430,7 @@ fn partials<R: CubeRuntime, T: Storable>(backend: &Cube<R>, cubes: usize) -> Cub
 }
 
 /// Reads the partial sums and adds them pairwise in f64.
-fn finish_sum<R: CubeRuntime, T: Scalar>(
+pub(crate) fn finish_sum<R: CubeRuntime, T: Scalar>(
     backend: &Cube<R>,
     partials: &CubeBuffer<T>,
 ) -> Result<f64> {

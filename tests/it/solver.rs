@@ -104,9 +104,20 @@ fn every_solver_on_spd<B: Backend, T: Scalar>(b: &B) {
     let diag: Vec<f64> = a_host.diagonal().iter().map(|v| v.as_f64()).collect();
     let cheb = Chebyshev::new(b, &a, &diag, ChebyshevParams::default()).unwrap();
     let params = quiet(tol::<T>(), 500);
+    let sell = galerkin::sparse::SparseMatrix::from_csr(
+        b,
+        &a_host,
+        galerkin::sparse::Format::Sell,
+        &galerkin::sparse::FormatOptions::default(),
+    )
+    .unwrap();
     type Run<'a, B, T> = Box<dyn Fn(&mut Vector<B, T>) -> SolveReport + 'a>;
     let runs: Vec<(&str, Run<B, T>)> = vec![
         ("cg", Box::new(|x| cg(&a, &bv, x, &params).unwrap())),
+        (
+            "cg on sell (fused spmv + dot)",
+            Box::new(|x| cg(&sell, &bv, x, &params).unwrap()),
+        ),
         (
             "pcg jacobi",
             Box::new(|x| pcg(&a, &jacobi, &bv, x, &params).unwrap()),

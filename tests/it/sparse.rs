@@ -566,3 +566,56 @@ fn format_choice_follows_the_statistics() {
     assert_eq!(detect_block_size(&a, 1.15), Some(4));
     assert_eq!(choose_format(&a).format, Format::BlockEll);
 }
+
+/// The fused `y = A x; x·y` of SELL (one pass on devices) against the f64 reference.
+fn sell_spmv_dot<B: Backend, T: Scalar>(b: &B) {
+    for (i, p) in patterns()
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.nrows == p.ncols)
+    {
+        let a = random_csr::<T>(p, 500 + i as u64).unwrap();
+        let xs = random_vec::<T>(p.ncols, 9);
+        for params in [
+            SellParams {
+                slice_height: 32,
+                sigma: 1,
+            },
+            SellParams {
+                slice_height: 64,
+                sigma: 256,
+            },
+        ] {
+            let m = Sell::from_csr(&a, params, &FormatLimits::unlimited())
+                .unwrap()
+                .to_backend(b)
+                .unwrap();
+            let x = Vector::from_slice(b, &xs).unwrap();
+            let mut y = Vector::from_slice(b, &poison::<T>(p.nrows)).unwrap();
+            let d = m.spmv_dot(&x, &mut y).unwrap();
+            let expected = reference(&a, 1.0, &xs, 0.0, &xs);
+            let case = format!("sell spmv_dot {}x{} {params:?}", p.nrows, p.ncols);
+            assert_close(
+                &y.to_vec().unwrap(),
+                &expected,
+                a.stats().max.max(1) + 1,
+                &case,
+            );
+            let terms: Vec<f64> = xs
+                .iter()
+                .zip(&expected)
+                .map(|(x, y)| x.as_f64() * y)
+                .collect();
+            let scale = exact_sum(terms.iter().map(|t| t.abs()));
+            crate::harness::assert_close_scaled(
+                &[d],
+                &[exact_sum(terms)],
+                scale,
+                p.nrows + a.stats().max,
+                &case,
+            );
+        }
+    }
+}
+
+backend_tests!(sell_spmv_dot);
