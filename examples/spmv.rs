@@ -15,12 +15,15 @@
 //! per line, full precision. `--precision mixed`: values stored in f32, vectors and
 //! accumulation in f64. `--bench`: median time of 30 products, bandwidth and GFLOP/s.
 
-use std::io::{BufRead, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use galerkin::sparse::{Csr, Format, FormatChoice, FormatOptions, SparseMatrix};
 use galerkin::{Backend, BackendKind, BackendTask, Cpu, Element, Error, Result, Scalar, Vector};
+
+#[path = "common/mod.rs"]
+mod common;
+use common::{load, read_vector, write_vector};
 
 struct Args {
     matrix: String,
@@ -84,76 +87,6 @@ fn parse() -> std::result::Result<Args, String> {
         return Err(format!("--matrix is required\n{}", usage()));
     }
     Ok(args)
-}
-
-/// Loads a Matrix Market file or runs a generator.
-fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
-    use galerkin::sparse::generate;
-    let parts: Vec<&str> = spec.split(':').collect();
-    let num = |i: usize| -> Result<usize> {
-        parts
-            .get(i)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| Error::InvalidArgument {
-                op: "spmv",
-                name: "matrix",
-                reason: format!("generator `{spec}` needs a number in position {i}"),
-            })
-    };
-    match parts[0] {
-        "poisson7" => generate::poisson3d_7pt(num(1)?),
-        "poisson27" => generate::poisson3d_27pt(num(1)?),
-        "poisson2d" => generate::poisson2d_5pt(num(1)?),
-        "fvm-tet" => galerkin::fvm::tpfa_tets_structured(num(1)?, 0.15, 1),
-        "fvm-dual" => galerkin::fvm::tpfa_dual_structured(num(1)?, 0.15, 1),
-        "hdg" => Ok(generate::hdg_trace(num(1)?, num(2)?, num(2)?, 1)?.0),
-        "dg" => Ok(generate::dg_7block(num(1)?, num(2)?, num(2)?, num(2)?, 1)?.0),
-        "random" => {
-            let n = num(1)?;
-            galerkin::sparse::random::random_csr(
-                &galerkin::sparse::random::RandomPattern::awkward(n, n),
-                1,
-            )
-        }
-        _ => galerkin::sparse::read_matrix_market(spec)?.to_csr(),
-    }
-}
-
-/// Reads one value per line (blank lines and `#`/`%` comments skipped).
-fn read_vector(path: &str) -> Result<Vec<f64>> {
-    let file = std::fs::File::open(path).map_err(|source| Error::Io {
-        path: path.into(),
-        source,
-    })?;
-    let mut values = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| Error::Io {
-            path: path.into(),
-            source,
-        })?;
-        let t = line.trim();
-        if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
-            continue;
-        }
-        values.push(t.parse::<f64>().map_err(|e| Error::Parse {
-            path: path.into(),
-            line: i as u64 + 1,
-            message: format!("`{t}` is not a number: {e}"),
-        })?);
-    }
-    Ok(values)
-}
-
-fn write_vector(path: &str, values: &[f64]) -> Result<()> {
-    let io = |source| Error::Io {
-        path: path.into(),
-        source,
-    };
-    let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
-    for v in values {
-        writeln!(w, "{v:e}").map_err(io)?;
-    }
-    w.flush().map_err(io)
 }
 
 struct Task {

@@ -161,8 +161,12 @@ impl Error {
     }
 }
 
-/// Checks `found == expected`, else returns [`Error::DimensionMismatch`].
-pub(crate) fn check_len(
+/// Checks `found == expected`, else returns [`Error::DimensionMismatch`] for operand `what`
+/// of `op`.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`] when the sizes differ.
+pub fn check_len(
     op: &'static str,
     what: &'static str,
     expected: usize,

@@ -3,7 +3,7 @@
 //! the ratio to the measured copy bandwidth of the same device.
 //!
 //! ```text
-//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv]...
+//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv|cg]...
 //!     [--log2 26,27,28] [--reps 30] [--precision f32|f64]...
 //!     [--spmv-precision f64|mixed|f32]... [--scale 1.0] [--only NAME-PREFIX]... [--dump DIR]
 //! ```
@@ -11,6 +11,7 @@
 //! `--only` keeps the SpMV cases whose name starts with a prefix; `--dump DIR` writes each
 //! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`.
 
+mod cg;
 mod spmv;
 mod timing;
 mod vector;
@@ -104,6 +105,7 @@ fn main() {
         match suite.as_str() {
             "vector" => vector::run(&options),
             "spmv" => spmv::run(&options),
+            "cg" => cg::run(&options),
             other => eprintln!("bench: unknown suite {other}"),
         }
     }

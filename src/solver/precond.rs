@@ -36,6 +36,27 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
     }
 }
 
+macro_rules! forward_preconditioner {
+    ($($wrapper:ty),*) => {$(
+        impl<B: Backend, S: Scalar, P: Preconditioner<B, S> + ?Sized> Preconditioner<B, S> for $wrapper {
+            fn size(&self) -> usize {
+                (**self).size()
+            }
+            fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+                (**self).apply(r, z)
+            }
+            fn apply_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
+                (**self).apply_dot(r, z)
+            }
+            fn cost(&self) -> OperatorCost {
+                (**self).cost()
+            }
+        }
+    )*};
+}
+
+forward_preconditioner!(&P, Box<P>);
+
 /// Every preconditioner is also a linear operator (`y = α M⁻¹ x + β y`).
 macro_rules! operator_from_preconditioner {
     ($($t:ty),*) => {$(

@@ -1,0 +1,83 @@
+//! Shared by the command-line examples: matrices from files or generators, vectors from
+//! plain-text files.
+
+use std::io::{BufRead, Write};
+
+use galerkin::sparse::Csr;
+use galerkin::{Cpu, Error, Result};
+
+/// The generators `load` understands, for help texts.
+#[allow(dead_code)]
+pub const GENERATORS: &str = "poisson7:N, poisson27:N (3D, N^3 rows), poisson2d:N, fvm-tet:N (two-point-flux \
+FVM on 6 N^3 perturbed tetrahedra), fvm-dual:N (its polyhedral dual, (N+1)^3 rows), hdg:P:N (HDG-like \
+trace matrix, degree P), dg:B:N (7-block DG-like matrix, block size B, N^3 elements), random:N";
+
+/// Loads a Matrix Market file or runs a generator.
+pub fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
+    use galerkin::sparse::generate;
+    let parts: Vec<&str> = spec.split(':').collect();
+    let num = |i: usize| -> Result<usize> {
+        parts
+            .get(i)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Error::InvalidArgument {
+                op: "spmv",
+                name: "matrix",
+                reason: format!("generator `{spec}` needs a number in position {i}"),
+            })
+    };
+    match parts[0] {
+        "poisson7" => generate::poisson3d_7pt(num(1)?),
+        "poisson27" => generate::poisson3d_27pt(num(1)?),
+        "poisson2d" => generate::poisson2d_5pt(num(1)?),
+        "fvm-tet" => galerkin::fvm::tpfa_tets_structured(num(1)?, 0.15, 1),
+        "fvm-dual" => galerkin::fvm::tpfa_dual_structured(num(1)?, 0.15, 1),
+        "hdg" => Ok(generate::hdg_trace(num(1)?, num(2)?, num(2)?, 1)?.0),
+        "dg" => Ok(generate::dg_7block(num(1)?, num(2)?, num(2)?, num(2)?, 1)?.0),
+        "random" => {
+            let n = num(1)?;
+            galerkin::sparse::random::random_csr(
+                &galerkin::sparse::random::RandomPattern::awkward(n, n),
+                1,
+            )
+        }
+        _ => galerkin::sparse::read_matrix_market(spec)?.to_csr(),
+    }
+}
+
+/// Reads one value per line (blank lines and `#`/`%` comments skipped).
+pub fn read_vector(path: &str) -> Result<Vec<f64>> {
+    let file = std::fs::File::open(path).map_err(|source| Error::Io {
+        path: path.into(),
+        source,
+    })?;
+    let mut values = Vec::new();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|source| Error::Io {
+            path: path.into(),
+            source,
+        })?;
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
+            continue;
+        }
+        values.push(t.parse::<f64>().map_err(|e| Error::Parse {
+            path: path.into(),
+            line: i as u64 + 1,
+            message: format!("`{t}` is not a number: {e}"),
+        })?);
+    }
+    Ok(values)
+}
+
+pub fn write_vector(path: &str, values: &[f64]) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.into(),
+        source,
+    };
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).map_err(io)?);
+    for v in values {
+        writeln!(w, "{v:e}").map_err(io)?;
+    }
+    w.flush().map_err(io)
+}
