@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod backend;
+pub mod batched;
 pub mod error;
 pub mod fvm;
 pub mod mesh;

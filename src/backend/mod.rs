@@ -6,6 +6,7 @@
 //! Backend = BackendCore      buffers: allocate, upload, download, synchronize, info
 //!         + VectorOps        fill, copy, axpy, dot, nrm2, fused CG update, ...
 //!         + SparseOps        SpMV of every sparse format
+//!         + BatchedOps       batched small dense GEMM, LU, Cholesky, solves
 //! ```
 //!
 //! Later families (sparse, batched dense, ...) are further traits the backends implement,
@@ -23,6 +24,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::batched::BatchedOps;
 use crate::error::{Error, Result};
 use crate::scalar::{DType, Storable};
 use crate::sparse::SparseOps;
@@ -39,9 +41,9 @@ pub use cube::Wgpu;
 pub use cube::{Cube, CubeBuffer};
 
 /// A backend: buffers plus every operator family. Implemented by [`Cpu`] and [`Cube<R>`](Cube).
-pub trait Backend: BackendCore + VectorOps + SparseOps {}
+pub trait Backend: BackendCore + VectorOps + SparseOps + BatchedOps {}
 
-impl<B: BackendCore + VectorOps + SparseOps> Backend for B {}
+impl<B: BackendCore + VectorOps + SparseOps + BatchedOps> Backend for B {}
 
 /// What a backend provides beneath every operator family: typed device buffers and their
 /// movement to and from the host.

@@ -53,7 +53,7 @@ pub fn bicgstab<B: Backend, S: Scalar>(
     let precondition = |m: Option<&dyn Preconditioner<B, S>>,
                         from: &Vector<B, S>,
                         to: &mut Vector<B, S>| match m {
-        Some(m) => m.apply(from, to),
+        Some(m) => m.precondition(from, to),
         None => to.copy_from(from),
     };
     let mut k = 0;

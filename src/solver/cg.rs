@@ -74,7 +74,7 @@ fn conjugate_gradients<B: Backend, S: Scalar>(
         None => Vector::zeros(&backend, 0)?,
     };
     let mut rz = match m {
-        Some(m) => m.apply_dot(&r, &mut z)?,
+        Some(m) => m.precondition_dot(&r, &mut z)?,
         None => rr,
     };
     let mut p = if m.is_some() {
@@ -107,7 +107,7 @@ fn conjugate_gradients<B: Backend, S: Scalar>(
             Some(m) => {
                 // Flexible (Polak–Ribière): β = r_new·(z_new − z_old) / rz_old.
                 let r_zold = if params.flexible { r.dot(&z)? } else { S::ZERO };
-                let rz_new = m.apply_dot(&r, &mut z)?;
+                let rz_new = m.precondition_dot(&r, &mut z)?;
                 let beta = (rz_new - r_zold) / rz;
                 rz = rz_new;
                 beta

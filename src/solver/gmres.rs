@@ -105,7 +105,7 @@ fn arnoldi_solve<B: Backend, S: Scalar>(
             let zj = match m {
                 Some(m) => {
                     let mut zj = Vector::zeros(&backend, n)?;
-                    m.apply(&v[j], &mut zj)?;
+                    m.precondition(&v[j], &mut zj)?;
                     Some(zj)
                 }
                 None => None,
@@ -186,7 +186,7 @@ fn arnoldi_solve<B: Backend, S: Scalar>(
             match m {
                 Some(m) => {
                     let mut mu = Vector::zeros(&backend, n)?;
-                    m.apply(&update, &mut mu)?;
+                    m.precondition(&update, &mut mu)?;
                     x.axpy(S::ONE, &mu)?;
                 }
                 None => x.axpy(S::ONE, &update)?,

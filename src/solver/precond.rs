@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 
 use crate::backend::{Backend, Cpu};
+use crate::batched::Batch;
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::solver::{LinearOperator, OperatorCost};
@@ -19,14 +20,14 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
     ///
     /// # Errors
     /// Size mismatches and device errors.
-    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()>;
+    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()>;
 
     /// `z = M⁻¹ r`, returning `r · z` (fused where the preconditioner allows).
     ///
     /// # Errors
-    /// As [`apply`](Self::apply).
-    fn apply_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
-        self.apply(r, z)?;
+    /// As [`precondition`](Self::precondition).
+    fn precondition_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
+        self.precondition(r, z)?;
         r.dot(z)
     }
 
@@ -42,11 +43,11 @@ macro_rules! forward_preconditioner {
             fn size(&self) -> usize {
                 (**self).size()
             }
-            fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
-                (**self).apply(r, z)
+            fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+                (**self).precondition(r, z)
             }
-            fn apply_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
-                (**self).apply_dot(r, z)
+            fn precondition_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
+                (**self).precondition_dot(r, z)
             }
             fn cost(&self) -> OperatorCost {
                 (**self).cost()
@@ -69,10 +70,10 @@ macro_rules! operator_from_preconditioner {
             }
             fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
                 if alpha == S::ONE && beta == S::ZERO {
-                    return Preconditioner::apply(self, x, y);
+                    return Preconditioner::precondition(self, x, y);
                 }
                 let mut z = Vector::zeros(x.backend(), y.len())?;
-                Preconditioner::apply(self, x, &mut z)?;
+                Preconditioner::precondition(self, x, &mut z)?;
                 y.axpby(alpha, &z, beta)
             }
             fn cost(&self) -> OperatorCost {
@@ -99,7 +100,7 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for Identity {
     fn size(&self) -> usize {
         self.n
     }
-    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
         z.copy_from(r)
     }
 }
@@ -152,10 +153,10 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for Jacobi<B, S> {
     fn size(&self) -> usize {
         self.inv_diag.len()
     }
-    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
         z.pointwise_mul(&self.inv_diag, r)
     }
-    fn apply_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
+    fn precondition_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
         pointwise_mul_dot(&self.inv_diag, r, z)
     }
     fn cost(&self) -> OperatorCost {
@@ -173,58 +174,10 @@ pub struct BlockJacobi<B: Backend, S: Scalar> {
     inv_blocks: BlockEll<B, S>,
 }
 
-/// Inverts a row-major `m x m` matrix by LU with partial pivoting; `None` if singular.
-pub(crate) fn invert_dense(a: &[f64], m: usize) -> Option<Vec<f64>> {
-    let mut lu = a.to_vec();
-    let mut perm: Vec<usize> = (0..m).collect();
-    let scale = lu.iter().fold(0.0f64, |s, v| s.max(v.abs()));
-    for k in 0..m {
-        let p = (k..m).max_by(|&i, &j| lu[i * m + k].abs().total_cmp(&lu[j * m + k].abs()))?;
-        if lu[p * m + k].abs() <= scale * f64::EPSILON * m as f64 || !lu[p * m + k].is_finite() {
-            return None;
-        }
-        if p != k {
-            for j in 0..m {
-                lu.swap(k * m + j, p * m + j);
-            }
-            perm.swap(k, p);
-        }
-        for i in k + 1..m {
-            let l = lu[i * m + k] / lu[k * m + k];
-            lu[i * m + k] = l;
-            for j in k + 1..m {
-                lu[i * m + j] -= l * lu[k * m + j];
-            }
-        }
-    }
-    let mut inv = vec![0.0; m * m];
-    for col in 0..m {
-        // Solve L U x = P e_col.
-        let mut y: Vec<f64> = (0..m)
-            .map(|i| if perm[i] == col { 1.0 } else { 0.0 })
-            .collect();
-        for i in 0..m {
-            for j in 0..i {
-                y[i] -= lu[i * m + j] * y[j];
-            }
-        }
-        for i in (0..m).rev() {
-            for j in i + 1..m {
-                y[i] -= lu[i * m + j] * y[j];
-            }
-            y[i] /= lu[i * m + i];
-        }
-        for i in 0..m {
-            inv[i * m + col] = y[i];
-        }
-    }
-    Some(inv)
-}
-
 impl<B: Backend, S: Scalar> BlockJacobi<B, S> {
     /// From the `m x m` diagonal blocks of a host matrix (the last block may be smaller; it
-    /// is padded with the identity). The blocks are inverted on the host by LU with
-    /// partial pivoting.
+    /// is padded with the identity). The blocks are inverted on the device by the batched
+    /// LU with partial pivoting ([`crate::batched::inverse`]).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a block size outside 1..=64, a non-square matrix, or a
@@ -242,25 +195,28 @@ impl<B: Backend, S: Scalar> BlockJacobi<B, S> {
             });
         }
         let r = n.div_ceil(m);
-        let mut inverses = Vec::with_capacity(r * m * m);
-        let mut block = vec![0.0f64; m * m];
+        let mut blocks = vec![S::ZERO; r * m * m];
         for l in 0..r {
-            block.fill(0.0);
+            let block = &mut blocks[l * m * m..(l + 1) * m * m];
             for i in 0..m {
                 let row = l * m + i;
                 if row >= n {
-                    block[i * m + i] = 1.0;
+                    block[i * m + i] = S::ONE;
                     continue;
                 }
                 let (cols, vals) = a.row(row);
                 for (&c, v) in cols.iter().zip(vals) {
                     let c = c as usize;
                     if c >= l * m && c < (l + 1) * m {
-                        block[i * m + (c - l * m)] = v.as_f64();
+                        block[i * m + (c - l * m)] = S::from_f64(v.as_f64());
                     }
                 }
             }
-            let inv = invert_dense(&block, m).ok_or_else(|| Error::InvalidArgument {
+        }
+        let batch = Batch::from_slice(backend, r, m, m, &blocks)?;
+        let (inverse, status) = crate::batched::inverse::<B, S, S>(&batch)?;
+        if let Some(&(l, _)) = status.failures().first() {
+            return Err(Error::InvalidArgument {
                 op: "BlockJacobi::new",
                 name: "a",
                 reason: format!(
@@ -268,13 +224,21 @@ impl<B: Backend, S: Scalar> BlockJacobi<B, S> {
                     l * m,
                     ((l + 1) * m).min(n)
                 ),
-            })?;
-            inverses.extend(inv.into_iter().map(S::from_f64));
+            });
         }
+        let inverses = inverse.to_vec()?;
         let host = BlockEll::from_diagonal_blocks(n, m, &inverses)?;
         Ok(BlockJacobi {
             inv_blocks: host.to_backend(backend)?,
         })
+    }
+
+    /// From the diagonal blocks of a block-ELL matrix (its own block size).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn from_block_ell<V: Element>(backend: &B, a: &BlockEll<Cpu, V>) -> Result<Self> {
+        Self::new(backend, &a.to_csr()?, a.block_size())
     }
 
     /// The inverse blocks as a block-diagonal matrix.
@@ -287,7 +251,7 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for BlockJacobi<B, S> {
     fn size(&self) -> usize {
         self.inv_blocks.nrows()
     }
-    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
         self.inv_blocks
             .spmv_with(BlockEllKernel::Direct, S::ONE, r, S::ZERO, z)
     }
@@ -401,7 +365,7 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for Chebyshev<'_, B, S> {
     fn size(&self) -> usize {
         self.inv_diag.len()
     }
-    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
         let b = r.backend();
         let theta = 0.5 * (self.lambda_max + self.lambda_min);
         let delta = 0.5 * (self.lambda_max - self.lambda_min);
@@ -465,10 +429,10 @@ impl<B: Backend, S: Scalar, I: Scalar, P: Preconditioner<B, I>> Preconditioner<B
     fn size(&self) -> usize {
         self.inner.size()
     }
-    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
         let r_low = r.to_precision::<I>()?;
         let mut z_low = Vector::<B, I>::zeros(r.backend(), r.len())?;
-        self.inner.apply(&r_low, &mut z_low)?;
+        self.inner.precondition(&r_low, &mut z_low)?;
         z.convert_from(&z_low)
     }
     fn cost(&self) -> OperatorCost {
@@ -487,7 +451,7 @@ impl<B: Backend, S: Scalar> LinearOperator<B, S> for Jacobi<B, S> {
     }
     fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
         let mut z = Vector::zeros(x.backend(), y.len())?;
-        Preconditioner::apply(self, x, &mut z)?;
+        Preconditioner::precondition(self, x, &mut z)?;
         y.axpby(alpha, &z, beta)
     }
 }

@@ -6,6 +6,7 @@
 //! `GALERKIN_REQUIRE_BACKENDS` (comma-separated, e.g. `wgpu` in CI), in which case its tests
 //! fail.
 
+mod batched;
 mod errors;
 mod harness;
 mod mesh;

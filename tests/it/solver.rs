@@ -381,6 +381,47 @@ fn cpu_cg_matches_textbook_iteration_counts() {
 }
 
 #[test]
+fn block_jacobi_reports_a_singular_block() {
+    // Block 1 (rows 3..6) of a 3 x 3 block matrix has a zero row.
+    let mut coo = Coo::with_capacity(9, 9, 81);
+    for i in 0..9 {
+        for j in 0..9 {
+            if i / 3 == j / 3 && i != 4 {
+                coo.push(i, j, if i == j { 4.0 } else { 1.0 }).unwrap();
+            }
+        }
+    }
+    let a = coo.to_csr().unwrap();
+    match BlockJacobi::<Cpu, f64>::new(&Cpu::new(), &a, 3) {
+        Err(galerkin::Error::InvalidArgument { reason, .. }) => {
+            assert!(reason.contains("block 1 (rows 3..6)"), "{reason}")
+        }
+        other => panic!(
+            "expected a singular-block error, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    // From a block-ELL matrix: the same diagonal blocks.
+    let good = poisson3d_7pt(6).unwrap();
+    let bell = galerkin::sparse::BlockEll::from_csr(
+        &good,
+        6,
+        &galerkin::sparse::FormatLimits::unlimited(),
+    )
+    .unwrap();
+    let p1 = BlockJacobi::<Cpu, f64>::from_block_ell(&Cpu::new(), &bell).unwrap();
+    let p2 = BlockJacobi::<Cpu, f64>::new(&Cpu::new(), &good, 6).unwrap();
+    let r = Vector::from_slice(&Cpu::new(), &random_vec::<f64>(good.nrows(), 3)).unwrap();
+    let (mut z1, mut z2) = (
+        Vector::zeros(&Cpu::new(), good.nrows()).unwrap(),
+        Vector::zeros(&Cpu::new(), good.nrows()).unwrap(),
+    );
+    p1.precondition(&r, &mut z1).unwrap();
+    p2.precondition(&r, &mut z2).unwrap();
+    assert_eq!(z1.to_vec().unwrap(), z2.to_vec().unwrap());
+}
+
+#[test]
 fn monitor_sees_every_iteration_and_can_stop() {
     let cpu = Cpu::new();
     let a = poisson3d_7pt(10).unwrap();

@@ -1,0 +1,250 @@
+//! Rayon reference kernels of the batched dense operations: one matrix per task, plain loops
+//! in the arithmetic type `T`.
+
+use rayon::prelude::*;
+
+use crate::backend::Cpu;
+use crate::batched::{Batch, Op};
+use crate::scalar::{Element, Scalar};
+
+fn load<V: Element, T: Scalar>(v: &[V]) -> Vec<T> {
+    v.iter().map(|x| T::from_f64(x.as_f64())).collect()
+}
+
+fn store<V: Element, T: Scalar>(t: &[T], v: &mut [V]) {
+    for (d, s) in v.iter_mut().zip(t) {
+        *d = V::from_f64(s.as_f64());
+    }
+}
+
+/// `C = α op(A) op(B) + β C` (`A` or `B` may be shared).
+pub(crate) fn gemm<V: Element, T: Scalar>(
+    alpha: T,
+    a: &Batch<Cpu, V>,
+    op_a: Op,
+    b: &Batch<Cpu, V>,
+    op_b: Op,
+    beta: T,
+    c: &mut Batch<Cpu, V>,
+) {
+    let (m, n) = (c.rows, c.cols);
+    let k = if op_a == Op::None { a.cols } else { a.rows };
+    let (sa, sb) = (a.rows * a.cols, b.rows * b.cols);
+    let at = |mat: &[V], i: usize, l: usize| match op_a {
+        Op::None => mat[i * a.cols + l],
+        Op::Transpose => mat[l * a.cols + i],
+    };
+    let bt = |mat: &[V], l: usize, j: usize| match op_b {
+        Op::None => mat[l * b.cols + j],
+        Op::Transpose => mat[j * b.cols + l],
+    };
+    let (ad, bd) = (&a.data, &b.data);
+    let (shared_a, shared_b) = (a.count == 1, b.count == 1);
+    if m * n == 0 {
+        return;
+    }
+    c.data
+        .par_chunks_mut(m * n)
+        .enumerate()
+        .for_each(|(idx, cm)| {
+            let am = if shared_a {
+                &ad[..sa]
+            } else {
+                &ad[idx * sa..(idx + 1) * sa]
+            };
+            let bm = if shared_b {
+                &bd[..sb]
+            } else {
+                &bd[idx * sb..(idx + 1) * sb]
+            };
+            for i in 0..m {
+                for j in 0..n {
+                    let mut acc = T::ZERO;
+                    for l in 0..k {
+                        acc +=
+                            T::from_f64(at(am, i, l).as_f64()) * T::from_f64(bt(bm, l, j).as_f64());
+                    }
+                    let old = T::from_f64(cm[i * n + j].as_f64());
+                    let v = if beta == T::ZERO {
+                        alpha * acc
+                    } else {
+                        alpha * acc + beta * old
+                    };
+                    cm[i * n + j] = V::from_f64(v.as_f64());
+                }
+            }
+        });
+}
+
+/// LU of one matrix in place (`T` arithmetic); returns the status.
+fn lu_one<T: Scalar>(a: &mut [T], piv: &mut [u32], n: usize, pivoting: bool) -> i32 {
+    let mut info = 0;
+    for k in 0..n {
+        let mut p = k;
+        if pivoting {
+            let mut best = a[k * n + k].as_f64().abs();
+            for i in k + 1..n {
+                let v = a[i * n + k].as_f64().abs();
+                if v > best {
+                    best = v;
+                    p = i;
+                }
+            }
+        }
+        piv[k] = p as u32;
+        if p != k {
+            for j in 0..n {
+                a.swap(k * n + j, p * n + j);
+            }
+        }
+        let d = a[k * n + k];
+        if d == T::ZERO {
+            if info == 0 {
+                info = k as i32 + 1;
+            }
+            continue;
+        }
+        for i in k + 1..n {
+            let l = a[i * n + k] / d;
+            a[i * n + k] = l;
+            for j in k + 1..n {
+                let akj = a[k * n + j];
+                a[i * n + j] -= l * akj;
+            }
+        }
+    }
+    info
+}
+
+/// LU of every matrix: pivots and status codes.
+pub(crate) fn lu<V: Element, T: Scalar>(
+    a: &mut Batch<Cpu, V>,
+    pivoting: bool,
+) -> (Vec<u32>, Vec<i32>) {
+    let n = a.rows;
+    let mut pivots = vec![0u32; a.count * n];
+    let mut codes = vec![0i32; a.count];
+    if n == 0 {
+        return (pivots, codes);
+    }
+    a.data
+        .par_chunks_mut(n * n)
+        .zip(pivots.par_chunks_mut(n))
+        .zip(codes.par_iter_mut())
+        .for_each(|((m, piv), code)| {
+            let mut t = load::<V, T>(m);
+            *code = lu_one(&mut t, piv, n, pivoting);
+            store(&t, m);
+        });
+    (pivots, codes)
+}
+
+/// Forward and back substitution with unit-lower `L` and upper `U` (or `L` and `Lᵀ` when
+/// `cholesky`), for every column of `b`.
+fn substitute<T: Scalar>(f: &[T], b: &mut [T], n: usize, nrhs: usize, cholesky: bool) {
+    for c in 0..nrhs {
+        for i in 0..n {
+            let mut s = b[i * nrhs + c];
+            for k in 0..i {
+                s -= f[i * n + k] * b[k * nrhs + c];
+            }
+            b[i * nrhs + c] = if cholesky { s / f[i * n + i] } else { s };
+        }
+        for i in (0..n).rev() {
+            let mut s = b[i * nrhs + c];
+            for k in i + 1..n {
+                let fik = if cholesky { f[k * n + i] } else { f[i * n + k] };
+                s -= fik * b[k * nrhs + c];
+            }
+            b[i * nrhs + c] = s / f[i * n + i];
+        }
+    }
+}
+
+/// Solves with LU factors in place.
+pub(crate) fn lu_solve<V: Element, T: Scalar>(
+    lu: &Batch<Cpu, V>,
+    pivots: &[u32],
+    b: &mut Batch<Cpu, V>,
+) {
+    let (n, nrhs) = (lu.rows, b.cols);
+    if n * nrhs == 0 {
+        return;
+    }
+    b.data
+        .par_chunks_mut(n * nrhs)
+        .enumerate()
+        .for_each(|(idx, bm)| {
+            let f = load::<V, T>(&lu.data[idx * n * n..(idx + 1) * n * n]);
+            let mut x = load::<V, T>(bm);
+            for k in 0..n {
+                let p = pivots[idx * n + k] as usize;
+                if p != k {
+                    for c in 0..nrhs {
+                        x.swap(k * nrhs + c, p * nrhs + c);
+                    }
+                }
+            }
+            substitute(&f, &mut x, n, nrhs, false);
+            store(&x, bm);
+        });
+}
+
+/// Cholesky of every matrix in place; status codes.
+pub(crate) fn cholesky<V: Element, T: Scalar>(a: &mut Batch<Cpu, V>) -> Vec<i32> {
+    let n = a.rows;
+    let mut codes = vec![0i32; a.count];
+    if n == 0 {
+        return codes;
+    }
+    a.data
+        .par_chunks_mut(n * n)
+        .zip(codes.par_iter_mut())
+        .for_each(|(m, code)| {
+            let mut t = load::<V, T>(m);
+            for k in 0..n {
+                let d = t[k * n + k];
+                if d.as_f64().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                    if *code == 0 {
+                        *code = k as i32 + 1;
+                    }
+                    continue;
+                }
+                let r = T::from_f64(d.as_f64().sqrt());
+                t[k * n + k] = r;
+                for i in k + 1..n {
+                    t[i * n + k] /= r;
+                }
+                for i in k + 1..n {
+                    for j in k + 1..=i {
+                        let v = t[i * n + k] * t[j * n + k];
+                        t[i * n + j] -= v;
+                    }
+                }
+            }
+            for i in 0..n {
+                for j in i + 1..n {
+                    t[i * n + j] = T::ZERO;
+                }
+            }
+            store(&t, m);
+        });
+    codes
+}
+
+/// Solves with Cholesky factors in place.
+pub(crate) fn cholesky_solve<V: Element, T: Scalar>(l: &Batch<Cpu, V>, b: &mut Batch<Cpu, V>) {
+    let (n, nrhs) = (l.rows, b.cols);
+    if n * nrhs == 0 {
+        return;
+    }
+    b.data
+        .par_chunks_mut(n * nrhs)
+        .enumerate()
+        .for_each(|(idx, bm)| {
+            let f = load::<V, T>(&l.data[idx * n * n..(idx + 1) * n * n]);
+            let mut x = load::<V, T>(bm);
+            substitute(&f, &mut x, n, nrhs, true);
+            store(&x, bm);
+        });
+}

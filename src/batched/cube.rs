@@ -1,0 +1,511 @@
+//! CubeCL kernels of the batched dense operations.
+//!
+//! - GEMM: one unit per output entry `(b, i, j)`; consecutive units take consecutive `j`,
+//!   so a warp reads one row of `A` (broadcast) and consecutive entries of `B` (coalesced);
+//!   every matrix is read once from memory and reused through the cache.
+//! - LU and Cholesky: `per_cube` matrices per cube, `n` units per matrix (one per row, or
+//!   per column for row swaps), the matrices staged in shared memory in the arithmetic type
+//!   `T` with coalesced loads and stores of the whole group; `n` is comptime.
+//! - Triangular solves: one unit per right-hand-side column, the column kept in a local
+//!   array in `T`, the factors read through the cache.
+
+use cubecl::prelude::*;
+
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::backend::BackendCore;
+use crate::batched::{Batch, BatchedOps, Op};
+use crate::error::{Error, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::cube::{grid, scalar};
+
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn gemm_kernel<V: Float, T: Float>(
+    a: &Array<V>,
+    b: &Array<V>,
+    c: &mut Array<V>,
+    alpha: InputScalar,
+    beta: InputScalar,
+    count: usize,
+    m: usize,
+    n: usize,
+    k: usize,
+    a_cols: usize,
+    b_cols: usize,
+    #[comptime] trans_a: bool,
+    #[comptime] trans_b: bool,
+    #[comptime] shared_a: bool,
+    #[comptime] shared_b: bool,
+    #[comptime] beta_zero: bool,
+) {
+    let total = count * m * n;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let al = alpha.get::<T>();
+    let mut e = ABSOLUTE_POS;
+    while e < total {
+        let mat = e / (m * n);
+        let ij = e % (m * n);
+        let i = ij / n;
+        let j = ij % n;
+        let mut abase = mat * m * k;
+        if comptime![shared_a] {
+            abase = 0;
+        }
+        let mut bbase = mat * k * n;
+        if comptime![shared_b] {
+            bbase = 0;
+        }
+        let mut acc = T::new(0.0);
+        for l in 0..k {
+            let mut av = a[abase + i * a_cols + l];
+            if comptime![trans_a] {
+                av = a[abase + l * a_cols + i];
+            }
+            let mut bv = b[bbase + l * b_cols + j];
+            if comptime![trans_b] {
+                bv = b[bbase + j * b_cols + l];
+            }
+            acc += T::cast_from(av) * T::cast_from(bv);
+        }
+        if comptime![beta_zero] {
+            c[e] = V::cast_from(al * acc);
+        } else {
+            c[e] = V::cast_from(al * acc + beta.get::<T>() * T::cast_from(c[e]));
+        }
+        e += stride;
+    }
+}
+
+/// Loads the matrices of group `g` into shared memory (coalesced over the whole group).
+#[cube]
+fn load_group<V: Float, T: Float>(
+    a: &Array<V>,
+    sh: &mut SharedMemory<T>,
+    g: usize,
+    count: usize,
+    #[comptime] n: usize,
+    #[comptime] per_cube: usize,
+) {
+    let group_len = per_cube * n * n;
+    let base = g * group_len;
+    let end = count * n * n;
+    let mut t = UNIT_POS as usize;
+    while t < group_len {
+        let mut v = T::new(0.0);
+        if base + t < end {
+            v = T::cast_from(a[base + t]);
+        }
+        sh[t] = v;
+        t += CUBE_DIM as usize;
+    }
+}
+
+/// Stores the matrices of group `g` from shared memory.
+#[cube]
+fn store_group<V: Float, T: Float>(
+    a: &mut Array<V>,
+    sh: &SharedMemory<T>,
+    g: usize,
+    count: usize,
+    #[comptime] n: usize,
+    #[comptime] per_cube: usize,
+) {
+    let group_len = per_cube * n * n;
+    let base = g * group_len;
+    let end = count * n * n;
+    let mut t = UNIT_POS as usize;
+    while t < group_len {
+        if base + t < end {
+            a[base + t] = V::cast_from(sh[t]);
+        }
+        t += CUBE_DIM as usize;
+    }
+}
+
+/// LU (optionally with partial pivoting) of `per_cube` matrices per cube.
+#[cube(launch_unchecked)]
+#[allow(clippy::manual_div_ceil, clippy::collapsible_if)]
+fn lu_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    pivots: &mut Array<u32>,
+    info: &mut Array<i32>,
+    count: usize,
+    #[comptime] n: usize,
+    #[comptime] per_cube: usize,
+    #[comptime] pivoting: bool,
+) {
+    let mut sh = SharedMemory::<T>::new(per_cube * n * n);
+    let unit = UNIT_POS as usize;
+    let local = unit / n;
+    let lane = unit % n;
+    let base = local * n * n;
+    let groups = (count + per_cube - 1) / per_cube;
+    let mut g = CUBE_POS;
+    while g < groups {
+        let mat = g * per_cube + local;
+        let valid = local < per_cube && mat < count;
+        load_group::<V, T>(a, &mut sh, g, count, n, per_cube);
+        sync_cube();
+        let mut code = 0i32;
+        for k in 0..n {
+            // Every unit of the matrix searches the pivot column itself (broadcast reads of
+            // shared memory): no extra shared slot, so a 64 x 64 f64 matrix fits in 32 KiB.
+            let mut p = k;
+            if comptime![pivoting] {
+                if local < per_cube {
+                    let mut best = T::abs(sh[base + k * n + k]);
+                    for i in k + 1..n {
+                        let v = T::abs(sh[base + i * n + k]);
+                        if v > best {
+                            best = v;
+                            p = i;
+                        }
+                    }
+                }
+            }
+            // Every unit has read the pivot column before any swaps it.
+            sync_cube();
+            if p != k && local < per_cube {
+                let tmp = sh[base + k * n + lane];
+                sh[base + k * n + lane] = sh[base + p * n + lane];
+                sh[base + p * n + lane] = tmp;
+            }
+            if lane == 0 && valid {
+                pivots[mat * n + k] = p as u32;
+            }
+            sync_cube();
+            let mut d = T::new(0.0);
+            if local < per_cube {
+                d = sh[base + k * n + k];
+            }
+            if d == T::new(0.0) {
+                if code == 0 {
+                    code = (k + 1) as i32;
+                }
+            } else if lane > k && local < per_cube {
+                let l = sh[base + lane * n + k] / d;
+                sh[base + lane * n + k] = l;
+                for j in k + 1..n {
+                    let ukj = sh[base + k * n + j];
+                    sh[base + lane * n + j] -= l * ukj;
+                }
+            }
+            sync_cube();
+        }
+        store_group::<V, T>(a, &sh, g, count, n, per_cube);
+        if lane == 0 && valid {
+            info[mat] = code;
+        }
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Cholesky of `per_cube` matrices per cube (lower triangle; upper zeroed).
+#[cube(launch_unchecked)]
+#[allow(clippy::manual_div_ceil, clippy::collapsible_if)]
+fn cholesky_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    info: &mut Array<i32>,
+    count: usize,
+    #[comptime] n: usize,
+    #[comptime] per_cube: usize,
+) {
+    let mut sh = SharedMemory::<T>::new(per_cube * n * n);
+    let unit = UNIT_POS as usize;
+    let local = unit / n;
+    let lane = unit % n;
+    let base = local * n * n;
+    let groups = (count + per_cube - 1) / per_cube;
+    let mut g = CUBE_POS;
+    while g < groups {
+        let mat = g * per_cube + local;
+        let valid = local < per_cube && mat < count;
+        load_group::<V, T>(a, &mut sh, g, count, n, per_cube);
+        sync_cube();
+        let mut code = 0i32;
+        for k in 0..n {
+            let mut d = T::new(1.0);
+            if local < per_cube {
+                d = sh[base + k * n + k];
+            }
+            sync_cube();
+            let ok = code == 0 && d > T::new(0.0);
+            if !ok && code == 0 {
+                code = (k + 1) as i32;
+            }
+            if ok && local < per_cube {
+                let r = T::sqrt(d);
+                if lane == k {
+                    sh[base + k * n + k] = r;
+                }
+                if lane > k {
+                    sh[base + lane * n + k] = sh[base + lane * n + k] / r;
+                }
+            }
+            sync_cube();
+            if ok && local < per_cube && lane > k {
+                let lik = sh[base + lane * n + k];
+                for j in k + 1..lane + 1 {
+                    let ljk = sh[base + j * n + k];
+                    sh[base + lane * n + j] -= lik * ljk;
+                }
+            }
+            sync_cube();
+        }
+        if local < per_cube {
+            for j in lane + 1..n {
+                sh[base + lane * n + j] = T::new(0.0);
+            }
+        }
+        sync_cube();
+        store_group::<V, T>(a, &sh, g, count, n, per_cube);
+        if lane == 0 && valid {
+            info[mat] = code;
+        }
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Triangular solves for one right-hand-side column per unit, the column kept in a local
+/// array of `T`: LU (`P`, unit lower `L`, upper `U`) or Cholesky (`L`, `Lᵀ`).
+#[cube(launch_unchecked)]
+fn triangular_solve_kernel<V: Float, T: Float>(
+    f: &Array<V>,
+    pivots: &Array<u32>,
+    b: &mut Array<V>,
+    count: usize,
+    nrhs: usize,
+    #[comptime] n: usize,
+    #[comptime] cholesky: bool,
+) {
+    let total = count * nrhs;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut e = ABSOLUTE_POS;
+    while e < total {
+        let mat = e / nrhs;
+        let c = e % nrhs;
+        let fb = mat * n * n;
+        let bb = mat * n * nrhs;
+        let mut x = Array::<T>::new(n);
+        for i in 0..n {
+            x[i] = T::cast_from(b[bb + i * nrhs + c]);
+        }
+        if !comptime![cholesky] {
+            for k in 0..n {
+                let p = pivots[mat * n + k] as usize;
+                if p != k {
+                    let tmp = x[k];
+                    x[k] = x[p];
+                    x[p] = tmp;
+                }
+            }
+        }
+        for i in 0..n {
+            let mut s = x[i];
+            for k in 0..i {
+                s -= T::cast_from(f[fb + i * n + k]) * x[k];
+            }
+            if comptime![cholesky] {
+                s /= T::cast_from(f[fb + i * n + i]);
+            }
+            x[i] = s;
+        }
+        for ii in 0..n {
+            let i = n - 1 - ii;
+            let mut s = x[i];
+            for k in i + 1..n {
+                let mut fik = T::cast_from(f[fb + i * n + k]);
+                if comptime![cholesky] {
+                    fik = T::cast_from(f[fb + k * n + i]);
+                }
+                s -= fik * x[k];
+            }
+            x[i] = s / T::cast_from(f[fb + i * n + i]);
+        }
+        for i in 0..n {
+            b[bb + i * nrhs + c] = V::cast_from(x[i]);
+        }
+        e += stride;
+    }
+}
+
+/// Matrices per cube for the shared-memory factorizations, or an error when one matrix does
+/// not fit the device's shared memory.
+fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<usize> {
+    let info = b.info();
+    let bytes = n * n * T::DTYPE.size();
+    let fit = info.max_shared_bytes / bytes.max(1);
+    if fit == 0 {
+        return Err(Error::Unsupported {
+            backend: info.to_string(),
+            what: format!("batched factorization of {n} x {n} {} matrices", T::DTYPE),
+            reason: format!(
+                "one matrix needs {bytes} bytes of shared memory; the device has {}",
+                info.max_shared_bytes
+            ),
+        });
+    }
+    Ok((256 / n.max(1)).clamp(1, fit))
+}
+
+fn groups_shape(count: usize, per_cube: usize, n: usize) -> (CubeCount, CubeDim) {
+    let groups = count.div_ceil(per_cube).clamp(1, 65535);
+    (
+        CubeCount::Static(groups as u32, 1, 1),
+        CubeDim::new_1d((per_cube * n) as u32),
+    )
+}
+
+impl<R: CubeRuntime> BatchedOps for Cube<R> {
+    fn batch_gemm<V: Element, T: Scalar>(
+        &self,
+        alpha: T,
+        a: &Batch<Self, V>,
+        op_a: Op,
+        b: &Batch<Self, V>,
+        op_b: Op,
+        beta: T,
+        c: &mut Batch<Self, V>,
+    ) -> Result<()> {
+        let (m, n) = (c.rows, c.cols);
+        let k = if op_a == Op::None { a.cols } else { a.rows };
+        let total = c.count * m * n;
+        if total == 0 {
+            return Ok(());
+        }
+        let (count, dim) = grid(self, total);
+        // SAFETY: shapes and counts checked by `gemm` (A and B hold `count` or one matrix of
+        // the sizes indexed); every unit writes only C entries below count·m·n.
+        unsafe {
+            gemm_kernel::launch_unchecked::<V, T, R>(
+                self.client(),
+                count,
+                dim,
+                a.data.arg(),
+                b.data.arg(),
+                c.data.arg(),
+                scalar(alpha),
+                scalar(beta),
+                c.count,
+                m,
+                n,
+                k,
+                a.cols,
+                b.cols,
+                op_a == Op::Transpose,
+                op_b == Op::Transpose,
+                a.count == 1,
+                b.count == 1,
+                beta == T::ZERO,
+            )
+        }
+        Ok(())
+    }
+
+    fn batch_lu<V: Element, T: Scalar>(
+        &self,
+        a: &mut Batch<Self, V>,
+        pivoting: bool,
+    ) -> Result<(CubeBuffer<u32>, Vec<i32>)> {
+        let n = a.rows;
+        let pivots = self.alloc::<u32>(a.count * n)?;
+        let info = self.alloc::<i32>(a.count)?;
+        if a.count > 0 && n > 0 {
+            let per = per_cube::<R, T>(self, n)?;
+            let (count, dim) = groups_shape(a.count, per, n);
+            // SAFETY: the group loop stays below count matrices of n x n; pivots and info
+            // hold n and 1 entries per matrix; shared memory per cube was checked above.
+            unsafe {
+                lu_kernel::launch_unchecked::<V, T, R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    pivots.arg(),
+                    info.arg(),
+                    a.count,
+                    n,
+                    per,
+                    pivoting,
+                )
+            }
+        }
+        let codes = self.download(&info)?;
+        Ok((pivots, codes))
+    }
+
+    fn batch_lu_solve<V: Element, T: Scalar>(
+        &self,
+        lu: &Batch<Self, V>,
+        pivots: &CubeBuffer<u32>,
+        b: &mut Batch<Self, V>,
+    ) -> Result<()> {
+        solve::<R, V, T>(self, lu, pivots, b, false)
+    }
+
+    fn batch_cholesky<V: Element, T: Scalar>(&self, a: &mut Batch<Self, V>) -> Result<Vec<i32>> {
+        let n = a.rows;
+        let info = self.alloc::<i32>(a.count)?;
+        if a.count > 0 && n > 0 {
+            let per = per_cube::<R, T>(self, n)?;
+            let (count, dim) = groups_shape(a.count, per, n);
+            // SAFETY: as for the LU kernel.
+            unsafe {
+                cholesky_kernel::launch_unchecked::<V, T, R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    info.arg(),
+                    a.count,
+                    n,
+                    per,
+                )
+            }
+        }
+        self.download(&info)
+    }
+
+    fn batch_cholesky_solve<V: Element, T: Scalar>(
+        &self,
+        l: &Batch<Self, V>,
+        b: &mut Batch<Self, V>,
+    ) -> Result<()> {
+        let none = self.alloc::<u32>(1)?;
+        solve::<R, V, T>(self, l, &none, b, true)
+    }
+}
+
+fn solve<R: CubeRuntime, V: Element, T: Scalar>(
+    backend: &Cube<R>,
+    f: &Batch<Cube<R>, V>,
+    pivots: &CubeBuffer<u32>,
+    b: &mut Batch<Cube<R>, V>,
+    cholesky: bool,
+) -> Result<()> {
+    let (n, nrhs) = (f.rows, b.cols);
+    let total = b.count * nrhs;
+    if total == 0 || n == 0 {
+        return Ok(());
+    }
+    let (count, dim) = grid(backend, total);
+    // SAFETY: counts and row counts checked by the public functions; factors hold n x n,
+    // pivots n per matrix (unused for Cholesky), b n x nrhs per matrix.
+    unsafe {
+        triangular_solve_kernel::launch_unchecked::<V, T, R>(
+            backend.client(),
+            count,
+            dim,
+            f.data.arg(),
+            pivots.arg(),
+            b.data.arg(),
+            b.count,
+            nrhs,
+            n,
+            cholesky,
+        )
+    }
+    Ok(())
+}

@@ -1,0 +1,410 @@
+//! Batched dense operations on every backend and precision, against plain f64 loops and
+//! against nalgebra (an independent implementation); singular and non-SPD members.
+
+use galerkin::batched::{
+    cholesky, cholesky_inverse, cholesky_solve, gemm, gemv, inverse, lu, lu_solve, Batch, Op,
+};
+use galerkin::verify::{poison, random_vec, Rng};
+use galerkin::{Backend, Element, Scalar};
+use nalgebra::DMatrix;
+
+use crate::backend_tests;
+use crate::harness::assert_close;
+
+const SIZES: [usize; 7] = [1, 2, 3, 7, 16, 33, 64];
+const COUNTS: [usize; 3] = [0, 1, 1001];
+
+/// Fewer matrices for the large sizes on slow devices keeps the suite fast; the kernels
+/// are the same for every count.
+fn count_for(n: usize, count: usize) -> usize {
+    if n >= 33 {
+        count.min(101)
+    } else {
+        count
+    }
+}
+
+fn widen<T: Element>(v: &[T]) -> Vec<f64> {
+    v.iter().map(|x| x.as_f64()).collect()
+}
+
+/// Random matrices with a dominant diagonal (well conditioned; SPD when `spd`).
+fn matrices(count: usize, n: usize, spd: bool, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(count * n * n);
+    for _ in 0..count {
+        let mut m: Vec<f64> = (0..n * n).map(|_| rng.range(-1.0, 1.0)).collect();
+        if spd {
+            // M Mᵀ + n I.
+            let mut s = vec![0.0; n * n];
+            for i in 0..n {
+                for j in 0..n {
+                    s[i * n + j] = (0..n).map(|k| m[i * n + k] * m[j * n + k]).sum::<f64>()
+                        + if i == j { n as f64 } else { 0.0 };
+                }
+            }
+            m = s;
+        } else {
+            for i in 0..n {
+                m[i * n + i] += if i % 2 == 0 { 2.0 } else { -2.0 };
+            }
+        }
+        out.extend(m);
+    }
+    out
+}
+
+fn to_t<T: Element>(v: &[f64]) -> Vec<T> {
+    v.iter().map(|&x| T::from_f64(x)).collect()
+}
+
+fn naive_gemm(
+    a: &[f64],
+    ta: bool,
+    b: &[f64],
+    tb: bool,
+    n: usize,
+    shared_a: bool,
+    shared_b: bool,
+    count: usize,
+) -> Vec<f64> {
+    let mut c = vec![0.0; count * n * n];
+    for m in 0..count {
+        let (ao, bo) = (
+            if shared_a { 0 } else { m * n * n },
+            if shared_b { 0 } else { m * n * n },
+        );
+        for i in 0..n {
+            for j in 0..n {
+                let mut s = 0.0;
+                for k in 0..n {
+                    let av = if ta {
+                        a[ao + k * n + i]
+                    } else {
+                        a[ao + i * n + k]
+                    };
+                    let bv = if tb {
+                        b[bo + j * n + k]
+                    } else {
+                        b[bo + k * n + j]
+                    };
+                    s += av * bv;
+                }
+                c[m * n * n + i * n + j] = s;
+            }
+        }
+    }
+    c
+}
+
+fn batched_gemm<B: Backend, T: Scalar>(b: &B) {
+    for n in SIZES {
+        for count in COUNTS.map(|c| count_for(n, c)) {
+            let av = to_t::<T>(&random_vec::<f64>(count * n * n, 1));
+            let bv = to_t::<T>(&random_vec::<f64>(count * n * n, 2));
+            let cv = to_t::<T>(&random_vec::<f64>(count * n * n, 3));
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                let a = Batch::from_slice(b, count, n, n, &av).unwrap();
+                let bb = Batch::from_slice(b, count, n, n, &bv).unwrap();
+                let op = |t| if t { Op::Transpose } else { Op::None };
+                // β = 0 on a poisoned C.
+                let mut c = Batch::from_slice(b, count, n, n, &poison::<T>(count * n * n)).unwrap();
+                gemm(T::from_f64(1.5), &a, op(ta), &bb, op(tb), T::ZERO, &mut c).unwrap();
+                let expected: Vec<f64> =
+                    naive_gemm(&widen(&av), (ta, false), &widen(&bv), (tb, false), n, count)
+                        .iter()
+                        .map(|v| 1.5 * v)
+                        .collect();
+                assert_close(
+                    &c.to_vec().unwrap(),
+                    &expected,
+                    n,
+                    &format!("gemm n={n} count={count} ta={ta} tb={tb}"),
+                );
+            }
+            // β ≠ 0, shared A (the DG case) and shared B.
+            for (sa, sb) in [(true, false), (false, true)] {
+                let a = Batch::from_slice(
+                    b,
+                    if sa { 1 } else { count },
+                    n,
+                    n,
+                    &av[..if sa { n * n } else { count * n * n }.min(av.len())]
+                        .iter()
+                        .copied()
+                        .chain(std::iter::repeat(T::ONE))
+                        .take(if sa { n * n } else { count * n * n })
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+                let a_host = widen(&a.to_vec().unwrap());
+                let bb = Batch::from_slice(
+                    b,
+                    if sb { 1 } else { count },
+                    n,
+                    n,
+                    &bv.iter()
+                        .copied()
+                        .chain(std::iter::repeat(T::ONE))
+                        .take(if sb { n * n } else { count * n * n })
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap();
+                let b_host = widen(&bb.to_vec().unwrap());
+                let mut c = Batch::from_slice(b, count, n, n, &cv).unwrap();
+                gemm(
+                    T::from_f64(-0.5),
+                    &a,
+                    Op::None,
+                    &bb,
+                    Op::None,
+                    T::from_f64(2.0),
+                    &mut c,
+                )
+                .unwrap();
+                let ab = naive_gemm(&a_host, (false, sa), &b_host, (false, sb), n, count);
+                let expected: Vec<f64> = ab
+                    .iter()
+                    .zip(widen(&cv))
+                    .map(|(p, c)| -0.5 * p + 2.0 * c)
+                    .collect();
+                assert_close(
+                    &c.to_vec().unwrap(),
+                    &expected,
+                    n + 1,
+                    &format!("gemm shared a={sa} b={sb} n={n} count={count}"),
+                );
+            }
+        }
+    }
+    // GEMV: 7 x 5 matrices times vectors.
+    let (count, m, k) = (333, 7, 5);
+    let av = to_t::<T>(&random_vec::<f64>(count * m * k, 4));
+    let xv = to_t::<T>(&random_vec::<f64>(count * k, 5));
+    let a = Batch::from_slice(b, count, m, k, &av).unwrap();
+    let x = Batch::from_slice(b, count, k, 1, &xv).unwrap();
+    let mut y = Batch::from_slice(b, count, m, 1, &poison::<T>(count * m)).unwrap();
+    gemv(T::ONE, &a, Op::None, &x, T::ZERO, &mut y).unwrap();
+    let expected: Vec<f64> = (0..count * m)
+        .map(|e| {
+            let (mat, i) = (e / m, e % m);
+            (0..k)
+                .map(|l| av[mat * m * k + i * k + l].as_f64() * xv[mat * k + l].as_f64())
+                .sum()
+        })
+        .collect();
+    assert_close(&y.to_vec().unwrap(), &expected, k, "gemv 7x5");
+    // Mismatched shapes are errors.
+    let mut c = Batch::<B, T>::zeros(b, count, m, m).unwrap();
+    assert!(gemm(T::ONE, &a, Op::None, &a, Op::None, T::ZERO, &mut c).is_err());
+}
+
+/// ‖A X − I‖ / (‖A‖ ‖X‖) and friends: residuals relative to the data, scaled by ε_T.
+fn rel_residual(a: &DMatrix<f64>, x: &DMatrix<f64>, expected: &DMatrix<f64>) -> f64 {
+    (a * x - expected).norm() / (a.norm() * x.norm()).max(f64::MIN_POSITIVE)
+}
+
+fn batched_lu_inverse<B: Backend, T: Scalar>(b: &B) {
+    for n in SIZES {
+        for count in COUNTS.map(|c| count_for(n, c)) {
+            let host = matrices(count, n, false, 10 + n as u64);
+            let data = to_t::<T>(&host);
+            for pivoting in [true, false] {
+                let f = lu::<B, T, T>(Batch::from_slice(b, count, n, n, &data).unwrap(), pivoting)
+                    .unwrap();
+                assert!(f.status.all_ok(), "n={n}: {:?}", f.status.failures());
+                // Solve with 3 right-hand sides: ‖A X − B‖ small.
+                let rhs = to_t::<T>(&random_vec::<f64>(count * n * 3, 7));
+                let mut x = Batch::from_slice(b, count, n, 3, &rhs).unwrap();
+                lu_solve::<B, T, T>(&f, &mut x).unwrap();
+                let xs = widen(&x.to_vec().unwrap());
+                for m in 0..count {
+                    let am =
+                        DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
+                    let xm = DMatrix::from_row_slice(n, 3, &xs[m * n * 3..(m + 1) * n * 3]);
+                    let bm =
+                        DMatrix::from_row_slice(n, 3, &widen(&rhs[m * n * 3..(m + 1) * n * 3]));
+                    let cond = am.clone().svd(false, false).singular_values.max()
+                        / am.clone().svd(false, false).singular_values.min();
+                    let r = rel_residual(&am, &xm, &bm);
+                    assert!(
+                        r <= 32.0 * n as f64 * T::EPS * cond.max(1.0),
+                        "lu_solve n={n} matrix {m} pivoting={pivoting}: {r:e}, cond {cond:.1}"
+                    );
+                }
+            }
+            // Inverse: ‖A X − I‖ and agreement with nalgebra.
+            let a = Batch::from_slice(b, count, n, n, &data).unwrap();
+            let (inv, status) = inverse::<B, T, T>(&a).unwrap();
+            assert!(status.all_ok());
+            let xs = widen(&inv.to_vec().unwrap());
+            for m in (0..count).step_by(97.max(count / 10).max(1)) {
+                let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
+                let xm = DMatrix::from_row_slice(n, n, &xs[m * n * n..(m + 1) * n * n]);
+                let reference = am.clone().try_inverse().expect("well conditioned");
+                let cond = am.norm() * reference.norm();
+                let r = rel_residual(&am, &xm, &DMatrix::identity(n, n));
+                assert!(
+                    r <= 32.0 * n as f64 * T::EPS * cond,
+                    "inverse n={n} matrix {m}: {r:e}"
+                );
+                let diff = (&xm - &reference).norm() / reference.norm();
+                assert!(
+                    diff <= 64.0 * n as f64 * T::EPS * cond,
+                    "inverse vs nalgebra n={n} matrix {m}: {diff:e}"
+                );
+            }
+        }
+    }
+}
+
+fn batched_cholesky<B: Backend, T: Scalar>(b: &B) {
+    for n in SIZES {
+        for count in COUNTS.map(|c| count_for(n, c)) {
+            let host = matrices(count, n, true, 20 + n as u64);
+            let data = to_t::<T>(&host);
+            let (l, status) =
+                cholesky::<B, T, T>(Batch::from_slice(b, count, n, n, &data).unwrap()).unwrap();
+            assert!(status.all_ok(), "n={n}: {:?}", status.failures());
+            let ls = widen(&l.to_vec().unwrap());
+            for m in (0..count).step_by(97.max(count / 10).max(1)) {
+                let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
+                let lm = DMatrix::from_row_slice(n, n, &ls[m * n * n..(m + 1) * n * n]);
+                assert!(
+                    lm.upper_triangle() == DMatrix::from_diagonal(&lm.diagonal()),
+                    "upper part zeroed"
+                );
+                let r = (&lm * lm.transpose() - &am).norm() / am.norm();
+                assert!(
+                    r <= 16.0 * n as f64 * T::EPS,
+                    "‖L Lᵀ − A‖ n={n} matrix {m}: {r:e}"
+                );
+                let reference = nalgebra::Cholesky::new(am.clone()).expect("SPD").l();
+                assert!(
+                    (&lm - &reference).norm() / reference.norm()
+                        <= 64.0 * n as f64 * T::EPS * n as f64
+                );
+            }
+            let rhs = to_t::<T>(&random_vec::<f64>(count * n * 2, 8));
+            let mut x = Batch::from_slice(b, count, n, 2, &rhs).unwrap();
+            cholesky_solve::<B, T, T>(&l, &mut x).unwrap();
+            let (inv, st) =
+                cholesky_inverse::<B, T, T>(&Batch::from_slice(b, count, n, n, &data).unwrap())
+                    .unwrap();
+            assert!(st.all_ok());
+            let (xs, is) = (widen(&x.to_vec().unwrap()), widen(&inv.to_vec().unwrap()));
+            for m in (0..count).step_by(97.max(count / 10).max(1)) {
+                let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
+                let cond = am.clone().svd(false, false).singular_values.max()
+                    / am.clone().svd(false, false).singular_values.min();
+                let xm = DMatrix::from_row_slice(n, 2, &xs[m * n * 2..(m + 1) * n * 2]);
+                let bm = DMatrix::from_row_slice(n, 2, &widen(&rhs[m * n * 2..(m + 1) * n * 2]));
+                assert!(
+                    rel_residual(&am, &xm, &bm) <= 32.0 * n as f64 * T::EPS * cond,
+                    "cholesky_solve n={n}"
+                );
+                let im = DMatrix::from_row_slice(n, n, &is[m * n * n..(m + 1) * n * n]);
+                assert!(
+                    rel_residual(&am, &im, &DMatrix::identity(n, n))
+                        <= 32.0 * n as f64 * T::EPS * cond,
+                    "cholesky inverse n={n}"
+                );
+            }
+        }
+    }
+}
+
+/// A singular member (LU) and a non-SPD member (Cholesky) are reported by index; their
+/// neighbours are computed exactly as without them.
+fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
+    let (count, n) = (9, 5);
+    let mut host = matrices(count, n, false, 31);
+    // Matrix 3: column 2 is zero -> zero pivot at step 2 (LAPACK info 3) or later.
+    for i in 0..n {
+        host[3 * n * n + i * n + 2] = 0.0;
+    }
+    let clean = matrices(count, n, false, 31);
+    let f = lu::<B, T, T>(
+        Batch::from_slice(b, count, n, n, &to_t::<T>(&host)).unwrap(),
+        true,
+    )
+    .unwrap();
+    let g = lu::<B, T, T>(
+        Batch::from_slice(b, count, n, n, &to_t::<T>(&clean)).unwrap(),
+        true,
+    )
+    .unwrap();
+    let failures = f.status.failures();
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].0, 3);
+    assert!(failures[0].1 >= 1 && failures[0].1 <= n as i32);
+    let (fs, gs) = (f.factors.to_vec().unwrap(), g.factors.to_vec().unwrap());
+    for m in (0..count).filter(|&m| m != 3) {
+        assert_eq!(
+            fs[m * n * n..(m + 1) * n * n],
+            gs[m * n * n..(m + 1) * n * n],
+            "neighbour {m} changed"
+        );
+    }
+    let mut spd = matrices(count, n, true, 32);
+    spd[6 * n * n + n + 1] = -1.0; // a negative diagonal entry: not positive definite
+    let (_, status) =
+        cholesky::<B, T, T>(Batch::from_slice(b, count, n, n, &to_t::<T>(&spd)).unwrap()).unwrap();
+    assert_eq!(
+        status.failures().iter().map(|f| f.0).collect::<Vec<_>>(),
+        vec![6]
+    );
+}
+
+backend_tests!(
+    batched_gemm,
+    batched_lu_inverse,
+    batched_cholesky,
+    batched_status_isolates_bad_members
+);
+
+/// f32 storage with f64 arithmetic: the inverse of moderately ill-conditioned f32 matrices
+/// is more accurate than with f32 arithmetic.
+fn batched_mixed_precision<B: Backend, T: Scalar>(b: &B) {
+    if T::EPS < 1e-10 || !b.info().supports_f64() {
+        return; // once per backend (the f32 instantiation), where f64 exists
+    }
+    let (count, n) = (64, 24);
+    let mut rng = Rng::new(77);
+    // Graded matrices: rows scaled over four orders of magnitude.
+    let host: Vec<f64> = (0..count * n * n)
+        .map(|e| rng.range(-1.0, 1.0) * 10f64.powf(-4.0 * ((e / n) % n) as f64 / n as f64))
+        .collect();
+    let data = to_t::<f32>(&host);
+    let a = Batch::from_slice(b, count, n, n, &data).unwrap();
+    let (inv32, _) = inverse::<B, f32, f32>(&a).unwrap();
+    let (inv_mixed, _) = inverse::<B, f32, f64>(&a).unwrap();
+    let (e32, emixed) = (
+        widen(&inv32.to_vec().unwrap()),
+        widen(&inv_mixed.to_vec().unwrap()),
+    );
+    let (mut r32, mut rmixed) = (0.0, 0.0);
+    for m in 0..count {
+        let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
+        let i = DMatrix::identity(n, n);
+        r32 += rel_residual(
+            &am,
+            &DMatrix::from_row_slice(n, n, &e32[m * n * n..(m + 1) * n * n]),
+            &i,
+        );
+        rmixed += rel_residual(
+            &am,
+            &DMatrix::from_row_slice(n, n, &emixed[m * n * n..(m + 1) * n * n]),
+            &i,
+        );
+    }
+    crate::harness::announce(&format!(
+        "[galerkin tests] batched inverse 24x24 on {}: mean residual f32 arithmetic {:.2e}, f64 arithmetic on f32 storage {:.2e}",
+        b.info(),
+        r32 / count as f64,
+        rmixed / count as f64
+    ));
+    assert!(rmixed < r32, "mixed {rmixed:e} should beat f32 {r32:e}");
+}
+
+backend_tests!(batched_mixed_precision);
