@@ -58,14 +58,13 @@ fn to_t<T: Element>(v: &[f64]) -> Vec<T> {
     v.iter().map(|&x| T::from_f64(x)).collect()
 }
 
+/// `op(A) op(B)` for `count` n x n matrices; `(transposed, shared)` flags per operand.
 fn naive_gemm(
     a: &[f64],
-    ta: bool,
+    (ta, shared_a): (bool, bool),
     b: &[f64],
-    tb: bool,
+    (tb, shared_b): (bool, bool),
     n: usize,
-    shared_a: bool,
-    shared_b: bool,
     count: usize,
 ) -> Vec<f64> {
     let mut c = vec![0.0; count * n * n];
