@@ -285,6 +285,30 @@ pub fn standard_checks() -> Vec<StandardCheck> {
         seed,
         mixed: true,
     }])
+    .chain([7, 33].into_iter().flat_map(|n| {
+        [
+            StandardCheck::BatchedGemm {
+                n,
+                count: 301,
+                seed,
+            },
+            StandardCheck::BatchedLuSolve {
+                n,
+                count: 301,
+                seed,
+            },
+            StandardCheck::BatchedInverse {
+                n,
+                count: 301,
+                seed,
+            },
+            StandardCheck::BatchedCholeskySolve {
+                n,
+                count: 301,
+                seed,
+            },
+        ]
+    }))
     .collect()
 }
 
@@ -326,6 +350,14 @@ pub enum StandardCheck {
         seed: u64,
         mixed: bool,
     },
+    /// `C = 1.5 A B` for `count` random `n x n` matrices.
+    BatchedGemm { n: usize, count: usize, seed: u64 },
+    /// LU with pivoting and a solve with 3 right-hand sides (diagonally dominant matrices).
+    BatchedLuSolve { n: usize, count: usize, seed: u64 },
+    /// Inverse by LU (diagonally dominant matrices).
+    BatchedInverse { n: usize, count: usize, seed: u64 },
+    /// Cholesky and a solve with 2 right-hand sides (SPD matrices).
+    BatchedCholeskySolve { n: usize, count: usize, seed: u64 },
 }
 
 /// Uploads `values` rounded to `inputs`, as a vector of `T`.
@@ -359,6 +391,10 @@ impl StandardCheck {
             | StandardCheck::CgUpdate { len, seed }
             | StandardCheck::PointwiseMulDot { len, seed } => (len, seed),
             StandardCheck::Spmv { nrows, seed, .. } => (nrows, seed),
+            StandardCheck::BatchedGemm { n, seed, .. }
+            | StandardCheck::BatchedLuSolve { n, seed, .. }
+            | StandardCheck::BatchedInverse { n, seed, .. }
+            | StandardCheck::BatchedCholeskySolve { n, seed, .. } => (n, seed),
         }
     }
 
@@ -386,6 +422,10 @@ impl StandardCheck {
                 (crate::sparse::Format::Staircase, _) => "spmv staircase sell",
                 (crate::sparse::Format::BlockEll, _) => "spmv block-ell",
             },
+            StandardCheck::BatchedGemm { .. } => "batched gemm",
+            StandardCheck::BatchedLuSolve { .. } => "batched lu + solve",
+            StandardCheck::BatchedInverse { .. } => "batched inverse",
+            StandardCheck::BatchedCholeskySolve { .. } => "batched cholesky + solve",
         }
     }
 }
@@ -404,6 +444,11 @@ impl Check for StandardCheck {
             | StandardCheck::PointwiseMulDot { .. } => len,
             // The longest row of the random matrix (see `Spmv`).
             StandardCheck::Spmv { .. } => 1000,
+            // n operations per entry, amplified by the (small) condition numbers: n².
+            StandardCheck::BatchedGemm { .. } => len,
+            StandardCheck::BatchedLuSolve { .. }
+            | StandardCheck::BatchedInverse { .. }
+            | StandardCheck::BatchedCholeskySolve { .. } => len * len,
             _ => 1,
         }
     }
@@ -535,6 +580,79 @@ impl Check for StandardCheck {
                     m.spmv(alpha, &x, beta, &mut y)?;
                 }
                 y.to_vec()
+            }
+            StandardCheck::BatchedGemm { n, count, .. }
+            | StandardCheck::BatchedLuSolve { n, count, .. }
+            | StandardCheck::BatchedInverse { n, count, .. }
+            | StandardCheck::BatchedCholeskySolve { n, count, .. } => {
+                use crate::batched::{
+                    cholesky, cholesky_solve, gemm, inverse, lu, lu_solve, Batch, Op,
+                };
+                let (n, count) = (*n, *count);
+                let mut rng = Rng::new(seed);
+                // Symmetric, diagonally dominant, positive diagonal: SPD and well conditioned.
+                let mut m = vec![0.0f64; count * n * n];
+                for k in 0..count {
+                    for i in 0..n {
+                        for j in 0..i {
+                            let v = rng.range(-1.0, 1.0);
+                            m[k * n * n + i * n + j] = v;
+                            m[k * n * n + j * n + i] = v;
+                        }
+                        m[k * n * n + i * n + i] = n as f64 + rng.uniform();
+                    }
+                }
+                let to_t = |v: &[f64]| -> Vec<T> {
+                    round_to(v, inputs).into_iter().map(T::from_f64).collect()
+                };
+                let a = Batch::from_slice(b, count, n, n, &to_t(&m))?;
+                match self {
+                    StandardCheck::BatchedGemm { .. } => {
+                        let other = Batch::from_slice(
+                            b,
+                            count,
+                            n,
+                            n,
+                            &to_t(&random_vec::<f64>(count * n * n, seed + 9)),
+                        )?;
+                        let mut c = Batch::from_slice(b, count, n, n, &poison::<T>(count * n * n))?;
+                        gemm(
+                            T::from_f64(1.5),
+                            &a,
+                            Op::None,
+                            &other,
+                            Op::None,
+                            T::ZERO,
+                            &mut c,
+                        )?;
+                        c.to_vec()
+                    }
+                    StandardCheck::BatchedLuSolve { .. } => {
+                        let f = lu::<B, T, T>(a, true)?;
+                        let mut x = Batch::from_slice(
+                            b,
+                            count,
+                            n,
+                            3,
+                            &to_t(&random_vec::<f64>(count * n * 3, seed + 9)),
+                        )?;
+                        lu_solve::<B, T, T>(&f, &mut x)?;
+                        x.to_vec()
+                    }
+                    StandardCheck::BatchedInverse { .. } => inverse::<B, T, T>(&a)?.0.to_vec(),
+                    _ => {
+                        let (l, _) = cholesky::<B, T, T>(a)?;
+                        let mut x = Batch::from_slice(
+                            b,
+                            count,
+                            n,
+                            2,
+                            &to_t(&random_vec::<f64>(count * n * 2, seed + 9)),
+                        )?;
+                        cholesky_solve::<B, T, T>(&l, &mut x)?;
+                        x.to_vec()
+                    }
+                }
             }
             StandardCheck::PointwiseMulDot { .. } => {
                 let d = input::<B, T>(b, &xs, inputs)?;

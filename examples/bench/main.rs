@@ -3,14 +3,16 @@
 //! the ratio to the measured copy bandwidth of the same device.
 //!
 //! ```text
-//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv|cg]...
+//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv|cg|batched]...
 //!     [--log2 26,27,28] [--reps 30] [--precision f32|f64]...
 //!     [--spmv-precision f64|mixed|f32]... [--scale 1.0] [--only NAME-PREFIX]... [--dump DIR]
 //! ```
-//! `--scale` multiplies the sizes of the SpMV matrices (1 = the sizes of the issue);
+//! `--scale` multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the
+//! issue); for `batched`, `--log2` lists the matrix sizes n instead;
 //! `--only` keeps the SpMV cases whose name starts with a prefix; `--dump DIR` writes each
 //! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`.
 
+mod batched;
 mod cg;
 mod spmv;
 mod timing;
@@ -106,6 +108,7 @@ fn main() {
             "vector" => vector::run(&options),
             "spmv" => spmv::run(&options),
             "cg" => cg::run(&options),
+            "batched" => batched::run(&options),
             other => eprintln!("bench: unknown suite {other}"),
         }
     }

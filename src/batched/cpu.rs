@@ -17,6 +17,21 @@ fn store<V: Element, T: Scalar>(t: &[T], v: &mut [V]) {
     }
 }
 
+/// Overwrites every matrix with the identity.
+pub(crate) fn set_identity<V: Element>(b: &mut Batch<Cpu, V>) {
+    let (r, c) = (b.rows, b.cols);
+    if r * c == 0 {
+        return;
+    }
+    b.data.par_chunks_mut(r * c).for_each(|m| {
+        for i in 0..r {
+            for j in 0..c {
+                m[i * c + j] = V::from_f64(if i == j { 1.0 } else { 0.0 });
+            }
+        }
+    });
+}
+
 /// `C = α op(A) op(B) + β C` (`A` or `B` may be shared).
 pub(crate) fn gemm<V: Element, T: Scalar>(
     alpha: T,

@@ -279,6 +279,7 @@ fn triangular_solve_kernel<V: Float, T: Float>(
     nrhs: usize,
     #[comptime] n: usize,
     #[comptime] cholesky: bool,
+    #[comptime] identity: bool,
 ) {
     let total = count * nrhs;
     let stride = CUBE_COUNT * CUBE_DIM as usize;
@@ -290,7 +291,14 @@ fn triangular_solve_kernel<V: Float, T: Float>(
         let bb = mat * n * nrhs;
         let mut x = Array::<T>::new(n);
         for i in 0..n {
-            x[i] = T::cast_from(b[bb + i * nrhs + c]);
+            if comptime![identity] {
+                x[i] = T::new(0.0);
+                if i == c {
+                    x[i] = T::new(1.0);
+                }
+            } else {
+                x[i] = T::cast_from(b[bb + i * nrhs + c]);
+            }
         }
         if !comptime![cholesky] {
             for k in 0..n {
@@ -441,8 +449,9 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         lu: &Batch<Self, V>,
         pivots: &CubeBuffer<u32>,
         b: &mut Batch<Self, V>,
+        identity: bool,
     ) -> Result<()> {
-        solve::<R, V, T>(self, lu, pivots, b, false)
+        solve::<R, V, T>(self, lu, pivots, b, false, identity)
     }
 
     fn batch_cholesky<V: Element, T: Scalar>(&self, a: &mut Batch<Self, V>) -> Result<Vec<i32>> {
@@ -472,9 +481,10 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         &self,
         l: &Batch<Self, V>,
         b: &mut Batch<Self, V>,
+        identity: bool,
     ) -> Result<()> {
         let none = self.alloc::<u32>(1)?;
-        solve::<R, V, T>(self, l, &none, b, true)
+        solve::<R, V, T>(self, l, &none, b, true, identity)
     }
 }
 
@@ -484,6 +494,7 @@ fn solve<R: CubeRuntime, V: Element, T: Scalar>(
     pivots: &CubeBuffer<u32>,
     b: &mut Batch<Cube<R>, V>,
     cholesky: bool,
+    identity: bool,
 ) -> Result<()> {
     let (n, nrhs) = (f.rows, b.cols);
     let total = b.count * nrhs;
@@ -505,6 +516,7 @@ fn solve<R: CubeRuntime, V: Element, T: Scalar>(
             nrhs,
             n,
             cholesky,
+            identity,
         )
     }
     Ok(())

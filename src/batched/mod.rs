@@ -21,7 +21,7 @@ use std::fmt;
 
 use ndarray::{Array2, Array3, ArrayBase, Data, Ix3};
 
-use crate::backend::{BackendCore, Cpu};
+use crate::backend::{Backend, BackendCore, Cpu};
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 
@@ -210,6 +210,24 @@ impl<B: BackendCore, T: Element> Batch<B, T> {
     }
 }
 
+impl<B: Backend, T: Element> Batch<B, T> {
+    /// A copy on the same device.
+    ///
+    /// # Errors
+    /// Allocation errors.
+    pub fn try_clone(&self) -> Result<Self> {
+        let mut data = self.backend.alloc::<T>(B::len(&self.data))?;
+        self.backend.copy(&self.data, &mut data)?;
+        Ok(Batch {
+            count: self.count,
+            rows: self.rows,
+            cols: self.cols,
+            data,
+            backend: self.backend.clone(),
+        })
+    }
+}
+
 /// Whether an operand enters a product transposed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Op {
@@ -282,22 +300,25 @@ pub trait BatchedOps: BackendCore {
         pivoting: bool,
     ) -> Result<(Self::Buffer<u32>, Vec<i32>)>;
 
-    /// Solves `L U X = P B` in place in `b` (`n x nrhs` per matrix).
+    /// Solves `L U X = P B` in place in `b` (`n x nrhs` per matrix); with `identity`, `B`
+    /// is the identity and `b` is only written (the inverse).
     fn batch_lu_solve<V: Element, T: Scalar>(
         &self,
         lu: &Batch<Self, V>,
         pivots: &Self::Buffer<u32>,
         b: &mut Batch<Self, V>,
+        identity: bool,
     ) -> Result<()>;
 
     /// Cholesky `A = L Lᵀ` in place (lower triangle; the strict upper triangle is zeroed).
     fn batch_cholesky<V: Element, T: Scalar>(&self, a: &mut Batch<Self, V>) -> Result<Vec<i32>>;
 
-    /// Solves `L Lᵀ X = B` in place in `b`.
+    /// Solves `L Lᵀ X = B` in place in `b` (with `identity`: `B = I`, `b` only written).
     fn batch_cholesky_solve<V: Element, T: Scalar>(
         &self,
         l: &Batch<Self, V>,
         b: &mut Batch<Self, V>,
+        identity: bool,
     ) -> Result<()>;
 }
 
@@ -411,7 +432,7 @@ pub fn lu_solve<B: BatchedOps, V: Element, T: Scalar>(
     check_rhs("lu_solve", &lu.factors, b)?;
     lu.factors
         .backend
-        .batch_lu_solve::<V, T>(&lu.factors, &lu.pivots, b)
+        .batch_lu_solve::<V, T>(&lu.factors, &lu.pivots, b, false)
 }
 
 /// The inverse of every matrix by LU with partial pivoting and solves with the identity.
@@ -419,14 +440,14 @@ pub fn lu_solve<B: BatchedOps, V: Element, T: Scalar>(
 ///
 /// # Errors
 /// As [`lu`].
-pub fn inverse<B: BatchedOps, V: Element, T: Scalar>(
+pub fn inverse<B: Backend, V: Element, T: Scalar>(
     a: &Batch<B, V>,
 ) -> Result<(Batch<B, V>, Status)> {
     let n = check_square("inverse", a)?;
-    let copy = Batch::from_slice(&a.backend, a.count, n, n, &a.to_vec()?)?;
-    let f = lu::<B, V, T>(copy, true)?;
-    let mut x = Batch::identity(&a.backend, a.count, n)?;
-    lu_solve::<B, V, T>(&f, &mut x)?;
+    let f = lu::<B, V, T>(a.try_clone()?, true)?;
+    let mut x = Batch::zeros(&a.backend, a.count, n, n)?;
+    a.backend
+        .batch_lu_solve::<V, T>(&f.factors, &f.pivots, &mut x, true)?;
     Ok((x, f.status))
 }
 
@@ -455,21 +476,20 @@ pub fn cholesky_solve<B: BatchedOps, V: Element, T: Scalar>(
 ) -> Result<()> {
     check_square("cholesky_solve", l)?;
     check_rhs("cholesky_solve", l, b)?;
-    l.backend.batch_cholesky_solve::<V, T>(l, b)
+    l.backend.batch_cholesky_solve::<V, T>(l, b, false)
 }
 
 /// The inverse of every SPD matrix through its Cholesky factor.
 ///
 /// # Errors
 /// As [`cholesky`].
-pub fn cholesky_inverse<B: BatchedOps, V: Element, T: Scalar>(
+pub fn cholesky_inverse<B: Backend, V: Element, T: Scalar>(
     a: &Batch<B, V>,
 ) -> Result<(Batch<B, V>, Status)> {
     let n = check_square("cholesky_inverse", a)?;
-    let copy = Batch::from_slice(&a.backend, a.count, n, n, &a.to_vec()?)?;
-    let (l, status) = cholesky::<B, V, T>(copy)?;
-    let mut x = Batch::identity(&a.backend, a.count, n)?;
-    cholesky_solve::<B, V, T>(&l, &mut x)?;
+    let (l, status) = cholesky::<B, V, T>(a.try_clone()?)?;
+    let mut x = Batch::zeros(&a.backend, a.count, n, n)?;
+    a.backend.batch_cholesky_solve::<V, T>(&l, &mut x, true)?;
     Ok((x, status))
 }
 
@@ -501,7 +521,11 @@ impl BatchedOps for Cpu {
         lu: &Batch<Self, V>,
         pivots: &Vec<u32>,
         b: &mut Batch<Self, V>,
+        identity: bool,
     ) -> Result<()> {
+        if identity {
+            cpu::set_identity(b);
+        }
         cpu::lu_solve::<V, T>(lu, pivots, b);
         Ok(())
     }
@@ -514,7 +538,11 @@ impl BatchedOps for Cpu {
         &self,
         l: &Batch<Self, V>,
         b: &mut Batch<Self, V>,
+        identity: bool,
     ) -> Result<()> {
+        if identity {
+            cpu::set_identity(b);
+        }
         cpu::cholesky_solve::<V, T>(l, b);
         Ok(())
     }
