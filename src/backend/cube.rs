@@ -82,7 +82,8 @@ pub struct LaunchConfig {
     pub cube_dim: u32,
     /// Most cubes of an element-wise launch; larger vectors are covered by a grid-stride loop.
     pub max_cubes: u32,
-    /// Cubes of the first reduction pass (each writes one partial sum).
+    /// Most cubes of the first reduction pass (each writes one partial sum; a second
+    /// one-cube pass adds the partials on the device).
     pub reduce_cubes: u32,
 }
 
@@ -93,7 +94,7 @@ impl LaunchConfig {
         LaunchConfig {
             cube_dim,
             max_cubes: info.max_cube_count.0.clamp(1, 65535),
-            reduce_cubes: 1024,
+            reduce_cubes: 8192,
         }
     }
 }

@@ -367,6 +367,19 @@ fn scatter_kernel<F: Float>(
     }
 }
 
+/// Second reduction pass: one cube adds `len` partial sums (strided per unit, then a tree)
+/// into `out[0]`, so that only one value travels to the host.
+#[cube(launch_unchecked)]
+fn sum_partials_kernel<F: Float>(partials: &Array<F>, out: &mut Array<F>, len: usize, #[comptime] cube_dim: usize) {
+    let mut acc = F::new(0.0);
+    let mut i = UNIT_POS as usize;
+    while i < len {
+        acc += partials[i];
+        i += cube_dim;
+    }
+    cube_sum_to::<F>(acc, out, cube_dim);
+}
+
 /// Cube count and dim for an element-wise launch over `padded` elements.
 fn elementwise_shape<R: CubeRuntime>(
     backend: &Cube<R>,
@@ -434,6 +447,24 @@ pub(crate) fn finish_sum<R: CubeRuntime, T: Scalar>(
     backend: &Cube<R>,
     partials: &CubeBuffer<T>,
 ) -> Result<f64> {
+    const DEVICE_PASS_ABOVE: usize = 256;
+    if partials.len > DEVICE_PASS_ABOVE {
+        let out = self::partials::<R, T>(backend, 1);
+        let dim = backend.config().cube_dim;
+        // SAFETY: one cube; units read partials below `len` and unit 0 writes out[0].
+        unsafe {
+            sum_partials_kernel::launch_unchecked::<T, R>(
+                backend.client(),
+                CubeCount::Static(1, 1, 1),
+                CubeDim::new_1d(dim),
+                partials.arg(),
+                out.arg(),
+                partials.len,
+                dim as usize,
+            )
+        }
+        return Ok(backend.read::<T>(&out.handle, 1)?[0].as_f64());
+    }
     let values: Vec<f64> = backend
         .read::<T>(&partials.handle, partials.len)?
         .into_iter()
