@@ -122,6 +122,139 @@ fn store_group<V: Float, T: Float>(
     }
 }
 
+/// Matrices up to this size are factored one per unit, entirely in registers.
+const SMALL: usize = 8;
+
+/// LU of one small matrix per unit, in registers (`n <= 8`): every index is comptime; the
+/// pivot row is swapped in by a comptime loop of selects rather than a dynamic index.
+#[cube(launch_unchecked)]
+fn lu_small_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    pivots: &mut Array<u32>,
+    info: &mut Array<i32>,
+    count: usize,
+    #[comptime] n: usize,
+    #[comptime] pivoting: bool,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut e = ABSOLUTE_POS;
+    while e < count {
+        let base = e * n * n;
+        let mut m = Array::<T>::new(comptime![n * n]);
+        #[unroll]
+        for t in 0..n * n {
+            m[t] = T::cast_from(a[base + t]);
+        }
+        let mut code = 0i32;
+        #[unroll]
+        for k in 0..n {
+            let mut p = k.runtime();
+            if comptime![pivoting] {
+                let mut best = T::abs(m[k * n + k]);
+                #[unroll]
+                for i in k + 1..n {
+                    let v = T::abs(m[i * n + k]);
+                    if v > best {
+                        best = v;
+                        p = i;
+                    }
+                }
+                #[unroll]
+                for r in k + 1..n {
+                    if r == p {
+                        #[unroll]
+                        for j in 0..n {
+                            let tmp = m[k * n + j];
+                            m[k * n + j] = m[r * n + j];
+                            m[r * n + j] = tmp;
+                        }
+                    }
+                }
+            }
+            pivots[e * n + k] = p as u32;
+            let d = m[k * n + k];
+            if d == T::new(0.0) {
+                if code == 0 {
+                    code = (k + 1) as i32;
+                }
+            } else {
+                #[unroll]
+                for i in k + 1..n {
+                    let l = m[i * n + k] / d;
+                    m[i * n + k] = l;
+                    #[unroll]
+                    for j in k + 1..n {
+                        let ukj = m[k * n + j];
+                        m[i * n + j] -= l * ukj;
+                    }
+                }
+            }
+        }
+        #[unroll]
+        for t in 0..n * n {
+            a[base + t] = V::cast_from(m[t]);
+        }
+        info[e] = code;
+        e += stride;
+    }
+}
+
+/// Cholesky of one small matrix per unit, in registers (`n <= 8`).
+#[cube(launch_unchecked)]
+fn cholesky_small_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    info: &mut Array<i32>,
+    count: usize,
+    #[comptime] n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut e = ABSOLUTE_POS;
+    while e < count {
+        let base = e * n * n;
+        let mut m = Array::<T>::new(comptime![n * n]);
+        #[unroll]
+        for t in 0..n * n {
+            m[t] = T::cast_from(a[base + t]);
+        }
+        let mut code = 0i32;
+        #[unroll]
+        for k in 0..n {
+            let d = m[k * n + k];
+            if code == 0 && d > T::new(0.0) {
+                let r = T::sqrt(d);
+                m[k * n + k] = r;
+                #[unroll]
+                for i in k + 1..n {
+                    m[i * n + k] = m[i * n + k] / r;
+                }
+                #[unroll]
+                for i in k + 1..n {
+                    #[unroll]
+                    for j in k + 1..i + 1 {
+                        let v = m[i * n + k] * m[j * n + k];
+                        m[i * n + j] -= v;
+                    }
+                }
+            } else if code == 0 {
+                code = (k + 1) as i32;
+            }
+        }
+        #[unroll]
+        for i in 0..n {
+            #[unroll]
+            for j in i + 1..n {
+                m[i * n + j] = T::new(0.0);
+            }
+        }
+        #[unroll]
+        for t in 0..n * n {
+            a[base + t] = V::cast_from(m[t]);
+        }
+        info[e] = code;
+        e += stride;
+    }
+}
+
 /// LU (optionally with partial pivoting) of `per_cube` matrices per cube.
 #[cube(launch_unchecked)]
 #[allow(clippy::manual_div_ceil, clippy::collapsible_if)]
@@ -420,7 +553,24 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         let n = a.rows;
         let pivots = self.alloc::<u32>(a.count * n)?;
         let info = self.alloc::<i32>(a.count)?;
-        if a.count > 0 && n > 0 {
+        if a.count > 0 && n > 0 && n <= SMALL {
+            let (count, dim) = grid(self, a.count);
+            // SAFETY: one matrix per unit below count; pivots and info hold n and 1 entries
+            // per matrix.
+            unsafe {
+                lu_small_kernel::launch_unchecked::<V, T, R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    pivots.arg(),
+                    info.arg(),
+                    a.count,
+                    n,
+                    pivoting,
+                )
+            }
+        } else if a.count > 0 && n > 0 {
             let per = per_cube::<R, T>(self, n)?;
             let (count, dim) = groups_shape(a.count, per, n);
             // SAFETY: the group loop stays below count matrices of n x n; pivots and info
@@ -457,7 +607,21 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
     fn batch_cholesky<V: Element, T: Scalar>(&self, a: &mut Batch<Self, V>) -> Result<Vec<i32>> {
         let n = a.rows;
         let info = self.alloc::<i32>(a.count)?;
-        if a.count > 0 && n > 0 {
+        if a.count > 0 && n > 0 && n <= SMALL {
+            let (count, dim) = grid(self, a.count);
+            // SAFETY: one matrix per unit below count; info holds one entry per matrix.
+            unsafe {
+                cholesky_small_kernel::launch_unchecked::<V, T, R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    info.arg(),
+                    a.count,
+                    n,
+                )
+            }
+        } else if a.count > 0 && n > 0 {
             let per = per_cube::<R, T>(self, n)?;
             let (count, dim) = groups_shape(a.count, per, n);
             // SAFETY: as for the LU kernel.

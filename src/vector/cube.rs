@@ -370,7 +370,12 @@ fn scatter_kernel<F: Float>(
 /// Second reduction pass: one cube adds `len` partial sums (strided per unit, then a tree)
 /// into `out[0]`, so that only one value travels to the host.
 #[cube(launch_unchecked)]
-fn sum_partials_kernel<F: Float>(partials: &Array<F>, out: &mut Array<F>, len: usize, #[comptime] cube_dim: usize) {
+fn sum_partials_kernel<F: Float>(
+    partials: &Array<F>,
+    out: &mut Array<F>,
+    len: usize,
+    #[comptime] cube_dim: usize,
+) {
     let mut acc = F::new(0.0);
     let mut i = UNIT_POS as usize;
     while i < len {
