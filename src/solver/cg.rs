@@ -1,7 +1,9 @@
 //! Conjugate gradients, plain and preconditioned.
 //!
-//! Per iteration (unpreconditioned): `q = A p`; `pq = p·q`; `α = rr / pq`; the fused
-//! `x += αp, r −= αq, rr = r·r`; `β = rr / rr_old`; `p = r + βp`. The arithmetic order on the
+//! Per iteration (unpreconditioned): `q = A p` with `pq = p·q` (fused for SELL);
+//! `α = rr / pq`; the fused `x += αp, r −= αq, rr = r·r`; `β = rr / rr_old`; `p = r + βp`.
+//! Plain CG keeps α, β and the norms on the device (no host round trip but the periodic
+//! residual check); PCG brings them to the host. The arithmetic order on the
 //! CPU backend is documented in [`crate::vector`], so a textbook implementation with the
 //! same summation order reproduces the iteration counts exactly.
 
@@ -24,7 +26,76 @@ pub fn cg<B: Backend, S: Scalar>(
     x: &mut Vector<B, S>,
     params: &SolverParams<'_>,
 ) -> Result<SolveReport> {
-    conjugate_gradients(a, None, b, x, params, "CG")
+    check_system("CG", a, b, x)?;
+    device_scalar_cg(a, b, x, params)
+}
+
+/// CG with α, β and the norms kept on the device: per iteration the fused `q = A p, p·q`,
+/// the fused update (α from the device scalars; `r·r` and β back into them) and `p = r + βp`,
+/// and one read of the scalars every `params.check_every` iterations for the stopping tests.
+/// The arithmetic is the same as the host-scalar form (identical iteration counts on the
+/// CPU); a curvature `pᵀAp ≤ 0` is detected when the scalars are read, after the update
+/// that used it.
+fn device_scalar_cg<B: Backend, S: Scalar>(
+    a: &dyn LinearOperator<B, S>,
+    b: &Vector<B, S>,
+    x: &mut Vector<B, S>,
+    params: &SolverParams<'_>,
+) -> Result<SolveReport> {
+    use crate::vector::cg_scalars::{LEN, PQ, RR};
+    let backend = b.backend().clone();
+    let n = b.len();
+    let bnorm = b.nrm2()?.as_f64();
+    let mut t = Tracker::new(params, "CG", bnorm);
+    if !bnorm.is_finite() {
+        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
+    }
+    if bnorm == 0.0 {
+        x.fill(S::ZERO)?;
+        t.record(0, 0.0);
+        return t.finish(a, b, x, 0, StopReason::Converged);
+    }
+    let mut r = b.try_clone()?;
+    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
+    t.applications += 1;
+    let mut scalars = Vector::<B, S>::zeros(&backend, LEN)?;
+    backend.dot_device(r.buffer(), r.buffer(), scalars.buffer_mut(), RR)?;
+    let rr0 = scalars.to_vec()?[RR];
+    if let Some(reason) = t.record(0, rr0.as_f64().sqrt()) {
+        return t.finish(a, b, x, 0, reason);
+    }
+    let mut p = r.try_clone()?;
+    let mut q = Vector::zeros(&backend, n)?;
+    let check_every = params.check_every.max(1);
+    let mut k = 0;
+    let reason = loop {
+        k += 1;
+        a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
+        t.applications += 1;
+        backend.cg_update_device(
+            scalars.buffer_mut(),
+            p.buffer(),
+            q.buffer(),
+            x.buffer_mut(),
+            r.buffer_mut(),
+        )?;
+        let check = k % check_every == 0 || k >= params.max_iter;
+        if check {
+            let s = scalars.to_vec()?;
+            let pq = s[PQ].as_f64();
+            if !pq.is_finite() {
+                break StopReason::NonFinite { quantity: "pᵀAp" };
+            }
+            if pq <= 0.0 {
+                break StopReason::IndefiniteOperator { curvature: pq };
+            }
+            if let Some(reason) = t.record(k, s[RR].as_f64().sqrt()) {
+                break reason;
+            }
+        }
+        backend.xpay_device(scalars.buffer(), r.buffer(), p.buffer_mut())?;
+    };
+    t.finish(a, b, x, k, reason)
 }
 
 /// Preconditioned conjugate gradients (`M` symmetric positive definite; with

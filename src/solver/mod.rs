@@ -190,6 +190,10 @@ pub struct SolverParams<'a> {
     /// Use the flexible (Polak–Ribière) β in PCG, for preconditioners that vary or are
     /// not exactly symmetric (e.g. applied in lower precision).
     pub flexible: bool,
+    /// CG reads its device-resident scalars (and tests for convergence) every
+    /// `check_every` iterations (default 1; larger values avoid a host round trip per
+    /// iteration at the price of up to `check_every − 1` extra iterations).
+    pub check_every: usize,
     /// Progress display.
     pub progress: Progress,
     /// Per-iteration callback.
@@ -205,6 +209,7 @@ impl Default for SolverParams<'_> {
             restart: 30,
             stagnation_window: 1000,
             flexible: false,
+            check_every: 1,
             progress: Progress::Auto,
             monitor: Monitor::default(),
         }
@@ -239,6 +244,7 @@ impl fmt::Debug for SolverParams<'_> {
             .field("restart", &self.restart)
             .field("stagnation_window", &self.stagnation_window)
             .field("flexible", &self.flexible)
+            .field("check_every", &self.check_every)
             .field("progress", &self.progress)
             .field("monitor", &self.monitor)
             .finish()

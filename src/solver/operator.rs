@@ -53,6 +53,23 @@ pub trait LinearOperator<B: Backend, S: Scalar> {
         x.dot(y)
     }
 
+    /// `y = A x` with `x · y` left on the device in `scalars[slot]` (CG without a host
+    /// round trip).
+    ///
+    /// # Errors
+    /// As [`apply_add`](Self::apply_add).
+    fn apply_dot_device(
+        &self,
+        x: &Vector<B, S>,
+        y: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+        slot: usize,
+    ) -> Result<()> {
+        self.apply(x, y)?;
+        x.backend()
+            .dot_device(x.buffer(), y.buffer(), scalars.buffer_mut(), slot)
+    }
+
     /// Work of one application (zero when unknown).
     fn cost(&self) -> OperatorCost {
         OperatorCost::default()
@@ -71,6 +88,15 @@ impl<B: Backend, S: Scalar, T: LinearOperator<B, S> + ?Sized> LinearOperator<B, 
     }
     fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
         (**self).apply_dot(x, y)
+    }
+    fn apply_dot_device(
+        &self,
+        x: &Vector<B, S>,
+        y: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+        slot: usize,
+    ) -> Result<()> {
+        (**self).apply_dot_device(x, y, scalars, slot)
     }
     fn cost(&self) -> OperatorCost {
         (**self).cost()
@@ -159,6 +185,15 @@ impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for Sell<B, V> {
     fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
         self.spmv_dot(x, y)
     }
+    fn apply_dot_device(
+        &self,
+        x: &Vector<B, S>,
+        y: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+        slot: usize,
+    ) -> Result<()> {
+        self.spmv_dot_device(x, y, scalars, slot)
+    }
     fn cost(&self) -> OperatorCost {
         sparse_cost::<S>(
             self.nnz(),
@@ -225,6 +260,22 @@ impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B,
             _ => {
                 self.spmv(S::ONE, x, S::ZERO, y)?;
                 x.dot(y)
+            }
+        }
+    }
+    fn apply_dot_device(
+        &self,
+        x: &Vector<B, S>,
+        y: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+        slot: usize,
+    ) -> Result<()> {
+        match self {
+            SparseMatrix::Sell(m) => m.spmv_dot_device(x, y, scalars, slot),
+            _ => {
+                self.spmv(S::ONE, x, S::ZERO, y)?;
+                x.backend()
+                    .dot_device(x.buffer(), y.buffer(), scalars.buffer_mut(), slot)
             }
         }
     }

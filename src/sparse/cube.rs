@@ -290,4 +290,15 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
     ) -> Result<T> {
         sell::spmv_dot_cube(self, a, x, y)
     }
+
+    fn sell_spmv_dot_device<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Self, V>,
+        x: &CubeBuffer<T>,
+        y: &mut CubeBuffer<T>,
+        scalars: &mut CubeBuffer<T>,
+        slot: usize,
+    ) -> Result<()> {
+        sell::spmv_dot_device_cube(self, a, x, y, scalars, slot)
+    }
 }

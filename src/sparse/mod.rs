@@ -125,6 +125,17 @@ pub trait SparseOps: BackendCore {
         y: &mut Self::Buffer<T>,
     ) -> Result<T>;
 
+    /// As [`sell_spmv_dot`](Self::sell_spmv_dot) with `x · y` left on the device in
+    /// `scalars[slot]`.
+    fn sell_spmv_dot_device<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Self, V>,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+        scalars: &mut Self::Buffer<T>,
+        slot: usize,
+    ) -> Result<()>;
+
     /// `y = alpha A x + beta y` for a SELL-C-σ matrix.
     fn sell_spmv<V: Element, T: Scalar>(
         &self,
@@ -207,6 +218,18 @@ impl SparseOps for Cpu {
     ) -> Result<T> {
         sell::spmv_cpu(a, T::ONE, x, T::ZERO, y);
         Ok(T::from_f64(crate::vector::cpu::dot(x, y)))
+    }
+
+    fn sell_spmv_dot_device<V: Element, T: Scalar>(
+        &self,
+        a: &Sell<Cpu, V>,
+        x: &Vec<T>,
+        y: &mut Vec<T>,
+        scalars: &mut Vec<T>,
+        slot: usize,
+    ) -> Result<()> {
+        scalars[slot] = self.sell_spmv_dot(a, x, y)?;
+        Ok(())
     }
 
     fn sell_spmv<V: Element, T: Scalar>(

@@ -264,6 +264,41 @@ impl<B: SparseOps, V: Element> Sell<B, V> {
 }
 
 impl<B: SparseOps, V: Element> Sell<B, V> {
+    /// `y = A x` for a square matrix, with `x · y` left on the device in `scalars[slot]`.
+    ///
+    /// # Errors
+    /// As [`spmv_dot`](Self::spmv_dot); an out-of-range slot.
+    pub fn spmv_dot_device<T: Scalar>(
+        &self,
+        x: &Vector<B, T>,
+        y: &mut Vector<B, T>,
+        scalars: &mut Vector<B, T>,
+        slot: usize,
+    ) -> Result<()> {
+        check_len(
+            "Sell::spmv_dot_device",
+            "ncols (square matrix)",
+            self.nrows,
+            self.ncols,
+        )?;
+        check_len("Sell::spmv_dot_device", "x", self.ncols, x.len())?;
+        check_len("Sell::spmv_dot_device", "y", self.nrows, y.len())?;
+        if slot >= scalars.len() {
+            return Err(Error::InvalidArgument {
+                op: "Sell::spmv_dot_device",
+                name: "slot",
+                reason: format!("{slot} >= {} scalars", scalars.len()),
+            });
+        }
+        self.backend.sell_spmv_dot_device(
+            self,
+            x.buffer(),
+            y.buffer_mut(),
+            scalars.buffer_mut(),
+            slot,
+        )
+    }
+
     /// `y = A x` for a square matrix, returning `x · y`; one pass on devices.
     ///
     /// # Errors
@@ -431,16 +466,13 @@ fn sell_dot_kernel<V: Float, T: Float>(
     crate::vector::cube::cube_sum_to::<T>(dot, partials, cube_dim);
 }
 
-/// Launches [`sell_dot_kernel`]: `y = A x`, returning `x · y`.
-pub(crate) fn spmv_dot_cube<R: CubeRuntime, V: Element, T: Scalar>(
+/// Launches [`sell_dot_kernel`] and returns the per-cube partials of `x · y`.
+fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
     b: &Cube<R>,
     a: &Sell<Cube<R>, V>,
     x: &CubeBuffer<T>,
     y: &mut CubeBuffer<T>,
-) -> Result<T> {
-    if a.nrows == 0 {
-        return Ok(T::ZERO);
-    }
+) -> CubeBuffer<T> {
     let (cubes, count, dim) = crate::vector::cube::reduce_shape(b, a.nrows * 4, 4);
     let out = crate::vector::cube::partials::<R, T>(b, cubes);
     let perm = a.row_perm.as_ref().unwrap_or(&a.slice_ptr);
@@ -464,7 +496,38 @@ pub(crate) fn spmv_dot_cube<R: CubeRuntime, V: Element, T: Scalar>(
             dim.x as usize,
         )
     }
+    out
+}
+
+/// `y = A x`, returning `x · y`.
+pub(crate) fn spmv_dot_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Sell<Cube<R>, V>,
+    x: &CubeBuffer<T>,
+    y: &mut CubeBuffer<T>,
+) -> Result<T> {
+    if a.nrows == 0 {
+        return Ok(T::ZERO);
+    }
+    let out = spmv_dot_partials(b, a, x, y);
     Ok(T::from_f64(crate::vector::cube::finish_sum(b, &out)?))
+}
+
+/// `y = A x` with `x · y` left on the device in `scalars[slot]`.
+pub(crate) fn spmv_dot_device_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Sell<Cube<R>, V>,
+    x: &CubeBuffer<T>,
+    y: &mut CubeBuffer<T>,
+    scalars: &mut CubeBuffer<T>,
+    slot: usize,
+) -> Result<()> {
+    if a.nrows == 0 {
+        return crate::vector::VectorOps::fill(b, T::ZERO, scalars);
+    }
+    let out = spmv_dot_partials(b, a, x, y);
+    crate::vector::cube::finish(b, &out, scalars, slot, 0);
+    Ok(())
 }
 
 /// Launches [`sell_kernel`].

@@ -53,14 +53,9 @@ fn lane_sum<F: Float, N: Size>(value: Vector<F, N>) -> F {
     s
 }
 
-/// Tree sum of one value per unit in shared memory; unit 0 writes the cube's total to
-/// `partials[CUBE_POS]`.
+/// Tree sum of one value per unit in shared memory; every unit gets the cube's total.
 #[cube]
-pub(crate) fn cube_sum_to<F: Float>(
-    value: F,
-    partials: &mut Array<F>,
-    #[comptime] cube_dim: usize,
-) {
+fn cube_sum<F: Float>(value: F, #[comptime] cube_dim: usize) -> F {
     let mut shared = SharedMemory::<F>::new(cube_dim);
     let unit = UNIT_POS as usize;
     shared[unit] = value;
@@ -73,8 +68,19 @@ pub(crate) fn cube_sum_to<F: Float>(
         sync_cube();
         stride /= 2;
     }
-    if unit == 0 {
-        partials[CUBE_POS] = shared[0];
+    shared[0]
+}
+
+/// Tree sum of one value per unit; unit 0 writes the cube's total to `partials[CUBE_POS]`.
+#[cube]
+pub(crate) fn cube_sum_to<F: Float>(
+    value: F,
+    partials: &mut Array<F>,
+    #[comptime] cube_dim: usize,
+) {
+    let total = cube_sum::<F>(value, cube_dim);
+    if UNIT_POS == 0 {
+        partials[CUBE_POS] = total;
     }
 }
 
@@ -271,20 +277,16 @@ fn amax_kernel<F: Float, N: Size>(
     }
 }
 
-/// `x += α p; r −= α q` and partial sums of `r · r`.
-#[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-fn cg_update_kernel<F: Float, N: Size>(
-    alpha: InputScalar,
+/// `x += α p; r −= α q` over this unit's vectors; returns the unit's share of `r · r`.
+#[cube]
+fn cg_update_body<F: Float, N: Size>(
+    a: Vector<F, N>,
     p: &Array<Vector<F, N>>,
     q: &Array<Vector<F, N>>,
     x: &mut Array<Vector<F, N>>,
     r: &mut Array<Vector<F, N>>,
-    partials: &mut Array<F>,
     len: usize,
-    #[comptime] cube_dim: usize,
-) {
-    let a = Vector::<F, N>::new(alpha.get::<F>());
+) -> F {
     let mut acc = Vector::<F, N>::new(F::new(0.0));
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
@@ -301,7 +303,88 @@ fn cg_update_kernel<F: Float, N: Size>(
         acc += r_new * r_new;
         i += stride;
     }
-    cube_sum_to::<F>(lane_sum::<F, N>(acc), partials, cube_dim);
+    lane_sum::<F, N>(acc)
+}
+
+/// `x += α p; r −= α q` and partial sums of `r · r`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn cg_update_kernel<F: Float, N: Size>(
+    alpha: InputScalar,
+    p: &Array<Vector<F, N>>,
+    q: &Array<Vector<F, N>>,
+    x: &mut Array<Vector<F, N>>,
+    r: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    len: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let a = Vector::<F, N>::new(alpha.get::<F>());
+    let share = cg_update_body::<F, N>(a, p, q, x, r, len);
+    cube_sum_to::<F>(share, partials, cube_dim);
+}
+
+/// As [`cg_update_kernel`] with `α = s[RR] / s[PQ]` read from the device scalars.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn cg_update_device_kernel<F: Float, N: Size>(
+    scalars: &Array<F>,
+    p: &Array<Vector<F, N>>,
+    q: &Array<Vector<F, N>>,
+    x: &mut Array<Vector<F, N>>,
+    r: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    len: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let a = Vector::<F, N>::new(scalars[0] / scalars[1]);
+    let share = cg_update_body::<F, N>(a, p, q, x, r, len);
+    cube_sum_to::<F>(share, partials, cube_dim);
+}
+
+/// One cube adds `len` partials. `mode` 0: `scalars[slot] = total`; mode 1 (the CG finish):
+/// `scalars[BETA] = total / scalars[RR]; scalars[RR] = total`.
+#[cube(launch_unchecked)]
+fn finish_kernel<F: Float>(
+    partials: &Array<F>,
+    scalars: &mut Array<F>,
+    len: usize,
+    slot: usize,
+    #[comptime] mode: u32,
+    #[comptime] cube_dim: usize,
+) {
+    let mut acc = F::new(0.0);
+    let mut i = UNIT_POS as usize;
+    while i < len {
+        acc += partials[i];
+        i += cube_dim;
+    }
+    let total = cube_sum::<F>(acc, cube_dim);
+    if UNIT_POS == 0 {
+        if comptime![mode == 0] {
+            scalars[slot] = total;
+        } else {
+            scalars[2] = total / scalars[0];
+            scalars[0] = total;
+        }
+    }
+}
+
+/// `p = r + s[BETA] p`.
+#[cube(launch_unchecked)]
+fn xpay_device_kernel<F: Float, N: Size>(
+    scalars: &Array<F>,
+    r: &Array<Vector<F, N>>,
+    p: &mut Array<Vector<F, N>>,
+    len: usize,
+) {
+    let b = Vector::<F, N>::new(scalars[2]);
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < p.len() {
+        p[i] = mask_tail::<F, N>(r[i] + b * p[i], i, len);
+        i += stride;
+    }
 }
 
 /// `z = d ∘ r` and partial sums of `r · z`.
@@ -367,24 +450,6 @@ fn scatter_kernel<F: Float>(
     }
 }
 
-/// Second reduction pass: one cube adds `len` partial sums (strided per unit, then a tree)
-/// into `out[0]`, so that only one value travels to the host.
-#[cube(launch_unchecked)]
-fn sum_partials_kernel<F: Float>(
-    partials: &Array<F>,
-    out: &mut Array<F>,
-    len: usize,
-    #[comptime] cube_dim: usize,
-) {
-    let mut acc = F::new(0.0);
-    let mut i = UNIT_POS as usize;
-    while i < len {
-        acc += partials[i];
-        i += cube_dim;
-    }
-    cube_sum_to::<F>(acc, out, cube_dim);
-}
-
 /// Cube count and dim for an element-wise launch over `padded` elements.
 fn elementwise_shape<R: CubeRuntime>(
     backend: &Cube<R>,
@@ -447,6 +512,32 @@ pub(crate) fn partials<R: CubeRuntime, T: Storable>(
     }
 }
 
+/// Launches [`finish_kernel`] on `partials` into `scalars`.
+pub(crate) fn finish<R: CubeRuntime, T: Scalar>(
+    backend: &Cube<R>,
+    partials: &CubeBuffer<T>,
+    scalars: &mut CubeBuffer<T>,
+    slot: usize,
+    mode: u32,
+) {
+    let dim = backend.config().cube_dim;
+    // SAFETY: one cube; units read partials below `len`; unit 0 writes scalar slots below
+    // 3, which every scalars buffer holds (at least LINE = 4 padded elements).
+    unsafe {
+        finish_kernel::launch_unchecked::<T, R>(
+            backend.client(),
+            CubeCount::Static(1, 1, 1),
+            CubeDim::new_1d(dim),
+            partials.arg(),
+            scalars.arg(),
+            partials.len,
+            slot,
+            mode,
+            dim as usize,
+        )
+    }
+}
+
 /// Reads the partial sums and adds them pairwise in f64.
 pub(crate) fn finish_sum<R: CubeRuntime, T: Scalar>(
     backend: &Cube<R>,
@@ -454,20 +545,8 @@ pub(crate) fn finish_sum<R: CubeRuntime, T: Scalar>(
 ) -> Result<f64> {
     const DEVICE_PASS_ABOVE: usize = 256;
     if partials.len > DEVICE_PASS_ABOVE {
-        let out = self::partials::<R, T>(backend, 1);
-        let dim = backend.config().cube_dim;
-        // SAFETY: one cube; units read partials below `len` and unit 0 writes out[0].
-        unsafe {
-            sum_partials_kernel::launch_unchecked::<T, R>(
-                backend.client(),
-                CubeCount::Static(1, 1, 1),
-                CubeDim::new_1d(dim),
-                partials.arg(),
-                out.arg(),
-                partials.len,
-                dim as usize,
-            )
-        }
+        let mut out = self::partials::<R, T>(backend, 1);
+        finish(backend, partials, &mut out, 0, 0);
         return Ok(backend.read::<T>(&out.handle, 1)?[0].as_f64());
     }
     let values: Vec<f64> = backend
@@ -814,6 +893,87 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
                 y.arg(),
                 len,
                 y.len,
+            )
+        }
+        Ok(())
+    }
+
+    fn dot_device<T: Scalar>(
+        &self,
+        x: &CubeBuffer<T>,
+        y: &CubeBuffer<T>,
+        scalars: &mut CubeBuffer<T>,
+        slot: usize,
+    ) -> Result<()> {
+        let (cubes, count, dim) = reduce_shape(self, x.padded_len(), line_size::<T>());
+        let out = partials::<R, T>(self, cubes);
+        // SAFETY: equal lengths (checked by the caller); `out` holds one slot per cube.
+        unsafe {
+            dot_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                line_size::<T>(),
+                x.arg(),
+                y.arg(),
+                out.arg(),
+                dim.x as usize,
+            )
+        }
+        finish(self, &out, scalars, slot, 0);
+        Ok(())
+    }
+
+    fn cg_update_device<T: Scalar>(
+        &self,
+        scalars: &mut CubeBuffer<T>,
+        p: &CubeBuffer<T>,
+        q: &CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let (cubes, count, dim) = reduce_shape(self, x.padded_len(), line_size::<T>());
+        let out = partials::<R, T>(self, cubes);
+        // SAFETY: equal lengths (checked by the caller); `out` holds one slot per cube; the
+        // scalars buffer holds the CG slots.
+        unsafe {
+            cg_update_device_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                line_size::<T>(),
+                scalars.arg(),
+                p.arg(),
+                q.arg(),
+                x.arg(),
+                r.arg(),
+                out.arg(),
+                x.len,
+                dim.x as usize,
+            )
+        }
+        finish(self, &out, scalars, 0, 1);
+        Ok(())
+    }
+
+    fn xpay_device<T: Scalar>(
+        &self,
+        scalars: &CubeBuffer<T>,
+        r: &CubeBuffer<T>,
+        p: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let (count, dim) = elementwise_shape(self, p.padded_len(), line_size::<T>());
+        // SAFETY: equal lengths (checked by the caller).
+        unsafe {
+            xpay_device_kernel::launch_unchecked::<T, R>(
+                self.client(),
+                count,
+                dim,
+                line_size::<T>(),
+                scalars.arg(),
+                r.arg(),
+                p.arg(),
+                p.len,
             )
         }
         Ok(())

@@ -108,6 +108,31 @@ pub trait VectorOps: BackendCore {
         r: &Self::Buffer<T>,
         z: &mut Self::Buffer<T>,
     ) -> Result<T>;
+    /// `scalars[slot] = x · y`, the result left on the device (no read-back).
+    fn dot_device<T: Scalar>(
+        &self,
+        x: &Self::Buffer<T>,
+        y: &Self::Buffer<T>,
+        scalars: &mut Self::Buffer<T>,
+        slot: usize,
+    ) -> Result<()>;
+    /// The CG update with device-resident scalars (see [`cg_scalars`]):
+    /// `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `s[BETA] = r·r / s[RR]`; `s[RR] = r·r`.
+    fn cg_update_device<T: Scalar>(
+        &self,
+        scalars: &mut Self::Buffer<T>,
+        p: &Self::Buffer<T>,
+        q: &Self::Buffer<T>,
+        x: &mut Self::Buffer<T>,
+        r: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+    /// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`](Self::cg_update_device).
+    fn xpay_device<T: Scalar>(
+        &self,
+        scalars: &Self::Buffer<T>,
+        r: &Self::Buffer<T>,
+        p: &mut Self::Buffer<T>,
+    ) -> Result<()>;
     /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
     /// out of range are left unchanged (nothing is accessed out of bounds).
     fn gather<T: Element>(
@@ -388,6 +413,18 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     }
 }
 
+/// Slots of the device-resident scalars of CG ([`VectorOps::cg_update_device`]).
+pub mod cg_scalars {
+    /// `r · r` of the current residual.
+    pub const RR: usize = 0;
+    /// `p · A p` of the current direction.
+    pub const PQ: usize = 1;
+    /// `β` for the next direction.
+    pub const BETA: usize = 2;
+    /// Number of slots.
+    pub const LEN: usize = 4;
+}
+
 /// The fused CG update in one pass: `x += alpha p; r -= alpha q`, returning the new `r · r`.
 ///
 /// # Errors
@@ -488,6 +525,38 @@ impl VectorOps for crate::backend::Cpu {
 
     fn pointwise_mul_dot<T: Scalar>(&self, d: &Vec<T>, r: &Vec<T>, z: &mut Vec<T>) -> Result<T> {
         Ok(T::from_f64(cpu::pointwise_mul_dot(d, r, z)))
+    }
+
+    fn dot_device<T: Scalar>(
+        &self,
+        x: &Vec<T>,
+        y: &Vec<T>,
+        scalars: &mut Vec<T>,
+        slot: usize,
+    ) -> Result<()> {
+        scalars[slot] = T::from_f64(cpu::dot(x, y));
+        Ok(())
+    }
+
+    fn cg_update_device<T: Scalar>(
+        &self,
+        scalars: &mut Vec<T>,
+        p: &Vec<T>,
+        q: &Vec<T>,
+        x: &mut Vec<T>,
+        r: &mut Vec<T>,
+    ) -> Result<()> {
+        use cg_scalars::{BETA, PQ, RR};
+        let alpha = scalars[RR] / scalars[PQ];
+        let rr = T::from_f64(cpu::cg_update(alpha, p, q, x, r));
+        scalars[BETA] = rr / scalars[RR];
+        scalars[RR] = rr;
+        Ok(())
+    }
+
+    fn xpay_device<T: Scalar>(&self, scalars: &Vec<T>, r: &Vec<T>, p: &mut Vec<T>) -> Result<()> {
+        cpu::axpby(T::ONE, r, scalars[cg_scalars::BETA], p);
+        Ok(())
     }
 
     fn gather<T: Element>(&self, x: &Vec<T>, index: &Vec<u32>, y: &mut Vec<T>) -> Result<()> {
