@@ -549,7 +549,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         &self,
         a: &mut Batch<Self, V>,
         pivoting: bool,
-    ) -> Result<(CubeBuffer<u32>, Vec<i32>)> {
+    ) -> Result<(CubeBuffer<u32>, CubeBuffer<i32>)> {
         let n = a.rows;
         let pivots = self.alloc::<u32>(a.count * n)?;
         let info = self.alloc::<i32>(a.count)?;
@@ -590,8 +590,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
                 )
             }
         }
-        let codes = self.download(&info)?;
-        Ok((pivots, codes))
+        Ok((pivots, info))
     }
 
     fn batch_lu_solve<V: Element, T: Scalar>(
@@ -604,7 +603,10 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         solve::<R, V, T>(self, lu, pivots, b, false, identity)
     }
 
-    fn batch_cholesky<V: Element, T: Scalar>(&self, a: &mut Batch<Self, V>) -> Result<Vec<i32>> {
+    fn batch_cholesky<V: Element, T: Scalar>(
+        &self,
+        a: &mut Batch<Self, V>,
+    ) -> Result<CubeBuffer<i32>> {
         let n = a.rows;
         let info = self.alloc::<i32>(a.count)?;
         if a.count > 0 && n > 0 && n <= SMALL {
@@ -638,7 +640,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
                 )
             }
         }
-        self.download(&info)
+        Ok(info)
     }
 
     fn batch_cholesky_solve<V: Element, T: Scalar>(

@@ -239,31 +239,58 @@ pub enum Op {
 }
 
 /// Per-matrix outcome of a factorization (LAPACK `info`): 0 = success, `k + 1` = zero pivot
-/// or non-positive leading minor at step `k`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Status {
-    codes: Vec<i32>,
+/// or non-positive leading minor at step `k`. The codes stay on the device until asked for,
+/// so a factorization does not wait for the device.
+pub struct Status<B: BackendCore> {
+    codes: B::Buffer<i32>,
+    backend: B,
 }
 
-impl Status {
-    /// The code of every matrix.
-    pub fn codes(&self) -> &[i32] {
-        &self.codes
+impl<B: BackendCore> fmt::Debug for Status<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Status({} matrices on {})",
+            B::len(&self.codes),
+            self.backend.info()
+        )
+    }
+}
+
+impl<B: BackendCore> Status<B> {
+    /// The code of every matrix, copied to the host.
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn codes(&self) -> Result<Vec<i32>> {
+        self.backend.download(&self.codes)
     }
 
     /// Whether every matrix succeeded.
-    pub fn all_ok(&self) -> bool {
-        self.codes.iter().all(|&c| c == 0)
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn all_ok(&self) -> Result<bool> {
+        Ok(self.codes()?.iter().all(|&c| c == 0))
     }
 
     /// `(index, code)` of every failed matrix.
-    pub fn failures(&self) -> Vec<(usize, i32)> {
-        self.codes
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn failures(&self) -> Result<Vec<(usize, i32)>> {
+        Ok(self
+            .codes()?
             .iter()
             .enumerate()
             .filter(|(_, &c)| c != 0)
             .map(|(i, &c)| (i, c))
-            .collect()
+            .collect())
+    }
+
+    /// The codes on the device.
+    pub fn buffer(&self) -> &B::Buffer<i32> {
+        &self.codes
     }
 }
 
@@ -275,7 +302,7 @@ pub struct Lu<B: BackendCore, T: Element> {
     /// Row interchanges, `n` per matrix (`k` itself when no swap).
     pub pivots: B::Buffer<u32>,
     /// Per-matrix status.
-    pub status: Status,
+    pub status: Status<B>,
 }
 
 /// The batched dense operator family.
@@ -293,12 +320,12 @@ pub trait BatchedOps: BackendCore {
         c: &mut Batch<Self, V>,
     ) -> Result<()>;
 
-    /// LU factorization in place; returns pivots and status codes.
+    /// LU factorization in place; returns pivots and status codes (on the device).
     fn batch_lu<V: Element, T: Scalar>(
         &self,
         a: &mut Batch<Self, V>,
         pivoting: bool,
-    ) -> Result<(Self::Buffer<u32>, Vec<i32>)>;
+    ) -> Result<(Self::Buffer<u32>, Self::Buffer<i32>)>;
 
     /// Solves `L U X = P B` in place in `b` (`n x nrhs` per matrix); with `identity`, `B`
     /// is the identity and `b` is only written (the inverse).
@@ -311,7 +338,10 @@ pub trait BatchedOps: BackendCore {
     ) -> Result<()>;
 
     /// Cholesky `A = L Lᵀ` in place (lower triangle; the strict upper triangle is zeroed).
-    fn batch_cholesky<V: Element, T: Scalar>(&self, a: &mut Batch<Self, V>) -> Result<Vec<i32>>;
+    fn batch_cholesky<V: Element, T: Scalar>(
+        &self,
+        a: &mut Batch<Self, V>,
+    ) -> Result<Self::Buffer<i32>>;
 
     /// Solves `L Lᵀ X = B` in place in `b` (with `identity`: `B = I`, `b` only written).
     fn batch_cholesky_solve<V: Element, T: Scalar>(
@@ -417,7 +447,10 @@ pub fn lu<B: BatchedOps, V: Element, T: Scalar>(
     Ok(Lu {
         factors: a,
         pivots,
-        status: Status { codes },
+        status: Status {
+            codes,
+            backend: backend.clone(),
+        },
     })
 }
 
@@ -442,7 +475,7 @@ pub fn lu_solve<B: BatchedOps, V: Element, T: Scalar>(
 /// As [`lu`].
 pub fn inverse<B: Backend, V: Element, T: Scalar>(
     a: &Batch<B, V>,
-) -> Result<(Batch<B, V>, Status)> {
+) -> Result<(Batch<B, V>, Status<B>)> {
     let n = check_square("inverse", a)?;
     let f = lu::<B, V, T>(a.try_clone()?, true)?;
     let mut x = Batch::zeros(&a.backend, a.count, n, n)?;
@@ -459,11 +492,11 @@ pub fn inverse<B: Backend, V: Element, T: Scalar>(
 /// [`Error::InvalidArgument`] for non-square matrices or `n > 64`.
 pub fn cholesky<B: BatchedOps, V: Element, T: Scalar>(
     mut a: Batch<B, V>,
-) -> Result<(Batch<B, V>, Status)> {
+) -> Result<(Batch<B, V>, Status<B>)> {
     check_square("cholesky", &a)?;
     let backend = a.backend.clone();
     let codes = backend.batch_cholesky::<V, T>(&mut a)?;
-    Ok((a, Status { codes }))
+    Ok((a, Status { codes, backend }))
 }
 
 /// Solves `L Lᵀ X = B` with Cholesky factors, overwriting `b`.
@@ -485,7 +518,7 @@ pub fn cholesky_solve<B: BatchedOps, V: Element, T: Scalar>(
 /// As [`cholesky`].
 pub fn cholesky_inverse<B: Backend, V: Element, T: Scalar>(
     a: &Batch<B, V>,
-) -> Result<(Batch<B, V>, Status)> {
+) -> Result<(Batch<B, V>, Status<B>)> {
     let n = check_square("cholesky_inverse", a)?;
     let (l, status) = cholesky::<B, V, T>(a.try_clone()?)?;
     let mut x = Batch::zeros(&a.backend, a.count, n, n)?;

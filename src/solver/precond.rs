@@ -215,7 +215,7 @@ impl<B: Backend, S: Scalar> BlockJacobi<B, S> {
         }
         let batch = Batch::from_slice(backend, r, m, m, &blocks)?;
         let (inverse, status) = crate::batched::inverse::<B, S, S>(&batch)?;
-        if let Some(&(l, _)) = status.failures().first() {
+        if let Some(&(l, _)) = status.failures()?.first() {
             return Err(Error::InvalidArgument {
                 op: "BlockJacobi::new",
                 name: "a",

@@ -473,7 +473,13 @@ fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
     x: &CubeBuffer<T>,
     y: &mut CubeBuffer<T>,
 ) -> CubeBuffer<T> {
-    let (cubes, count, dim) = crate::vector::cube::reduce_shape(b, a.nrows * 4, 4);
+    // The full element-wise grid (one row per unit where possible): SELL rows are short and
+    // latency-bound, so fewer units with several rows each run slower.
+    let (count, dim) = grid(b, a.nrows);
+    let cubes = match count {
+        CubeCount::Static(x, _, _) => x as usize,
+        CubeCount::Dynamic(_) => unreachable!("grid() returns a static count"),
+    };
     let out = crate::vector::cube::partials::<R, T>(b, cubes);
     let perm = a.row_perm.as_ref().unwrap_or(&a.slice_ptr);
     // SAFETY: as for sell_kernel; the matrix is square (checked by the caller), so x is

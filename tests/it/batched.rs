@@ -211,7 +211,11 @@ fn batched_lu_inverse<B: Backend, T: Scalar>(b: &B) {
             for pivoting in [true, false] {
                 let f = lu::<B, T, T>(Batch::from_slice(b, count, n, n, &data).unwrap(), pivoting)
                     .unwrap();
-                assert!(f.status.all_ok(), "n={n}: {:?}", f.status.failures());
+                assert!(
+                    f.status.all_ok().unwrap(),
+                    "n={n}: {:?}",
+                    f.status.failures()
+                );
                 // Solve with 3 right-hand sides: ‖A X − B‖ small.
                 let rhs = to_t::<T>(&random_vec::<f64>(count * n * 3, 7));
                 let mut x = Batch::from_slice(b, count, n, 3, &rhs).unwrap();
@@ -235,7 +239,7 @@ fn batched_lu_inverse<B: Backend, T: Scalar>(b: &B) {
             // Inverse: ‖A X − I‖ and agreement with nalgebra.
             let a = Batch::from_slice(b, count, n, n, &data).unwrap();
             let (inv, status) = inverse::<B, T, T>(&a).unwrap();
-            assert!(status.all_ok());
+            assert!(status.all_ok().unwrap());
             let xs = widen(&inv.to_vec().unwrap());
             for m in (0..count).step_by(97.max(count / 10).max(1)) {
                 let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
@@ -264,7 +268,7 @@ fn batched_cholesky<B: Backend, T: Scalar>(b: &B) {
             let data = to_t::<T>(&host);
             let (l, status) =
                 cholesky::<B, T, T>(Batch::from_slice(b, count, n, n, &data).unwrap()).unwrap();
-            assert!(status.all_ok(), "n={n}: {:?}", status.failures());
+            assert!(status.all_ok().unwrap(), "n={n}: {:?}", status.failures());
             let ls = widen(&l.to_vec().unwrap());
             for m in (0..count).step_by(97.max(count / 10).max(1)) {
                 let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
@@ -290,7 +294,7 @@ fn batched_cholesky<B: Backend, T: Scalar>(b: &B) {
             let (inv, st) =
                 cholesky_inverse::<B, T, T>(&Batch::from_slice(b, count, n, n, &data).unwrap())
                     .unwrap();
-            assert!(st.all_ok());
+            assert!(st.all_ok().unwrap());
             let (xs, is) = (widen(&x.to_vec().unwrap()), widen(&inv.to_vec().unwrap()));
             for m in (0..count).step_by(97.max(count / 10).max(1)) {
                 let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
@@ -333,7 +337,7 @@ fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
         true,
     )
     .unwrap();
-    let failures = f.status.failures();
+    let failures = f.status.failures().unwrap();
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert_eq!(failures[0].0, 3);
     assert!(failures[0].1 >= 1 && failures[0].1 <= n as i32);
@@ -350,7 +354,12 @@ fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
     let (_, status) =
         cholesky::<B, T, T>(Batch::from_slice(b, count, n, n, &to_t::<T>(&spd)).unwrap()).unwrap();
     assert_eq!(
-        status.failures().iter().map(|f| f.0).collect::<Vec<_>>(),
+        status
+            .failures()
+            .unwrap()
+            .iter()
+            .map(|f| f.0)
+            .collect::<Vec<_>>(),
         vec![6]
     );
 }
