@@ -3,8 +3,9 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::{begin, Begin};
 use crate::solver::{
-    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason, Tracker,
+    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason,
 };
 use crate::vector::Vector;
 
@@ -27,19 +28,10 @@ pub fn bicgstab<B: Backend, S: Scalar>(
     }
     let backend = b.backend().clone();
     let n = b.len();
-    let bnorm = b.nrm2()?.as_f64();
-    let mut t = Tracker::new(params, "BiCGStab", bnorm);
-    if !bnorm.is_finite() {
-        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
-    }
-    if bnorm == 0.0 {
-        x.fill(S::ZERO)?;
-        t.record(0, 0.0);
-        return t.finish(a, b, x, 0, StopReason::Converged);
-    }
-    let mut r = b.try_clone()?;
-    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
-    t.applications += 1;
+    let (mut t, mut r) = match begin(params, "BiCGStab", a, b, x)? {
+        Begin::Done(report) => return Ok(report),
+        Begin::Iterate(t, r) => (t, r),
+    };
     let r_hat = r.try_clone()?;
     if let Some(reason) = t.record(0, r.nrm2()?.as_f64()) {
         return t.finish(a, b, x, 0, reason);
@@ -85,7 +77,7 @@ pub fn bicgstab<B: Backend, S: Scalar>(
         // s = r − α v (in r)
         r.axpy(-alpha, &v)?;
         let s_norm = r.nrm2()?.as_f64();
-        if s_norm <= (params.rtol * bnorm).max(params.atol) {
+        if t.converged(s_norm) {
             x.axpy(alpha, &p_hat)?;
             t.record(k, s_norm);
             break StopReason::Converged;

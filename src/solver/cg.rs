@@ -10,8 +10,9 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::{begin, Begin};
 use crate::solver::{
-    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason, Tracker,
+    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason,
 };
 use crate::vector::{cg_update, Vector};
 
@@ -45,19 +46,10 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
     use crate::vector::cg_scalars::{LEN, PQ, RR};
     let backend = b.backend().clone();
     let n = b.len();
-    let bnorm = b.nrm2()?.as_f64();
-    let mut t = Tracker::new(params, "CG", bnorm);
-    if !bnorm.is_finite() {
-        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
-    }
-    if bnorm == 0.0 {
-        x.fill(S::ZERO)?;
-        t.record(0, 0.0);
-        return t.finish(a, b, x, 0, StopReason::Converged);
-    }
-    let mut r = b.try_clone()?;
-    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
-    t.applications += 1;
+    let (mut t, mut r) = match begin(params, "CG", a, b, x)? {
+        Begin::Done(report) => return Ok(report),
+        Begin::Iterate(t, r) => (t, r),
+    };
     let mut scalars = Vector::<B, S>::zeros(&backend, LEN)?;
     backend.dot_device(r.buffer(), r.buffer(), scalars.buffer_mut(), RR)?;
     let rr0 = scalars.to_vec()?[RR];
@@ -125,20 +117,10 @@ fn conjugate_gradients<B: Backend, S: Scalar>(
     check_system(name, a, b, x)?;
     let backend = b.backend().clone();
     let n = b.len();
-    let bnorm = b.nrm2()?.as_f64();
-    let mut t = Tracker::new(params, name, bnorm);
-    if !bnorm.is_finite() {
-        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
-    }
-    if bnorm == 0.0 {
-        x.fill(S::ZERO)?;
-        t.record(0, 0.0);
-        return t.finish(a, b, x, 0, StopReason::Converged);
-    }
-    // r = b - A x
-    let mut r = b.try_clone()?;
-    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
-    t.applications += 1;
+    let (mut t, mut r) = match begin(params, name, a, b, x)? {
+        Begin::Done(report) => return Ok(report),
+        Begin::Iterate(t, r) => (t, r),
+    };
     let mut rr = r.dot(&r)?;
     let mut z = match m {
         Some(_) => Vector::zeros(&backend, n)?,

@@ -7,8 +7,9 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::{begin, Begin};
 use crate::solver::{
-    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason, Tracker,
+    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason,
 };
 use crate::vector::Vector;
 
@@ -66,19 +67,10 @@ fn arnoldi_solve<B: Backend, S: Scalar>(
     let backend = b.backend().clone();
     let n = b.len();
     let restart = params.restart.min(n.max(1));
-    let bnorm = b.nrm2()?.as_f64();
-    let mut t = Tracker::new(params, name, bnorm);
-    if !bnorm.is_finite() {
-        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
-    }
-    if bnorm == 0.0 {
-        x.fill(S::ZERO)?;
-        t.record(0, 0.0);
-        return t.finish(a, b, x, 0, StopReason::Converged);
-    }
-    let mut r = b.try_clone()?;
-    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
-    t.applications += 1;
+    let (mut t, mut r) = match begin(params, name, a, b, x)? {
+        Begin::Done(report) => return Ok(report),
+        Begin::Iterate(t, r) => (t, r),
+    };
     let mut beta = r.nrm2()?.as_f64();
     if let Some(reason) = t.record(0, beta) {
         return t.finish(a, b, x, 0, reason);

@@ -433,6 +433,44 @@ impl<'p, 'a> Tracker<'p, 'a> {
     }
 }
 
+/// What every solver does first: `‖b‖` (a NaN or zero `b` ends the solve at once, with
+/// `x = 0` for a zero `b`), the tracker, and the initial residual `r = b − A x`.
+pub(crate) enum Begin<'p, 'a, B: Backend, S: Scalar> {
+    /// The solve is over.
+    Done(SolveReport),
+    /// Iterate from the residual.
+    Iterate(Tracker<'p, 'a>, Vector<B, S>),
+}
+
+pub(crate) fn begin<'p, 'a, B: Backend, S: Scalar>(
+    params: &'p SolverParams<'a>,
+    name: &'static str,
+    a: &dyn LinearOperator<B, S>,
+    b: &Vector<B, S>,
+    x: &mut Vector<B, S>,
+) -> Result<Begin<'p, 'a, B, S>> {
+    let bnorm = b.nrm2()?.as_f64();
+    let mut t = Tracker::new(params, name, bnorm);
+    if !bnorm.is_finite() {
+        return Ok(Begin::Done(t.finish(
+            a,
+            b,
+            x,
+            0,
+            StopReason::NonFinite { quantity: "b" },
+        )?));
+    }
+    if bnorm == 0.0 {
+        x.fill(S::ZERO)?;
+        t.record(0, 0.0);
+        return Ok(Begin::Done(t.finish(a, b, x, 0, StopReason::Converged)?));
+    }
+    let mut r = b.try_clone()?;
+    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
+    t.applications += 1;
+    Ok(Begin::Iterate(t, r))
+}
+
 /// `‖b − A x‖₂`.
 ///
 /// # Errors
