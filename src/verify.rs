@@ -5,7 +5,7 @@
 //! a backend in precision `T` and on [`Cpu`] in f64 — with the inputs rounded to `T` first,
 //! so both runs see the same numbers — and returns a [`Comparison`]: the relative norm error,
 //! the largest error in units in the last place (ULP) of `T` and where it occurs, and a
-//! verdict against the precision-scaled [`tolerance`](crate::scalar::tolerance).
+//! verdict against the precision-scaled [`tolerance`].
 //!
 //! ```
 //! use galerkin::verify::{check, StandardCheck};

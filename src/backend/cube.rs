@@ -234,7 +234,7 @@ pub(crate) fn padded_len(len: usize) -> usize {
 }
 
 /// A typed buffer in device memory: `len` values of `T`, padded with zeros to a whole
-/// number of [`LINE`]-element vectors.
+/// number of 4-element vectors.
 pub struct CubeBuffer<T: Storable> {
     pub(crate) handle: Handle,
     pub(crate) len: usize,
@@ -252,7 +252,7 @@ impl<T: Storable> CubeBuffer<T> {
         self.len == 0
     }
 
-    /// The number of stored elements, padding included (a multiple of [`LINE`]).
+    /// The number of stored elements, padding included (a multiple of 4).
     pub fn padded_len(&self) -> usize {
         padded_len(self.len)
     }

@@ -3,8 +3,8 @@
 //!
 //! # Formats
 //! Every container is generic over the backend `B` and the value type `V` (any
-//! [`Element`](crate::Element): f16, bf16, f32, f64). Indices are `u32`. A matrix on the
-//! [`Cpu`](crate::Cpu) backend is the host representation: build, validate and convert there,
+//! [`Element`]: f16, bf16, f32, f64). Indices are `u32`. A matrix on the
+//! [`Cpu`] backend is the host representation: build, validate and convert there,
 //! then move it to a device with `to_backend(&device)`.
 //!
 //! | format | layout | SpMV thread mapping |
@@ -26,7 +26,7 @@
 //!
 //! # Mixed precision
 //! `spmv` computes `y = α A x + β y` with `x`, `y`, `α`, `β` and the accumulation in a
-//! [`Scalar`](crate::Scalar) `T` and the matrix values in any element type `V`: f32 values
+//! [`Scalar`] `T` and the matrix values in any element type `V`: f32 values
 //! with f64 vectors move 12 instead of 16 bytes per nonzero. When `β = 0`, `y` is not read
 //! (as in BLAS): NaN in `y` does not propagate.
 

@@ -619,3 +619,24 @@ fn sell_spmv_dot<B: Backend, T: Scalar>(b: &B) {
 }
 
 backend_tests!(sell_spmv_dot);
+
+/// Tuning times every candidate and keeps one that multiplies correctly.
+#[test]
+fn tuning_times_candidates_and_returns_a_working_matrix() {
+    use galerkin::sparse::SparseMatrix;
+    let cpu = Cpu::new();
+    let a = random_csr::<f64>(&RandomPattern::uniform(3000, 3000, 3, 9), 41).unwrap();
+    let (m, results) = SparseMatrix::<Cpu, f64>::tune::<f64>(&cpu, &a, 3).unwrap();
+    assert!(results.len() >= 9, "{} candidates", results.len());
+    assert!(results.iter().all(|(_, t)| t.as_nanos() > 0));
+    let xs = random_vec::<f64>(3000, 2);
+    let mut y = Vector::zeros(&cpu, 3000).unwrap();
+    m.spmv(1.0, &Vector::from_slice(&cpu, &xs).unwrap(), 0.0, &mut y)
+        .unwrap();
+    assert_close(
+        &y.to_vec().unwrap(),
+        &reference(&a, 1.0, &xs, 0.0, &xs),
+        10,
+        "tuned",
+    );
+}

@@ -329,3 +329,25 @@ backend_tests!(
     fused_pointwise_mul_dot,
     reduction_accuracy_1e8,
 );
+
+/// The CPU reductions do not depend on the number of threads.
+#[test]
+fn cpu_reductions_are_independent_of_the_thread_count() {
+    let n = (1 << 20) + 3;
+    let (xs, ys) = (random_vec::<f32>(n, 31), random_vec::<f32>(n, 32));
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let cpu = galerkin::Cpu::new();
+            let (x, y) = (upload(&cpu, &xs), upload(&cpu, &ys));
+            (x.dot(&y).unwrap().to_bits(), x.nrm2().unwrap().to_bits())
+        })
+    };
+    let one = run(1);
+    for threads in [2, 3, 7] {
+        assert_eq!(run(threads), one, "{threads} threads");
+    }
+}
