@@ -263,3 +263,36 @@ pub(crate) fn cholesky_solve<V: Element, T: Scalar>(l: &Batch<Cpu, V>, b: &mut B
             store(&x, bm);
         });
 }
+
+/// One triangular sweep per right-hand side: forward (`lower`) or back substitution, with a
+/// unit or the stored diagonal.
+pub(crate) fn triangular_solve<V: Element, T: Scalar>(
+    t: &Batch<Cpu, V>,
+    lower: bool,
+    unit: bool,
+    b: &mut Batch<Cpu, V>,
+) {
+    let (n, nrhs) = (t.rows, b.cols);
+    if n * nrhs == 0 {
+        return;
+    }
+    b.data
+        .par_chunks_mut(n * nrhs)
+        .enumerate()
+        .for_each(|(idx, bm)| {
+            let f = load::<V, T>(&t.data[idx * n * n..(idx + 1) * n * n]);
+            let mut x = load::<V, T>(bm);
+            for c in 0..nrhs {
+                for step in 0..n {
+                    let i = if lower { step } else { n - 1 - step };
+                    let mut s = x[i * nrhs + c];
+                    let range = if lower { 0..i } else { i + 1..n };
+                    for k in range {
+                        s -= f[i * n + k] * x[k * nrhs + c];
+                    }
+                    x[i * nrhs + c] = if unit { s } else { s / f[i * n + i] };
+                }
+            }
+            store(&x, bm);
+        });
+}

@@ -13,7 +13,7 @@ use cubecl::prelude::*;
 
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::backend::BackendCore;
-use crate::batched::{Batch, BatchedOps, Op};
+use crate::batched::{Batch, BatchedOps, Diagonal, Op, Triangle};
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::cube::{grid, scalar};
@@ -472,6 +472,55 @@ fn triangular_solve_kernel<V: Float, T: Float>(
     }
 }
 
+/// One triangular sweep per right-hand-side column (forward when `lower`, else backward),
+/// the column in a local array of `T`.
+#[cube(launch_unchecked)]
+fn triangle_kernel<V: Float, T: Float>(
+    f: &Array<V>,
+    b: &mut Array<V>,
+    count: usize,
+    nrhs: usize,
+    #[comptime] n: usize,
+    #[comptime] lower: bool,
+    #[comptime] unit: bool,
+) {
+    let total = count * nrhs;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut e = ABSOLUTE_POS;
+    while e < total {
+        let mat = e / nrhs;
+        let c = e % nrhs;
+        let fb = mat * n * n;
+        let bb = mat * n * nrhs;
+        let mut x = Array::<T>::new(n);
+        for i in 0..n {
+            x[i] = T::cast_from(b[bb + i * nrhs + c]);
+        }
+        for step in 0..n {
+            let mut i = n - 1 - step;
+            let mut lo = i + 1;
+            let mut hi = n.runtime();
+            if comptime![lower] {
+                i = step;
+                lo = 0;
+                hi = step;
+            }
+            let mut s = x[i];
+            for k in lo..hi {
+                s -= T::cast_from(f[fb + i * n + k]) * x[k];
+            }
+            if !comptime![unit] {
+                s /= T::cast_from(f[fb + i * n + i]);
+            }
+            x[i] = s;
+        }
+        for i in 0..n {
+            b[bb + i * nrhs + c] = V::cast_from(x[i]);
+        }
+        e += stride;
+    }
+}
+
 /// Matrices per cube for the shared-memory factorizations, or an error when one matrix does
 /// not fit the device's shared memory.
 fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<usize> {
@@ -641,6 +690,38 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
             }
         }
         Ok(info)
+    }
+
+    fn batch_triangular_solve<V: Element, T: Scalar>(
+        &self,
+        t: &Batch<Self, V>,
+        triangle: Triangle,
+        diagonal: Diagonal,
+        b: &mut Batch<Self, V>,
+    ) -> Result<()> {
+        let (n, nrhs) = (t.rows, b.cols);
+        let total = b.count * nrhs;
+        if total == 0 || n == 0 {
+            return Ok(());
+        }
+        let (count, dim) = grid(self, total);
+        // SAFETY: counts and row counts checked by `triangular_solve`; t holds n x n and b
+        // n x nrhs per matrix; every unit works on its own column below count · nrhs.
+        unsafe {
+            triangle_kernel::launch_unchecked::<V, T, R>(
+                self.client(),
+                count,
+                dim,
+                t.data.arg(),
+                b.data.arg(),
+                b.count,
+                nrhs,
+                n,
+                triangle == Triangle::Lower,
+                diagonal == Diagonal::Unit,
+            )
+        }
+        Ok(())
     }
 
     fn batch_cholesky_solve<V: Element, T: Scalar>(

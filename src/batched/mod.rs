@@ -238,6 +238,24 @@ pub enum Op {
     Transpose,
 }
 
+/// Which triangle of a matrix a triangular solve uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Triangle {
+    /// The lower triangle (forward substitution).
+    Lower,
+    /// The upper triangle (back substitution).
+    Upper,
+}
+
+/// Whether the diagonal of a triangular matrix is taken as stored or as ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Diagonal {
+    /// Divide by the stored diagonal.
+    NonUnit,
+    /// The diagonal is 1 (not read): the `L` of an LU factorization.
+    Unit,
+}
+
 /// Per-matrix outcome of a factorization (LAPACK `info`): 0 = success, `k + 1` = zero pivot
 /// or non-positive leading minor at step `k`. The codes stay on the device until asked for,
 /// so a factorization does not wait for the device.
@@ -335,6 +353,16 @@ pub trait BatchedOps: BackendCore {
         pivots: &Self::Buffer<u32>,
         b: &mut Batch<Self, V>,
         identity: bool,
+    ) -> Result<()>;
+
+    /// Solves `T X = B` in place in `b` with the given triangle of `t` (the other triangle is
+    /// not read).
+    fn batch_triangular_solve<V: Element, T: Scalar>(
+        &self,
+        t: &Batch<Self, V>,
+        triangle: Triangle,
+        diagonal: Diagonal,
+        b: &mut Batch<Self, V>,
     ) -> Result<()>;
 
     /// Cholesky `A = L Lᵀ` in place (lower triangle; the strict upper triangle is zeroed).
@@ -468,6 +496,25 @@ pub fn lu_solve<B: BatchedOps, V: Element, T: Scalar>(
         .batch_lu_solve::<V, T>(&lu.factors, &lu.pivots, b, false)
 }
 
+/// Solves `T X = B` for every matrix, overwriting `b` (`n x nrhs` per matrix), with the
+/// lower or upper triangle of `t` and its stored or a unit diagonal. A zero on a non-unit
+/// diagonal gives infinities or NaN in that matrix's solution, as in BLAS `trsm`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for non-square `t` or `n > 64`; [`Error::DimensionMismatch`]
+/// for inconsistent shapes.
+pub fn triangular_solve<B: BatchedOps, V: Element, T: Scalar>(
+    t: &Batch<B, V>,
+    triangle: Triangle,
+    diagonal: Diagonal,
+    b: &mut Batch<B, V>,
+) -> Result<()> {
+    check_square("triangular_solve", t)?;
+    check_rhs("triangular_solve", t, b)?;
+    t.backend
+        .batch_triangular_solve::<V, T>(t, triangle, diagonal, b)
+}
+
 /// The inverse of every matrix by LU with partial pivoting and solves with the identity.
 /// Singular matrices get status `k + 1`; their "inverse" is not meaningful.
 ///
@@ -560,6 +607,22 @@ impl BatchedOps for Cpu {
             cpu::set_identity(b);
         }
         cpu::lu_solve::<V, T>(lu, pivots, b);
+        Ok(())
+    }
+
+    fn batch_triangular_solve<V: Element, T: Scalar>(
+        &self,
+        t: &Batch<Self, V>,
+        triangle: Triangle,
+        diagonal: Diagonal,
+        b: &mut Batch<Self, V>,
+    ) -> Result<()> {
+        cpu::triangular_solve::<V, T>(
+            t,
+            triangle == Triangle::Lower,
+            diagonal == Diagonal::Unit,
+            b,
+        );
         Ok(())
     }
 

@@ -2,7 +2,8 @@
 //! against nalgebra (an independent implementation); singular and non-SPD members.
 
 use galerkin::batched::{
-    cholesky, cholesky_inverse, cholesky_solve, gemm, gemv, inverse, lu, lu_solve, Batch, Op,
+    cholesky, cholesky_inverse, cholesky_solve, gemm, gemv, inverse, lu, lu_solve,
+    triangular_solve, Batch, Diagonal, Op, Triangle,
 };
 use galerkin::verify::{poison, random_vec, Rng};
 use galerkin::{Backend, Element, Scalar};
@@ -317,6 +318,100 @@ fn batched_cholesky<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// Forward and back substitution with stored and unit diagonals. The triangle that must not
+/// be read (and the diagonal, when unit) holds NaN, so reading it poisons the solution.
+fn batched_triangular_solve<B: Backend, T: Scalar>(b: &B) {
+    for n in SIZES {
+        for count in COUNTS.map(|c| count_for(n, c)) {
+            let mut rng = Rng::new(40 + n as u64);
+            let nrhs = 3;
+            let full: Vec<f64> = (0..count * n * n)
+                .map(|e| {
+                    let (i, j) = ((e / n) % n, e % n);
+                    if i == j {
+                        rng.range(1.0, 2.0) * if i % 2 == 0 { 1.0 } else { -1.0 }
+                    } else {
+                        rng.range(-1.0, 1.0) / n as f64
+                    }
+                })
+                .collect();
+            let rhs = random_vec::<f64>(count * n * nrhs, 41);
+            for triangle in [Triangle::Lower, Triangle::Upper] {
+                for diagonal in [Diagonal::NonUnit, Diagonal::Unit] {
+                    let stored: Vec<f64> = full
+                        .iter()
+                        .enumerate()
+                        .map(|(e, &v)| {
+                            let (i, j) = ((e / n) % n, e % n);
+                            let unread = match triangle {
+                                Triangle::Lower => j > i,
+                                Triangle::Upper => j < i,
+                            } || (i == j && diagonal == Diagonal::Unit);
+                            if unread {
+                                f64::NAN
+                            } else {
+                                v
+                            }
+                        })
+                        .collect();
+                    let data = to_t::<T>(&stored);
+                    let t = Batch::from_slice(b, count, n, n, &data).unwrap();
+                    let rhs_t = to_t::<T>(&rhs);
+                    let mut x = Batch::from_slice(b, count, n, nrhs, &rhs_t).unwrap();
+                    triangular_solve::<B, T, T>(&t, triangle, diagonal, &mut x).unwrap();
+                    let xs = widen(&x.to_vec().unwrap());
+                    for m in 0..count {
+                        // The matrix actually meant, in f64 (from the rounded stored data).
+                        let dense = DMatrix::from_fn(n, n, |i, j| {
+                            let v = data[m * n * n + i * n + j].as_f64();
+                            if i == j && diagonal == Diagonal::Unit {
+                                1.0
+                            } else if v.is_nan() {
+                                0.0
+                            } else {
+                                v
+                            }
+                        });
+                        let bm = DMatrix::from_row_slice(
+                            n,
+                            nrhs,
+                            &widen(&rhs_t[m * n * nrhs..(m + 1) * n * nrhs]),
+                        );
+                        let reference = match triangle {
+                            Triangle::Lower => dense.solve_lower_triangular(&bm),
+                            Triangle::Upper => dense.solve_upper_triangular(&bm),
+                        }
+                        .expect("non-zero diagonal");
+                        let xm =
+                            DMatrix::from_row_slice(n, nrhs, &xs[m * n * nrhs..(m + 1) * n * nrhs]);
+                        let diff = (&xm - &reference).norm() / reference.norm().max(1e-300);
+                        assert!(
+                            diff <= 16.0 * n as f64 * T::EPS,
+                            "{triangle:?} {diagonal:?} n={n} matrix {m}: {diff:e}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    // Shape errors are typed and leave the right-hand sides untouched.
+    let rect = Batch::from_slice(b, 2, 3, 4, &to_t::<T>(&random_vec::<f64>(24, 42))).unwrap();
+    let rhs = to_t::<T>(&random_vec::<f64>(2 * 3 * 2, 43));
+    let mut x = Batch::from_slice(b, 2, 3, 2, &rhs).unwrap();
+    let r = triangular_solve::<B, T, T>(&rect, Triangle::Lower, Diagonal::NonUnit, &mut x);
+    assert!(
+        matches!(r, Err(galerkin::Error::InvalidArgument { .. })),
+        "{r:?}"
+    );
+    let square = Batch::from_slice(b, 3, 3, 3, &to_t::<T>(&random_vec::<f64>(27, 44))).unwrap();
+    let r = triangular_solve::<B, T, T>(&square, Triangle::Upper, Diagonal::Unit, &mut x);
+    assert!(
+        matches!(r, Err(galerkin::Error::DimensionMismatch { .. })),
+        "{r:?}"
+    );
+    assert_eq!(x.to_vec().unwrap(), rhs);
+}
+
 /// A singular member (LU) and a non-SPD member (Cholesky) are reported by index; their
 /// neighbours are computed exactly as without them.
 fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
@@ -368,6 +463,7 @@ backend_tests!(
     batched_gemm,
     batched_lu_inverse,
     batched_cholesky,
+    batched_triangular_solve,
     batched_status_isolates_bad_members
 );
 
