@@ -76,47 +76,53 @@ fn gemm_kernel<V: Float, T: Float>(
     }
 }
 
-/// Loads the matrices of group `g` into shared memory (coalesced over the whole group).
+/// Loads the matrices (`size` entries each) of group `g` into shared memory, coalesced over
+/// the whole group, with rows of `n` entries `ld >= n` apart in shared memory: an odd `ld`
+/// keeps units reading one column (or one matrix each, with `n = size`) on distinct banks.
 #[cube]
 fn load_group<V: Float, T: Float>(
     a: &Array<V>,
     sh: &mut SharedMemory<T>,
     g: usize,
     count: usize,
+    #[comptime] size: usize,
     #[comptime] n: usize,
+    #[comptime] ld: usize,
     #[comptime] per_cube: usize,
 ) {
-    let group_len = per_cube * n * n;
+    let group_len = per_cube * size;
     let base = g * group_len;
-    let end = count * n * n;
+    let end = count * size;
     let mut t = UNIT_POS as usize;
     while t < group_len {
         let mut v = T::new(0.0);
         if base + t < end {
             v = T::cast_from(a[base + t]);
         }
-        sh[t] = v;
+        sh[(t / n) * ld + t % n] = v;
         t += CUBE_DIM as usize;
     }
 }
 
-/// Stores the matrices of group `g` from shared memory.
+/// Stores the matrices of group `g` from shared memory (the layout of [`load_group`]).
 #[cube]
 fn store_group<V: Float, T: Float>(
     a: &mut Array<V>,
     sh: &SharedMemory<T>,
     g: usize,
     count: usize,
+    #[comptime] size: usize,
     #[comptime] n: usize,
+    #[comptime] ld: usize,
     #[comptime] per_cube: usize,
 ) {
-    let group_len = per_cube * n * n;
+    let group_len = per_cube * size;
     let base = g * group_len;
-    let end = count * n * n;
+    let end = count * size;
     let mut t = UNIT_POS as usize;
     while t < group_len {
         if base + t < end {
-            a[base + t] = V::cast_from(sh[t]);
+            a[base + t] = V::cast_from(sh[(t / n) * ld + t % n]);
         }
         t += CUBE_DIM as usize;
     }
@@ -125,25 +131,38 @@ fn store_group<V: Float, T: Float>(
 /// Matrices up to this size are factored one per unit, entirely in registers.
 const SMALL: usize = 8;
 
+/// Matrices (units) per cube of the register kernels: 64 x (8² + 1) f64 is 33 KiB of
+/// shared memory, within every device's 48 KiB.
+const SMALL_PER_CUBE: usize = 64;
+
 /// LU of one small matrix per unit, in registers (`n <= 8`): every index is comptime; the
-/// pivot row is swapped in by a comptime loop of selects rather than a dynamic index.
+/// pivot row is swapped in by a comptime loop of selects rather than a dynamic index. The
+/// group of `per_cube` matrices moves between global and shared memory coalesced (a unit
+/// reading its own matrix from global memory touches a new line per entry).
 #[cube(launch_unchecked)]
+#[allow(clippy::manual_div_ceil)]
 fn lu_small_kernel<V: Float, T: Float>(
     a: &mut Array<V>,
     pivots: &mut Array<u32>,
     info: &mut Array<i32>,
     count: usize,
     #[comptime] n: usize,
+    #[comptime] ld: usize,
+    #[comptime] per_cube: usize,
     #[comptime] pivoting: bool,
 ) {
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut e = ABSOLUTE_POS;
-    while e < count {
-        let base = e * n * n;
+    let mut sh = SharedMemory::<T>::new(per_cube * ld);
+    let mut piv = SharedMemory::<u32>::new(per_cube * n);
+    let unit = UNIT_POS as usize;
+    let groups = (count + per_cube - 1) / per_cube;
+    let mut g = CUBE_POS;
+    while g < groups {
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
         #[unroll]
         for t in 0..n * n {
-            m[t] = T::cast_from(a[base + t]);
+            m[t] = sh[unit * ld + t];
         }
         let mut code = 0i32;
         #[unroll]
@@ -171,7 +190,7 @@ fn lu_small_kernel<V: Float, T: Float>(
                     }
                 }
             }
-            pivots[e * n + k] = p as u32;
+            piv[unit * n + k] = p as u32;
             let d = m[k * n + k];
             if d == T::new(0.0) {
                 if code == 0 {
@@ -192,29 +211,160 @@ fn lu_small_kernel<V: Float, T: Float>(
         }
         #[unroll]
         for t in 0..n * n {
-            a[base + t] = V::cast_from(m[t]);
+            sh[unit * ld + t] = m[t];
         }
-        info[e] = code;
-        e += stride;
+        let e = g * per_cube + unit;
+        if e < count {
+            info[e] = code;
+        }
+        sync_cube();
+        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
+        let mut t = unit;
+        while t < per_cube * n {
+            if g * per_cube * n + t < count * n {
+                pivots[g * per_cube * n + t] = piv[t];
+            }
+            t += CUBE_DIM as usize;
+        }
+        sync_cube();
+        g += CUBE_COUNT;
     }
 }
 
-/// Cholesky of one small matrix per unit, in registers (`n <= 8`).
+/// Inverse of one small matrix per unit by Gauss-Jordan elimination with partial pivoting
+/// in registers (`n <= 8`), staged like [`lu_small_kernel`]: one pass over the data instead
+/// of a factorization and `n` solves. The status is LU's (the pivots are the same).
 #[cube(launch_unchecked)]
+#[allow(clippy::manual_div_ceil)]
+fn inverse_small_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    info: &mut Array<i32>,
+    count: usize,
+    #[comptime] n: usize,
+    #[comptime] ld: usize,
+    #[comptime] per_cube: usize,
+) {
+    let mut sh = SharedMemory::<T>::new(per_cube * ld);
+    let unit = UNIT_POS as usize;
+    let groups = (count + per_cube - 1) / per_cube;
+    let mut g = CUBE_POS;
+    while g < groups {
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
+        let mut m = Array::<T>::new(comptime![n * n]);
+        let mut perm = Array::<u32>::new(n);
+        #[unroll]
+        for t in 0..n * n {
+            m[t] = sh[unit * ld + t];
+        }
+        let mut code = 0i32;
+        #[unroll]
+        for k in 0..n {
+            let mut p = k.runtime();
+            let mut best = T::abs(m[k * n + k]);
+            #[unroll]
+            for i in k + 1..n {
+                let v = T::abs(m[i * n + k]);
+                if v > best {
+                    best = v;
+                    p = i;
+                }
+            }
+            #[unroll]
+            for r in k + 1..n {
+                if r == p {
+                    #[unroll]
+                    for j in 0..n {
+                        let tmp = m[k * n + j];
+                        m[k * n + j] = m[r * n + j];
+                        m[r * n + j] = tmp;
+                    }
+                }
+            }
+            perm[k] = p as u32;
+            let d = m[k * n + k];
+            if d == T::new(0.0) {
+                if code == 0 {
+                    code = (k + 1) as i32;
+                }
+            } else {
+                // Row k becomes row k of the inverse-in-progress: divide by the pivot, the
+                // pivot's own slot holding 1 / d.
+                let inv = T::new(1.0) / d;
+                m[k * n + k] = T::new(1.0);
+                #[unroll]
+                for j in 0..n {
+                    m[k * n + j] *= inv;
+                }
+                #[unroll]
+                for i in 0..n {
+                    if comptime![i != k] {
+                        let f = m[i * n + k];
+                        m[i * n + k] = T::new(0.0);
+                        #[unroll]
+                        for j in 0..n {
+                            let v = m[k * n + j];
+                            m[i * n + j] -= f * v;
+                        }
+                    }
+                }
+            }
+        }
+        // Undo the row interchanges on the columns, last first.
+        #[unroll]
+        for kk in 0..n {
+            let k = comptime![n - 1 - kk];
+            let p = perm[k] as usize;
+            #[unroll]
+            for c in k + 1..n {
+                if c == p {
+                    #[unroll]
+                    for i in 0..n {
+                        let tmp = m[i * n + k];
+                        m[i * n + k] = m[i * n + c];
+                        m[i * n + c] = tmp;
+                    }
+                }
+            }
+        }
+        #[unroll]
+        for t in 0..n * n {
+            sh[unit * ld + t] = m[t];
+        }
+        let e = g * per_cube + unit;
+        if e < count {
+            info[e] = code;
+        }
+        sync_cube();
+        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Cholesky of one small matrix per unit, in registers (`n <= 8`), staged like
+/// [`lu_small_kernel`].
+#[cube(launch_unchecked)]
+#[allow(clippy::manual_div_ceil)]
 fn cholesky_small_kernel<V: Float, T: Float>(
     a: &mut Array<V>,
     info: &mut Array<i32>,
     count: usize,
     #[comptime] n: usize,
+    #[comptime] ld: usize,
+    #[comptime] per_cube: usize,
 ) {
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut e = ABSOLUTE_POS;
-    while e < count {
-        let base = e * n * n;
+    let mut sh = SharedMemory::<T>::new(per_cube * ld);
+    let unit = UNIT_POS as usize;
+    let groups = (count + per_cube - 1) / per_cube;
+    let mut g = CUBE_POS;
+    while g < groups {
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
         #[unroll]
         for t in 0..n * n {
-            m[t] = T::cast_from(a[base + t]);
+            m[t] = sh[unit * ld + t];
         }
         let mut code = 0i32;
         #[unroll]
@@ -248,10 +398,16 @@ fn cholesky_small_kernel<V: Float, T: Float>(
         }
         #[unroll]
         for t in 0..n * n {
-            a[base + t] = V::cast_from(m[t]);
+            sh[unit * ld + t] = m[t];
         }
-        info[e] = code;
-        e += stride;
+        let e = g * per_cube + unit;
+        if e < count {
+            info[e] = code;
+        }
+        sync_cube();
+        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
+        g += CUBE_COUNT;
     }
 }
 
@@ -264,20 +420,21 @@ fn lu_kernel<V: Float, T: Float>(
     info: &mut Array<i32>,
     count: usize,
     #[comptime] n: usize,
+    #[comptime] ld: usize,
     #[comptime] per_cube: usize,
     #[comptime] pivoting: bool,
 ) {
-    let mut sh = SharedMemory::<T>::new(per_cube * n * n);
+    let mut sh = SharedMemory::<T>::new(per_cube * n * ld);
     let unit = UNIT_POS as usize;
     let local = unit / n;
     let lane = unit % n;
-    let base = local * n * n;
+    let base = local * n * ld;
     let groups = (count + per_cube - 1) / per_cube;
     let mut g = CUBE_POS;
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_group::<V, T>(a, &mut sh, g, count, n, per_cube);
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube);
         sync_cube();
         let mut code = 0i32;
         for k in 0..n {
@@ -286,9 +443,9 @@ fn lu_kernel<V: Float, T: Float>(
             let mut p = k;
             if comptime![pivoting] {
                 if local < per_cube {
-                    let mut best = T::abs(sh[base + k * n + k]);
+                    let mut best = T::abs(sh[base + k * ld + k]);
                     for i in k + 1..n {
-                        let v = T::abs(sh[base + i * n + k]);
+                        let v = T::abs(sh[base + i * ld + k]);
                         if v > best {
                             best = v;
                             p = i;
@@ -299,9 +456,9 @@ fn lu_kernel<V: Float, T: Float>(
             // Every unit has read the pivot column before any swaps it.
             sync_cube();
             if p != k && local < per_cube {
-                let tmp = sh[base + k * n + lane];
-                sh[base + k * n + lane] = sh[base + p * n + lane];
-                sh[base + p * n + lane] = tmp;
+                let tmp = sh[base + k * ld + lane];
+                sh[base + k * ld + lane] = sh[base + p * ld + lane];
+                sh[base + p * ld + lane] = tmp;
             }
             if lane == 0 && valid {
                 pivots[mat * n + k] = p as u32;
@@ -309,23 +466,23 @@ fn lu_kernel<V: Float, T: Float>(
             sync_cube();
             let mut d = T::new(0.0);
             if local < per_cube {
-                d = sh[base + k * n + k];
+                d = sh[base + k * ld + k];
             }
             if d == T::new(0.0) {
                 if code == 0 {
                     code = (k + 1) as i32;
                 }
             } else if lane > k && local < per_cube {
-                let l = sh[base + lane * n + k] / d;
-                sh[base + lane * n + k] = l;
+                let l = sh[base + lane * ld + k] / d;
+                sh[base + lane * ld + k] = l;
                 for j in k + 1..n {
-                    let ukj = sh[base + k * n + j];
-                    sh[base + lane * n + j] -= l * ukj;
+                    let ukj = sh[base + k * ld + j];
+                    sh[base + lane * ld + j] -= l * ukj;
                 }
             }
             sync_cube();
         }
-        store_group::<V, T>(a, &sh, g, count, n, per_cube);
+        store_group::<V, T>(a, &sh, g, count, n * n, n, ld, per_cube);
         if lane == 0 && valid {
             info[mat] = code;
         }
@@ -342,25 +499,26 @@ fn cholesky_kernel<V: Float, T: Float>(
     info: &mut Array<i32>,
     count: usize,
     #[comptime] n: usize,
+    #[comptime] ld: usize,
     #[comptime] per_cube: usize,
 ) {
-    let mut sh = SharedMemory::<T>::new(per_cube * n * n);
+    let mut sh = SharedMemory::<T>::new(per_cube * n * ld);
     let unit = UNIT_POS as usize;
     let local = unit / n;
     let lane = unit % n;
-    let base = local * n * n;
+    let base = local * n * ld;
     let groups = (count + per_cube - 1) / per_cube;
     let mut g = CUBE_POS;
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_group::<V, T>(a, &mut sh, g, count, n, per_cube);
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube);
         sync_cube();
         let mut code = 0i32;
         for k in 0..n {
             let mut d = T::new(1.0);
             if local < per_cube {
-                d = sh[base + k * n + k];
+                d = sh[base + k * ld + k];
             }
             sync_cube();
             let ok = code == 0 && d > T::new(0.0);
@@ -370,29 +528,29 @@ fn cholesky_kernel<V: Float, T: Float>(
             if ok && local < per_cube {
                 let r = T::sqrt(d);
                 if lane == k {
-                    sh[base + k * n + k] = r;
+                    sh[base + k * ld + k] = r;
                 }
                 if lane > k {
-                    sh[base + lane * n + k] = sh[base + lane * n + k] / r;
+                    sh[base + lane * ld + k] = sh[base + lane * ld + k] / r;
                 }
             }
             sync_cube();
             if ok && local < per_cube && lane > k {
-                let lik = sh[base + lane * n + k];
+                let lik = sh[base + lane * ld + k];
                 for j in k + 1..lane + 1 {
-                    let ljk = sh[base + j * n + k];
-                    sh[base + lane * n + j] -= lik * ljk;
+                    let ljk = sh[base + j * ld + k];
+                    sh[base + lane * ld + j] -= lik * ljk;
                 }
             }
             sync_cube();
         }
         if local < per_cube {
             for j in lane + 1..n {
-                sh[base + lane * n + j] = T::new(0.0);
+                sh[base + lane * ld + j] = T::new(0.0);
             }
         }
         sync_cube();
-        store_group::<V, T>(a, &sh, g, count, n, per_cube);
+        store_group::<V, T>(a, &sh, g, count, n * n, n, ld, per_cube);
         if lane == 0 && valid {
             info[mat] = code;
         }
@@ -521,11 +679,19 @@ fn triangle_kernel<V: Float, T: Float>(
     }
 }
 
-/// Matrices per cube for the shared-memory factorizations, or an error when one matrix does
-/// not fit the device's shared memory.
-fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<usize> {
+/// Matrices per cube and the shared-memory row stride for the shared-memory
+/// factorizations, or an error when one matrix does not fit the device's shared memory.
+/// The stride is odd where that fits, so that the units of one matrix (one per row)
+/// reading a column hit distinct banks (a power-of-two stride serialises them).
+fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<(usize, usize)> {
     let info = b.info();
-    let bytes = n * n * T::DTYPE.size();
+    let size = T::DTYPE.size();
+    let ld = if n * (n | 1) * size <= info.max_shared_bytes {
+        n | 1
+    } else {
+        n
+    };
+    let bytes = n * ld * size;
     let fit = info.max_shared_bytes / bytes.max(1);
     if fit == 0 {
         return Err(Error::Unsupported {
@@ -537,7 +703,7 @@ fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<usize> {
             ),
         });
     }
-    Ok((256 / n.max(1)).clamp(1, fit))
+    Ok(((256 / n.max(1)).clamp(1, fit), ld))
 }
 
 fn groups_shape(count: usize, per_cube: usize, n: usize) -> (CubeCount, CubeDim) {
@@ -603,9 +769,10 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         let pivots = self.alloc::<u32>(a.count * n)?;
         let info = self.alloc::<i32>(a.count)?;
         if a.count > 0 && n > 0 && n <= SMALL {
-            let (count, dim) = grid(self, a.count);
-            // SAFETY: one matrix per unit below count; pivots and info hold n and 1 entries
-            // per matrix.
+            let per = SMALL_PER_CUBE;
+            let (count, dim) = groups_shape(a.count, per, 1);
+            // SAFETY: one matrix per unit, groups of `per` below count; pivots and info
+            // hold n and 1 entries per matrix; shared memory per(n² + 1 + n) entries.
             unsafe {
                 lu_small_kernel::launch_unchecked::<V, T, R>(
                     self.client(),
@@ -616,11 +783,13 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
                     info.arg(),
                     a.count,
                     n,
+                    n * n + 1,
+                    per,
                     pivoting,
                 )
             }
         } else if a.count > 0 && n > 0 {
-            let per = per_cube::<R, T>(self, n)?;
+            let (per, ld) = per_cube::<R, T>(self, n)?;
             let (count, dim) = groups_shape(a.count, per, n);
             // SAFETY: the group loop stays below count matrices of n x n; pivots and info
             // hold n and 1 entries per matrix; shared memory per cube was checked above.
@@ -634,12 +803,43 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
                     info.arg(),
                     a.count,
                     n,
+                    ld,
                     per,
                     pivoting,
                 )
             }
         }
         Ok((pivots, info))
+    }
+
+    fn batch_inverse<V: Element, T: Scalar>(
+        &self,
+        a: &mut Batch<Self, V>,
+    ) -> Result<Option<CubeBuffer<i32>>> {
+        let n = a.rows;
+        if n == 0 || n > SMALL {
+            return Ok(None);
+        }
+        let info = self.alloc::<i32>(a.count)?;
+        if a.count > 0 {
+            let per = SMALL_PER_CUBE;
+            let (count, dim) = groups_shape(a.count, per, 1);
+            // SAFETY: as for the small LU kernel.
+            unsafe {
+                inverse_small_kernel::launch_unchecked::<V, T, R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    info.arg(),
+                    a.count,
+                    n,
+                    n * n + 1,
+                    per,
+                )
+            }
+        }
+        Ok(Some(info))
     }
 
     fn batch_lu_solve<V: Element, T: Scalar>(
@@ -659,8 +859,9 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         let n = a.rows;
         let info = self.alloc::<i32>(a.count)?;
         if a.count > 0 && n > 0 && n <= SMALL {
-            let (count, dim) = grid(self, a.count);
-            // SAFETY: one matrix per unit below count; info holds one entry per matrix.
+            let per = SMALL_PER_CUBE;
+            let (count, dim) = groups_shape(a.count, per, 1);
+            // SAFETY: as for the small LU kernel.
             unsafe {
                 cholesky_small_kernel::launch_unchecked::<V, T, R>(
                     self.client(),
@@ -670,10 +871,12 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
                     info.arg(),
                     a.count,
                     n,
+                    n * n + 1,
+                    per,
                 )
             }
         } else if a.count > 0 && n > 0 {
-            let per = per_cube::<R, T>(self, n)?;
+            let (per, ld) = per_cube::<R, T>(self, n)?;
             let (count, dim) = groups_shape(a.count, per, n);
             // SAFETY: as for the LU kernel.
             unsafe {
@@ -685,6 +888,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
                     info.arg(),
                     a.count,
                     n,
+                    ld,
                     per,
                 )
             }

@@ -345,6 +345,16 @@ pub trait BatchedOps: BackendCore {
         pivoting: bool,
     ) -> Result<(Self::Buffer<u32>, Self::Buffer<i32>)>;
 
+    /// Inverts every matrix in place in one pass when the backend has a direct kernel for
+    /// this size, returning the status codes (LU's); `None` (and `a` untouched) otherwise.
+    fn batch_inverse<V: Element, T: Scalar>(
+        &self,
+        a: &mut Batch<Self, V>,
+    ) -> Result<Option<Self::Buffer<i32>>> {
+        let _ = a;
+        Ok(None)
+    }
+
     /// Solves `L U X = P B` in place in `b` (`n x nrhs` per matrix); with `identity`, `B`
     /// is the identity and `b` is only written (the inverse).
     fn batch_lu_solve<V: Element, T: Scalar>(
@@ -515,8 +525,10 @@ pub fn triangular_solve<B: BatchedOps, V: Element, T: Scalar>(
         .batch_triangular_solve::<V, T>(t, triangle, diagonal, b)
 }
 
-/// The inverse of every matrix by LU with partial pivoting and solves with the identity.
-/// Singular matrices get status `k + 1`; their "inverse" is not meaningful.
+/// The inverse of every matrix: Gauss-Jordan elimination with partial pivoting in one pass
+/// where the backend has a kernel for the size (GPU, `n <= 8`), else LU with partial
+/// pivoting and solves with the identity. Singular matrices get status `k + 1` (the first
+/// zero pivot, as LU's); their "inverse" is not meaningful.
 ///
 /// # Errors
 /// As [`lu`].
@@ -524,7 +536,13 @@ pub fn inverse<B: Backend, V: Element, T: Scalar>(
     a: &Batch<B, V>,
 ) -> Result<(Batch<B, V>, Status<B>)> {
     let n = check_square("inverse", a)?;
-    let f = lu::<B, V, T>(a.try_clone()?, true)?;
+    let mut x = a.try_clone()?;
+    if let Some(codes) = a.backend.batch_inverse::<V, T>(&mut x)? {
+        let backend = a.backend.clone();
+        return Ok((x, Status { codes, backend }));
+    }
+    // `x` is untouched: factor it and solve with the identity.
+    let f = lu::<B, V, T>(x, true)?;
     let mut x = Batch::zeros(&a.backend, a.count, n, n)?;
     a.backend
         .batch_lu_solve::<V, T>(&f.factors, &f.pivots, &mut x, true)?;

@@ -415,48 +415,73 @@ fn batched_triangular_solve<B: Backend, T: Scalar>(b: &B) {
 /// A singular member (LU) and a non-SPD member (Cholesky) are reported by index; their
 /// neighbours are computed exactly as without them.
 fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
-    let (count, n) = (9, 5);
-    let mut host = matrices(count, n, false, 31);
-    // Matrix 3: column 2 is zero -> zero pivot at step 2 (LAPACK info 3) or later.
-    for i in 0..n {
-        host[3 * n * n + i * n + 2] = 0.0;
-    }
-    let clean = matrices(count, n, false, 31);
-    let f = lu::<B, T, T>(
-        Batch::from_slice(b, count, n, n, &to_t::<T>(&host)).unwrap(),
-        true,
-    )
-    .unwrap();
-    let g = lu::<B, T, T>(
-        Batch::from_slice(b, count, n, n, &to_t::<T>(&clean)).unwrap(),
-        true,
-    )
-    .unwrap();
-    let failures = f.status.failures().unwrap();
-    assert_eq!(failures.len(), 1, "{failures:?}");
-    assert_eq!(failures[0].0, 3);
-    assert!(failures[0].1 >= 1 && failures[0].1 <= n as i32);
-    let (fs, gs) = (f.factors.to_vec().unwrap(), g.factors.to_vec().unwrap());
-    for m in (0..count).filter(|&m| m != 3) {
+    // n = 5: the register kernels on GPUs; n = 12: the shared-memory kernels.
+    for n in [5, 12] {
+        let count = 9;
+        let mut host = matrices(count, n, false, 31);
+        // Matrix 3: column 2 is zero -> zero pivot at step 2 (LAPACK info 3) or later.
+        for i in 0..n {
+            host[3 * n * n + i * n + 2] = 0.0;
+        }
+        let clean = matrices(count, n, false, 31);
+        let f = lu::<B, T, T>(
+            Batch::from_slice(b, count, n, n, &to_t::<T>(&host)).unwrap(),
+            true,
+        )
+        .unwrap();
+        let g = lu::<B, T, T>(
+            Batch::from_slice(b, count, n, n, &to_t::<T>(&clean)).unwrap(),
+            true,
+        )
+        .unwrap();
+        let failures = f.status.failures().unwrap();
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!(failures[0].0, 3);
+        assert!(failures[0].1 >= 1 && failures[0].1 <= n as i32);
+        let (fs, gs) = (f.factors.to_vec().unwrap(), g.factors.to_vec().unwrap());
+        for m in (0..count).filter(|&m| m != 3) {
+            assert_eq!(
+                fs[m * n * n..(m + 1) * n * n],
+                gs[m * n * n..(m + 1) * n * n],
+                "neighbour {m} changed"
+            );
+        }
+        let mut spd = matrices(count, n, true, 32);
+        spd[6 * n * n + n + 1] = -1.0; // a negative diagonal entry: not positive definite
+        let (_, status) =
+            cholesky::<B, T, T>(Batch::from_slice(b, count, n, n, &to_t::<T>(&spd)).unwrap())
+                .unwrap();
         assert_eq!(
-            fs[m * n * n..(m + 1) * n * n],
-            gs[m * n * n..(m + 1) * n * n],
-            "neighbour {m} changed"
+            status
+                .failures()
+                .unwrap()
+                .iter()
+                .map(|f| f.0)
+                .collect::<Vec<_>>(),
+            vec![6]
         );
+        // The inverse reports the same member and leaves the others as without it.
+        let (inv_bad, st) =
+            inverse::<B, T, T>(&Batch::from_slice(b, count, n, n, &to_t::<T>(&host)).unwrap())
+                .unwrap();
+        let (inv_clean, _) =
+            inverse::<B, T, T>(&Batch::from_slice(b, count, n, n, &to_t::<T>(&clean)).unwrap())
+                .unwrap();
+        let bad = st.failures().unwrap();
+        assert_eq!(
+            bad.iter().map(|f| f.0).collect::<Vec<_>>(),
+            vec![3],
+            "{bad:?}"
+        );
+        let (ib, ic) = (inv_bad.to_vec().unwrap(), inv_clean.to_vec().unwrap());
+        for m in (0..count).filter(|&m| m != 3) {
+            assert_eq!(
+                ib[m * n * n..(m + 1) * n * n],
+                ic[m * n * n..(m + 1) * n * n],
+                "inverse of neighbour {m} changed"
+            );
+        }
     }
-    let mut spd = matrices(count, n, true, 32);
-    spd[6 * n * n + n + 1] = -1.0; // a negative diagonal entry: not positive definite
-    let (_, status) =
-        cholesky::<B, T, T>(Batch::from_slice(b, count, n, n, &to_t::<T>(&spd)).unwrap()).unwrap();
-    assert_eq!(
-        status
-            .failures()
-            .unwrap()
-            .iter()
-            .map(|f| f.0)
-            .collect::<Vec<_>>(),
-        vec![6]
-    );
 }
 
 backend_tests!(
