@@ -76,6 +76,218 @@ fn gemm_kernel<V: Float, T: Float>(
     }
 }
 
+/// GEMM for `m, n, k <= 64` through shared memory: `mats` matrices per cube, `rt x ct`
+/// units per matrix, each computing a `t x t` tile of C (rows `ti + r rt`, columns
+/// `tj + s ct`, so a warp's loads and stores stay contiguous), A and B staged in chunks of
+/// `kc` columns of A / rows of B with coalesced loads. Shared rows are `ka = kc | 1` and
+/// `nb = n | 1` apart (odd strides: the transposed loads do not hit one bank).
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments, clippy::manual_div_ceil)]
+fn gemm_tiled_kernel<V: Float, T: Float>(
+    a: &Array<V>,
+    b: &Array<V>,
+    c: &mut Array<V>,
+    alpha: InputScalar,
+    beta: InputScalar,
+    count: usize,
+    #[comptime] shape: GemmShape,
+    #[comptime] trans_a: bool,
+    #[comptime] trans_b: bool,
+    #[comptime] shared_a: bool,
+    #[comptime] shared_b: bool,
+    #[comptime] beta_zero: bool,
+) {
+    let m = shape.m;
+    let n = shape.n;
+    let k = shape.k;
+    let kc = shape.kc;
+    let ka = shape.ka;
+    let nb = shape.nb;
+    let t = shape.t;
+    let rt = shape.rt;
+    let ct = shape.ct;
+    let mats = shape.mats;
+    let per = comptime![shape.rt * shape.ct];
+    let mut sa = SharedMemory::<T>::new(comptime![shape.mats * shape.m * shape.ka]);
+    let mut sb = SharedMemory::<T>::new(comptime![shape.mats * shape.kc * shape.nb]);
+    let unit = UNIT_POS as usize;
+    let local = unit / per;
+    let u = unit % per;
+    let ti = u / ct;
+    let tj = u % ct;
+    let sa_base = local * comptime![shape.m * shape.ka];
+    let sb_base = local * comptime![shape.kc * shape.nb];
+    let al = alpha.get::<T>();
+    let groups = (count + mats - 1) / mats;
+    let mut g = CUBE_POS;
+    while g < groups {
+        let mut acc = Array::<T>::new(comptime![shape.t * shape.t]);
+        #[unroll]
+        for q in 0..t * t {
+            acc[q] = T::new(0.0);
+        }
+        for chunk in 0..comptime![(shape.k + shape.kc - 1) / shape.kc] {
+            let k0 = chunk * kc;
+            // Stage the chunk of A (m x kc) and B (kc x n) of every matrix of the group, in
+            // the order of global memory.
+            let mut q = unit;
+            while q < comptime![shape.mats * shape.m * shape.kc] {
+                let lm = q / comptime![shape.m * shape.kc];
+                let r = q % comptime![shape.m * shape.kc];
+                let mat = g * mats + lm;
+                let mut abase = mat * m * k;
+                if comptime![shared_a] {
+                    abase = 0;
+                }
+                let mut i = r / kc;
+                let mut l = r % kc;
+                if comptime![trans_a] {
+                    l = r / m;
+                    i = r % m;
+                }
+                let mut v = T::new(0.0);
+                if mat < count && k0 + l < k {
+                    let mut idx = abase + i * k + k0 + l;
+                    if comptime![trans_a] {
+                        idx = abase + (k0 + l) * m + i;
+                    }
+                    v = T::cast_from(a[idx]);
+                }
+                sa[lm * comptime![shape.m * shape.ka] + i * ka + l] = v;
+                q += CUBE_DIM as usize;
+            }
+            q = unit;
+            while q < comptime![shape.mats * shape.kc * shape.n] {
+                let lm = q / comptime![shape.kc * shape.n];
+                let r = q % comptime![shape.kc * shape.n];
+                let mat = g * mats + lm;
+                let mut bbase = mat * k * n;
+                if comptime![shared_b] {
+                    bbase = 0;
+                }
+                let mut l = r / n;
+                let mut j = r % n;
+                if comptime![trans_b] {
+                    j = r / kc;
+                    l = r % kc;
+                }
+                let mut v = T::new(0.0);
+                if mat < count && k0 + l < k {
+                    let mut idx = bbase + (k0 + l) * n + j;
+                    if comptime![trans_b] {
+                        idx = bbase + j * k + k0 + l;
+                    }
+                    v = T::cast_from(b[idx]);
+                }
+                sb[lm * comptime![shape.kc * shape.nb] + l * nb + j] = v;
+                q += CUBE_DIM as usize;
+            }
+            sync_cube();
+            let mut av = Array::<T>::new(comptime![shape.t]);
+            let mut bv = Array::<T>::new(comptime![shape.t]);
+            #[unroll]
+            for l in 0..kc {
+                #[unroll]
+                for r in 0..t {
+                    let mut row = ti + r * rt;
+                    if row >= m {
+                        row = m - 1;
+                    }
+                    av[r] = sa[sa_base + row * ka + l];
+                }
+                #[unroll]
+                for s in 0..t {
+                    let mut col = tj + s * ct;
+                    if col >= n {
+                        col = n - 1;
+                    }
+                    bv[s] = sb[sb_base + l * nb + col];
+                }
+                #[unroll]
+                for r in 0..t {
+                    #[unroll]
+                    for s in 0..t {
+                        acc[r * t + s] += av[r] * bv[s];
+                    }
+                }
+            }
+            sync_cube();
+        }
+        let mat = g * mats + local;
+        if mat < count {
+            #[unroll]
+            for r in 0..t {
+                #[unroll]
+                for s in 0..t {
+                    let i = ti + r * rt;
+                    let j = tj + s * ct;
+                    if i < m && j < n {
+                        let e = mat * m * n + i * n + j;
+                        if comptime![beta_zero] {
+                            c[e] = V::cast_from(al * acc[r * t + s]);
+                        } else {
+                            c[e] = V::cast_from(
+                                al * acc[r * t + s] + beta.get::<T>() * T::cast_from(c[e]),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        g += CUBE_COUNT;
+    }
+}
+
+/// The comptime shape of [`gemm_tiled_kernel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct GemmShape {
+    m: usize,
+    n: usize,
+    k: usize,
+    kc: usize,
+    ka: usize,
+    nb: usize,
+    t: usize,
+    rt: usize,
+    ct: usize,
+    mats: usize,
+}
+
+impl GemmShape {
+    /// The largest side the tiled kernel takes.
+    const MAX: usize = 64;
+
+    /// Tiles of `t x t` outputs per unit with at most 256 units per matrix, as many
+    /// matrices per cube as fill 256 units, and chunks of `k` within `budget` bytes of
+    /// shared memory.
+    fn new(m: usize, n: usize, k: usize, elem: usize, budget: usize) -> Self {
+        let t = (1..=4)
+            .find(|t| m.div_ceil(*t) * n.div_ceil(*t) <= 256)
+            .unwrap_or(4);
+        let (rt, ct) = (m.div_ceil(t), n.div_ceil(t));
+        let mats = (256 / (rt * ct)).max(1);
+        let nb = n | 1;
+        let per_l = mats * (m + nb) * elem;
+        let kc = (budget.saturating_sub(mats * m * elem) / per_l).clamp(1, k);
+        GemmShape {
+            m,
+            n,
+            k,
+            kc,
+            ka: kc | 1,
+            nb,
+            t,
+            rt,
+            ct,
+            mats,
+        }
+    }
+
+    fn units(&self) -> usize {
+        self.mats * self.rt * self.ct
+    }
+}
+
 /// Loads the matrices (`size` entries each) of group `g` into shared memory, coalesced over
 /// the whole group, with rows of `n` entries `ld >= n` apart in shared memory: an odd `ld`
 /// keeps units reading one column (or one matrix each, with `n = size`) on distinct banks.
@@ -729,6 +941,35 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         let k = if op_a == Op::None { a.cols } else { a.rows };
         let total = c.count * m * n;
         if total == 0 {
+            return Ok(());
+        }
+        if m.max(n).max(k) > SMALL && m.max(n).max(k) <= GemmShape::MAX {
+            let budget = (24 << 10).min(self.info().max_shared_bytes);
+            let shape = GemmShape::new(m, n, k, T::DTYPE.size(), budget);
+            let (count, dim) = groups_shape(c.count, shape.mats, shape.rt * shape.ct);
+            debug_assert_eq!(dim.x as usize, shape.units());
+            // SAFETY: as below; the staging loops stay below `mats` matrices of the shape
+            // and the shared arrays are sized for them; rows and columns past the matrix
+            // are clamped on reads and skipped on writes.
+            unsafe {
+                gemm_tiled_kernel::launch_unchecked::<V, T, R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    b.data.arg(),
+                    c.data.arg(),
+                    scalar(alpha),
+                    scalar(beta),
+                    c.count,
+                    shape,
+                    op_a == Op::Transpose,
+                    op_b == Op::Transpose,
+                    a.count == 1,
+                    b.count == 1,
+                    beta == T::ZERO,
+                )
+            }
             return Ok(());
         }
         let (count, dim) = grid(self, total);

@@ -318,6 +318,83 @@ fn batched_cholesky<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// Rectangular shapes (every side distinct, chunked `k`, partial tiles) with every
+/// transpose and shared operand, against a plain f64 loop.
+fn batched_gemm_rectangular<B: Backend, T: Scalar>(b: &B) {
+    let shapes = [
+        (12, 35, 9),
+        (64, 3, 20),
+        (5, 17, 64),
+        (33, 33, 1),
+        (9, 64, 61),
+        (7, 6, 5),
+    ];
+    for (si, &(m, n, k)) in shapes.iter().enumerate() {
+        for count in [1, 257] {
+            let seed = 50 + 3 * si as u64;
+            // Every transpose pair, and shared operands without transposes (each
+            // combination is a kernel compiled for the shape: slow on CPU Vulkan).
+            let cases = [
+                (false, false, false, false),
+                (true, false, false, false),
+                (false, true, false, false),
+                (true, true, false, false),
+                (false, false, true, false),
+                (false, false, false, true),
+            ];
+            for (ta, tb, sa, sb) in cases {
+                let ca = if sa { 1 } else { count };
+                let cb = if sb { 1 } else { count };
+                let av = to_t::<T>(&random_vec::<f64>(ca * m * k, seed));
+                let bv = to_t::<T>(&random_vec::<f64>(cb * k * n, seed + 1));
+                let cv = to_t::<T>(&random_vec::<f64>(count * m * n, seed + 2));
+                let (ar, ac) = if ta { (k, m) } else { (m, k) };
+                let (br, bc) = if tb { (n, k) } else { (k, n) };
+                let a = Batch::from_slice(b, ca, ar, ac, &av).unwrap();
+                let bb = Batch::from_slice(b, cb, br, bc, &bv).unwrap();
+                let mut c = Batch::from_slice(b, count, m, n, &cv).unwrap();
+                let op = |t| if t { Op::Transpose } else { Op::None };
+                let (alpha, beta) = (T::from_f64(0.75), T::from_f64(-1.25));
+                gemm(alpha, &a, op(ta), &bb, op(tb), beta, &mut c).unwrap();
+                let mut expected = vec![0.0; count * m * n];
+                for mat in 0..count {
+                    let (abase, bbase) = (
+                        if sa { 0 } else { mat * m * k },
+                        if sb { 0 } else { mat * k * n },
+                    );
+                    for i in 0..m {
+                        for j in 0..n {
+                            let dot: f64 = (0..k)
+                                .map(|l| {
+                                    let x = if ta {
+                                        av[abase + l * m + i]
+                                    } else {
+                                        av[abase + i * k + l]
+                                    };
+                                    let y = if tb {
+                                        bv[bbase + j * k + l]
+                                    } else {
+                                        bv[bbase + l * n + j]
+                                    };
+                                    x.as_f64() * y.as_f64()
+                                })
+                                .sum();
+                            let e = mat * m * n + i * n + j;
+                            expected[e] = 0.75 * dot - 1.25 * cv[e].as_f64();
+                        }
+                    }
+                }
+                assert_close(
+                    &c.to_vec().unwrap(),
+                    &expected,
+                    k + 1,
+                    &format!("gemm {m}x{n}x{k} count={count} ta={ta} tb={tb} sa={sa} sb={sb}"),
+                );
+            }
+        }
+    }
+}
+
 /// Forward and back substitution with stored and unit diagonals. The triangle that must not
 /// be read (and the diagonal, when unit) holds NaN, so reading it poisons the solution.
 fn batched_triangular_solve<B: Backend, T: Scalar>(b: &B) {
@@ -486,6 +563,7 @@ fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
 
 backend_tests!(
     batched_gemm,
+    batched_gemm_rectangular,
     batched_lu_inverse,
     batched_cholesky,
     batched_triangular_solve,
