@@ -119,6 +119,7 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
     let sb_base = local * comptime![shape.kc * shape.nb];
     let al = alpha.get::<T>();
     let groups = (count + mats - 1) / mats;
+    let mut tmp = Array::<T>::new(IN_FLIGHT);
     let mut g = CUBE_POS;
     while g < groups {
         let mut acc = Array::<T>::new(comptime![shape.t * shape.t]);
@@ -130,57 +131,102 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
             let k0 = chunk * kc;
             // Stage the chunk of A (m x kc) and B (kc x n) of every matrix of the group, in
             // the order of global memory.
-            let mut q = unit;
-            while q < comptime![shape.mats * shape.m * shape.kc] {
-                let lm = q / comptime![shape.m * shape.kc];
-                let r = q % comptime![shape.m * shape.kc];
-                let mat = g * mats + lm;
-                let mut abase = mat * m * k;
-                if comptime![shared_a] {
-                    abase = 0;
-                }
-                let mut i = r / kc;
-                let mut l = r % kc;
-                if comptime![trans_a] {
-                    l = r / m;
-                    i = r % m;
-                }
-                let mut v = T::new(0.0);
-                if mat < count && k0 + l < k {
-                    let mut idx = abase + i * k + k0 + l;
+            let units = comptime![shape.mats * shape.rt * shape.ct];
+            let len_a = comptime![shape.mats * shape.m * shape.kc];
+            #[unroll]
+            for batch in 0..comptime![(shape.mats * shape.m * shape.kc)
+                .div_ceil(shape.mats * shape.rt * shape.ct)
+                .div_ceil(IN_FLIGHT)]
+            {
+                #[unroll]
+                for it in 0..IN_FLIGHT {
+                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                    let lm = q / comptime![shape.m * shape.kc];
+                    let r = q % comptime![shape.m * shape.kc];
+                    let mat = g * mats + lm;
+                    let mut abase = mat * m * k;
+                    if comptime![shared_a] {
+                        abase = 0;
+                    }
+                    let mut i = r / kc;
+                    let mut l = r % kc;
                     if comptime![trans_a] {
-                        idx = abase + (k0 + l) * m + i;
+                        l = r / m;
+                        i = r % m;
                     }
-                    v = T::cast_from(a[idx]);
+                    let mut v = T::new(0.0);
+                    if q < len_a && mat < count && k0 + l < k {
+                        let mut idx = abase + i * k + k0 + l;
+                        if comptime![trans_a] {
+                            idx = abase + (k0 + l) * m + i;
+                        }
+                        v = T::cast_from(a[idx]);
+                    }
+                    tmp[it] = v;
                 }
-                sa[lm * comptime![shape.m * shape.ka] + i * ka + l] = v;
-                q += CUBE_DIM as usize;
+                #[unroll]
+                for it in 0..IN_FLIGHT {
+                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                    let lm = q / comptime![shape.m * shape.kc];
+                    let r = q % comptime![shape.m * shape.kc];
+                    let mut i = r / kc;
+                    let mut l = r % kc;
+                    if comptime![trans_a] {
+                        l = r / m;
+                        i = r % m;
+                    }
+                    if q < len_a {
+                        sa[lm * comptime![shape.m * shape.ka] + i * ka + l] = tmp[it];
+                    }
+                }
             }
-            q = unit;
-            while q < comptime![shape.mats * shape.kc * shape.n] {
-                let lm = q / comptime![shape.kc * shape.n];
-                let r = q % comptime![shape.kc * shape.n];
-                let mat = g * mats + lm;
-                let mut bbase = mat * k * n;
-                if comptime![shared_b] {
-                    bbase = 0;
-                }
-                let mut l = r / n;
-                let mut j = r % n;
-                if comptime![trans_b] {
-                    j = r / kc;
-                    l = r % kc;
-                }
-                let mut v = T::new(0.0);
-                if mat < count && k0 + l < k {
-                    let mut idx = bbase + (k0 + l) * n + j;
-                    if comptime![trans_b] {
-                        idx = bbase + j * k + k0 + l;
+            let len_b = comptime![shape.mats * shape.kc * shape.n];
+            #[unroll]
+            for batch in 0..comptime![(shape.mats * shape.kc * shape.n)
+                .div_ceil(shape.mats * shape.rt * shape.ct)
+                .div_ceil(IN_FLIGHT)]
+            {
+                #[unroll]
+                for it in 0..IN_FLIGHT {
+                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                    let lm = q / comptime![shape.kc * shape.n];
+                    let r = q % comptime![shape.kc * shape.n];
+                    let mat = g * mats + lm;
+                    let mut bbase = mat * k * n;
+                    if comptime![shared_b] {
+                        bbase = 0;
                     }
-                    v = T::cast_from(b[idx]);
+                    let mut l = r / n;
+                    let mut j = r % n;
+                    if comptime![trans_b] {
+                        j = r / kc;
+                        l = r % kc;
+                    }
+                    let mut v = T::new(0.0);
+                    if q < len_b && mat < count && k0 + l < k {
+                        let mut idx = bbase + (k0 + l) * n + j;
+                        if comptime![trans_b] {
+                            idx = bbase + j * k + k0 + l;
+                        }
+                        v = T::cast_from(b[idx]);
+                    }
+                    tmp[it] = v;
                 }
-                sb[lm * comptime![shape.kc * shape.nb] + l * nb + j] = v;
-                q += CUBE_DIM as usize;
+                #[unroll]
+                for it in 0..IN_FLIGHT {
+                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                    let lm = q / comptime![shape.kc * shape.n];
+                    let r = q % comptime![shape.kc * shape.n];
+                    let mut l = r / n;
+                    let mut j = r % n;
+                    if comptime![trans_b] {
+                        j = r / kc;
+                        l = r % kc;
+                    }
+                    if q < len_b {
+                        sb[lm * comptime![shape.kc * shape.nb] + l * nb + j] = tmp[it];
+                    }
+                }
             }
             sync_cube();
             let mut av = Array::<T>::new(comptime![shape.t]);
@@ -291,7 +337,10 @@ impl GemmShape {
 /// Loads the matrices (`size` entries each) of group `g` into shared memory, coalesced over
 /// the whole group, with rows of `n` entries `ld >= n` apart in shared memory: an odd `ld`
 /// keeps units reading one column (or one matrix each, with `n = size`) on distinct banks.
+/// `units` is the cube size. The loads of a unit are issued [`IN_FLIGHT`] at a time before
+/// their stores to shared memory, so their latencies overlap instead of adding up.
 #[cube]
+#[allow(clippy::too_many_arguments)]
 fn load_group<V: Float, T: Float>(
     a: &Array<V>,
     sh: &mut SharedMemory<T>,
@@ -301,20 +350,36 @@ fn load_group<V: Float, T: Float>(
     #[comptime] n: usize,
     #[comptime] ld: usize,
     #[comptime] per_cube: usize,
+    #[comptime] units: usize,
 ) {
-    let group_len = per_cube * size;
+    let group_len = comptime![per_cube * size];
     let base = g * group_len;
     let end = count * size;
-    let mut t = UNIT_POS as usize;
-    while t < group_len {
-        let mut v = T::new(0.0);
-        if base + t < end {
-            v = T::cast_from(a[base + t]);
+    let unit = UNIT_POS as usize;
+    let mut tmp = Array::<T>::new(IN_FLIGHT);
+    #[unroll]
+    for batch in 0..comptime![(per_cube * size).div_ceil(units).div_ceil(IN_FLIGHT)] {
+        #[unroll]
+        for it in 0..IN_FLIGHT {
+            let t = unit + comptime![(batch * IN_FLIGHT + it) * units];
+            let mut v = T::new(0.0);
+            if t < group_len && base + t < end {
+                v = T::cast_from(a[base + t]);
+            }
+            tmp[it] = v;
         }
-        sh[(t / n) * ld + t % n] = v;
-        t += CUBE_DIM as usize;
+        #[unroll]
+        for it in 0..IN_FLIGHT {
+            let t = unit + comptime![(batch * IN_FLIGHT + it) * units];
+            if t < group_len {
+                sh[(t / n) * ld + t % n] = tmp[it];
+            }
+        }
     }
 }
+
+/// Global loads a unit keeps in flight while staging matrices in shared memory.
+const IN_FLIGHT: usize = 8;
 
 /// Stores the matrices of group `g` from shared memory (the layout of [`load_group`]).
 #[cube]
@@ -369,7 +434,7 @@ fn lu_small_kernel<V: Float, T: Float>(
     let groups = (count + per_cube - 1) / per_cube;
     let mut g = CUBE_POS;
     while g < groups {
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube);
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
         sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
         #[unroll]
@@ -461,7 +526,7 @@ fn inverse_small_kernel<V: Float, T: Float>(
     let groups = (count + per_cube - 1) / per_cube;
     let mut g = CUBE_POS;
     while g < groups {
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube);
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
         sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
         let mut perm = Array::<u32>::new(n);
@@ -571,7 +636,7 @@ fn cholesky_small_kernel<V: Float, T: Float>(
     let groups = (count + per_cube - 1) / per_cube;
     let mut g = CUBE_POS;
     while g < groups {
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube);
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
         sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
         #[unroll]
@@ -646,7 +711,7 @@ fn lu_kernel<V: Float, T: Float>(
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube);
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube, per_cube * n);
         sync_cube();
         let mut code = 0i32;
         for k in 0..n {
@@ -724,7 +789,7 @@ fn cholesky_kernel<V: Float, T: Float>(
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube);
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube, per_cube * n);
         sync_cube();
         let mut code = 0i32;
         for k in 0..n {
@@ -944,7 +1009,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
             return Ok(());
         }
         if m.max(n).max(k) > SMALL && m.max(n).max(k) <= GemmShape::MAX {
-            let budget = (24 << 10).min(self.info().max_shared_bytes);
+            let budget = (36 << 10).min(self.info().max_shared_bytes);
             let shape = GemmShape::new(m, n, k, T::DTYPE.size(), budget);
             let (count, dim) = groups_shape(c.count, shape.mats, shape.rt * shape.ct);
             debug_assert_eq!(dim.x as usize, shape.units());
