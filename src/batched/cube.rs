@@ -133,14 +133,15 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
             // the order of global memory.
             let units = comptime![shape.mats * shape.rt * shape.ct];
             let len_a = comptime![shape.mats * shape.m * shape.kc];
+            let slots_a = comptime![in_flight(shape.mats * shape.m * shape.kc, units)];
             #[unroll]
             for batch in 0..comptime![(shape.mats * shape.m * shape.kc)
-                .div_ceil(shape.mats * shape.rt * shape.ct)
-                .div_ceil(IN_FLIGHT)]
+                .div_ceil(units)
+                .div_ceil(slots_a)]
             {
                 #[unroll]
-                for it in 0..IN_FLIGHT {
-                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                for it in 0..slots_a {
+                    let q = unit + comptime![(batch * slots_a + it) * units];
                     let lm = q / comptime![shape.m * shape.kc];
                     let r = q % comptime![shape.m * shape.kc];
                     let mat = g * mats + lm;
@@ -165,8 +166,8 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
                     tmp[it] = v;
                 }
                 #[unroll]
-                for it in 0..IN_FLIGHT {
-                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                for it in 0..slots_a {
+                    let q = unit + comptime![(batch * slots_a + it) * units];
                     let lm = q / comptime![shape.m * shape.kc];
                     let r = q % comptime![shape.m * shape.kc];
                     let mut i = r / kc;
@@ -181,14 +182,15 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
                 }
             }
             let len_b = comptime![shape.mats * shape.kc * shape.n];
+            let slots_b = comptime![in_flight(shape.mats * shape.kc * shape.n, units)];
             #[unroll]
             for batch in 0..comptime![(shape.mats * shape.kc * shape.n)
-                .div_ceil(shape.mats * shape.rt * shape.ct)
-                .div_ceil(IN_FLIGHT)]
+                .div_ceil(units)
+                .div_ceil(slots_b)]
             {
                 #[unroll]
-                for it in 0..IN_FLIGHT {
-                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                for it in 0..slots_b {
+                    let q = unit + comptime![(batch * slots_b + it) * units];
                     let lm = q / comptime![shape.kc * shape.n];
                     let r = q % comptime![shape.kc * shape.n];
                     let mat = g * mats + lm;
@@ -213,8 +215,8 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
                     tmp[it] = v;
                 }
                 #[unroll]
-                for it in 0..IN_FLIGHT {
-                    let q = unit + comptime![(batch * IN_FLIGHT + it) * units];
+                for it in 0..slots_b {
+                    let q = unit + comptime![(batch * slots_b + it) * units];
                     let lm = q / comptime![shape.kc * shape.n];
                     let r = q % comptime![shape.kc * shape.n];
                     let mut l = r / n;
@@ -231,7 +233,8 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
             sync_cube();
             let mut av = Array::<T>::new(comptime![shape.t]);
             let mut bv = Array::<T>::new(comptime![shape.t]);
-            #[unroll]
+            // Not unrolled over `l`: the full unroll took 171 registers per unit at n = 32
+            // (one cube per SM).
             for l in 0..kc {
                 #[unroll]
                 for r in 0..t {
@@ -357,11 +360,12 @@ fn load_group<V: Float, T: Float>(
     let end = count * size;
     let unit = UNIT_POS as usize;
     let mut tmp = Array::<T>::new(IN_FLIGHT);
+    let slots = comptime![in_flight(per_cube * size, units)];
     #[unroll]
-    for batch in 0..comptime![(per_cube * size).div_ceil(units).div_ceil(IN_FLIGHT)] {
+    for batch in 0..comptime![(per_cube * size).div_ceil(units).div_ceil(slots)] {
         #[unroll]
-        for it in 0..IN_FLIGHT {
-            let t = unit + comptime![(batch * IN_FLIGHT + it) * units];
+        for it in 0..slots {
+            let t = unit + comptime![(batch * slots + it) * units];
             let mut v = T::new(0.0);
             if t < group_len && base + t < end {
                 v = T::cast_from(a[base + t]);
@@ -369,8 +373,8 @@ fn load_group<V: Float, T: Float>(
             tmp[it] = v;
         }
         #[unroll]
-        for it in 0..IN_FLIGHT {
-            let t = unit + comptime![(batch * IN_FLIGHT + it) * units];
+        for it in 0..slots {
+            let t = unit + comptime![(batch * slots + it) * units];
             if t < group_len {
                 sh[(t / n) * ld + t % n] = tmp[it];
             }
@@ -380,6 +384,17 @@ fn load_group<V: Float, T: Float>(
 
 /// Global loads a unit keeps in flight while staging matrices in shared memory.
 const IN_FLIGHT: usize = 8;
+
+/// Loads in flight per unit for `len` entries over `units` units: [`IN_FLIGHT`], or fewer
+/// when the unit has fewer to load.
+const fn in_flight(len: usize, units: usize) -> usize {
+    let per_unit = len.div_ceil(units);
+    if per_unit < IN_FLIGHT {
+        per_unit
+    } else {
+        IN_FLIGHT
+    }
+}
 
 /// Stores the matrices of group `g` from shared memory (the layout of [`load_group`]).
 #[cube]
