@@ -305,6 +305,16 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         Ok(buffer)
     }
 
+    fn alloc_uninit<T: Storable>(&self, len: usize) -> Result<CubeBuffer<T>> {
+        let padded = padded_len(len);
+        let bytes = self.check_size::<T>(padded)?;
+        Ok(CubeBuffer {
+            handle: self.inner.client.empty(bytes),
+            len,
+            _t: PhantomData,
+        })
+    }
+
     fn upload<T: Storable>(&self, data: &[T]) -> Result<CubeBuffer<T>> {
         let padded = padded_len(data.len());
         self.check_size::<T>(padded)?;

@@ -72,6 +72,17 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     /// buffer exceeds the device's largest allocation.
     fn alloc<T: Storable>(&self, len: usize) -> Result<Self::Buffer<T>>;
 
+    /// A buffer of `len` values with unspecified contents (padding included), for a result
+    /// that a kernel overwrites entirely, padding included; saves the zero fill of
+    /// [`alloc`](Self::alloc). Defaults to `alloc`.
+    ///
+    /// # Errors
+    /// As [`alloc`](Self::alloc).
+    #[doc(hidden)]
+    fn alloc_uninit<T: Storable>(&self, len: usize) -> Result<Self::Buffer<T>> {
+        self.alloc(len)
+    }
+
     /// A buffer holding a copy of `data`.
     ///
     /// # Errors

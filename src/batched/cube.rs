@@ -99,7 +99,6 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
 ) {
     let m = shape.m;
     let n = shape.n;
-    let k = shape.k;
     let kc = shape.kc;
     let ka = shape.ka;
     let nb = shape.nb;
@@ -131,105 +130,12 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
             let k0 = chunk * kc;
             // Stage the chunk of A (m x kc) and B (kc x n) of every matrix of the group, in
             // the order of global memory.
-            let units = comptime![shape.mats * shape.rt * shape.ct];
-            let len_a = comptime![shape.mats * shape.m * shape.kc];
-            let slots_a = comptime![in_flight(shape.mats * shape.m * shape.kc, units)];
-            #[unroll]
-            for batch in 0..comptime![(shape.mats * shape.m * shape.kc)
-                .div_ceil(units)
-                .div_ceil(slots_a)]
-            {
-                #[unroll]
-                for it in 0..slots_a {
-                    let q = unit + comptime![(batch * slots_a + it) * units];
-                    let lm = q / comptime![shape.m * shape.kc];
-                    let r = q % comptime![shape.m * shape.kc];
-                    let mat = g * mats + lm;
-                    let mut abase = mat * m * k;
-                    if comptime![shared_a] {
-                        abase = 0;
-                    }
-                    let mut i = r / kc;
-                    let mut l = r % kc;
-                    if comptime![trans_a] {
-                        l = r / m;
-                        i = r % m;
-                    }
-                    let mut v = T::new(0.0);
-                    if q < len_a && mat < count && k0 + l < k {
-                        let mut idx = abase + i * k + k0 + l;
-                        if comptime![trans_a] {
-                            idx = abase + (k0 + l) * m + i;
-                        }
-                        v = T::cast_from(a[idx]);
-                    }
-                    tmp[it] = v;
-                }
-                #[unroll]
-                for it in 0..slots_a {
-                    let q = unit + comptime![(batch * slots_a + it) * units];
-                    let lm = q / comptime![shape.m * shape.kc];
-                    let r = q % comptime![shape.m * shape.kc];
-                    let mut i = r / kc;
-                    let mut l = r % kc;
-                    if comptime![trans_a] {
-                        l = r / m;
-                        i = r % m;
-                    }
-                    if q < len_a {
-                        sa[lm * comptime![shape.m * shape.ka] + i * ka + l] = tmp[it];
-                    }
-                }
-            }
-            let len_b = comptime![shape.mats * shape.kc * shape.n];
-            let slots_b = comptime![in_flight(shape.mats * shape.kc * shape.n, units)];
-            #[unroll]
-            for batch in 0..comptime![(shape.mats * shape.kc * shape.n)
-                .div_ceil(units)
-                .div_ceil(slots_b)]
-            {
-                #[unroll]
-                for it in 0..slots_b {
-                    let q = unit + comptime![(batch * slots_b + it) * units];
-                    let lm = q / comptime![shape.kc * shape.n];
-                    let r = q % comptime![shape.kc * shape.n];
-                    let mat = g * mats + lm;
-                    let mut bbase = mat * k * n;
-                    if comptime![shared_b] {
-                        bbase = 0;
-                    }
-                    let mut l = r / n;
-                    let mut j = r % n;
-                    if comptime![trans_b] {
-                        j = r / kc;
-                        l = r % kc;
-                    }
-                    let mut v = T::new(0.0);
-                    if q < len_b && mat < count && k0 + l < k {
-                        let mut idx = bbase + (k0 + l) * n + j;
-                        if comptime![trans_b] {
-                            idx = bbase + j * k + k0 + l;
-                        }
-                        v = T::cast_from(b[idx]);
-                    }
-                    tmp[it] = v;
-                }
-                #[unroll]
-                for it in 0..slots_b {
-                    let q = unit + comptime![(batch * slots_b + it) * units];
-                    let lm = q / comptime![shape.kc * shape.n];
-                    let r = q % comptime![shape.kc * shape.n];
-                    let mut l = r / n;
-                    let mut j = r % n;
-                    if comptime![trans_b] {
-                        j = r / kc;
-                        l = r % kc;
-                    }
-                    if q < len_b {
-                        sb[lm * comptime![shape.kc * shape.nb] + l * nb + j] = tmp[it];
-                    }
-                }
-            }
+            // A's panel: columns k0.. of m x k (or rows k0.. of the stored k x m);
+            // B's panel: rows k0.. of k x n (or columns k0.. of the stored n x k).
+            let pa = comptime![shape.panel_a(trans_a, shared_a)];
+            let pb = comptime![shape.panel_b(trans_b, shared_b)];
+            stage_panel::<V, T>(a, &mut sa, &mut tmp, g, count, k0, unit, pa);
+            stage_panel::<V, T>(b, &mut sb, &mut tmp, g, count, k0, unit, pb);
             sync_cube();
             let mut av = Array::<T>::new(comptime![shape.t]);
             let mut bv = Array::<T>::new(comptime![shape.t]);
@@ -287,6 +193,96 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
     }
 }
 
+/// A `kc`-wide panel of one GEMM operand, as stored in global memory (`rows x cols`,
+/// row-major, `chunk_cols`: the panel is columns `k0..k0 + kc`, else rows), to be written to
+/// shared memory as is or transposed, with rows `ld` apart and `stride` per matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Panel {
+    rows: usize,
+    cols: usize,
+    chunk_cols: bool,
+    kc: usize,
+    transpose: bool,
+    ld: usize,
+    stride: usize,
+    mats: usize,
+    units: usize,
+    shared: bool,
+}
+
+/// Stages a [`Panel`] of the matrices of group `g` in shared memory: coalesced reads in the
+/// order of global memory, a few in flight per unit; entries past the chunked side or past
+/// `count` matrices are zeros.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn stage_panel<V: Float, T: Float>(
+    src: &Array<V>,
+    sh: &mut SharedMemory<T>,
+    tmp: &mut Array<T>,
+    g: usize,
+    count: usize,
+    k0: usize,
+    unit: usize,
+    #[comptime] p: Panel,
+) {
+    let wr = comptime![if p.chunk_cols { p.rows } else { p.kc }];
+    let wc = comptime![if p.chunk_cols { p.kc } else { p.cols }];
+    let len = comptime![
+        p.mats
+            * (if p.chunk_cols {
+                p.rows * p.kc
+            } else {
+                p.kc * p.cols
+            })
+    ];
+    let slots = comptime![in_flight(len, p.units)];
+    #[unroll]
+    for batch in 0..comptime![len.div_ceil(p.units).div_ceil(slots)] {
+        #[unroll]
+        for it in 0..slots {
+            let q = unit + comptime![(batch * slots + it) * p.units];
+            let lm = q / comptime![wr * wc];
+            let wi = (q % comptime![wr * wc]) / wc;
+            let wj = q % wc;
+            let mat = g * p.mats + lm;
+            let mut base = mat * comptime![p.rows * p.cols];
+            if comptime![p.shared] {
+                base = 0;
+            }
+            let mut row = wi + k0;
+            let mut col = wj;
+            let mut along = row;
+            if comptime![p.chunk_cols] {
+                row = wi;
+                col = wj + k0;
+                along = col;
+            }
+            let mut v = T::new(0.0);
+            if q < len
+                && mat < count
+                && along < comptime![if p.chunk_cols { p.cols } else { p.rows }]
+            {
+                v = T::cast_from(src[base + row * p.cols + col]);
+            }
+            tmp[it] = v;
+        }
+        #[unroll]
+        for it in 0..slots {
+            let q = unit + comptime![(batch * slots + it) * p.units];
+            let lm = q / comptime![wr * wc];
+            let wi = (q % comptime![wr * wc]) / wc;
+            let wj = q % wc;
+            let mut at = wi * p.ld + wj;
+            if comptime![p.transpose] {
+                at = wj * p.ld + wi;
+            }
+            if q < len {
+                sh[lm * p.stride + at] = tmp[it];
+            }
+        }
+    }
+}
+
 /// The comptime shape of [`gemm_tiled_kernel`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct GemmShape {
@@ -334,6 +330,48 @@ impl GemmShape {
 
     fn units(&self) -> usize {
         self.mats * self.rt * self.ct
+    }
+
+    /// A's panel: `m x kc` in shared memory, rows `ka` apart.
+    fn panel_a(&self, trans: bool, shared: bool) -> Panel {
+        let (rows, cols) = if trans {
+            (self.k, self.m)
+        } else {
+            (self.m, self.k)
+        };
+        Panel {
+            rows,
+            cols,
+            chunk_cols: !trans,
+            kc: self.kc,
+            transpose: trans,
+            ld: self.ka,
+            stride: self.m * self.ka,
+            mats: self.mats,
+            units: self.units(),
+            shared,
+        }
+    }
+
+    /// B's panel: `kc x n` in shared memory, rows `nb` apart.
+    fn panel_b(&self, trans: bool, shared: bool) -> Panel {
+        let (rows, cols) = if trans {
+            (self.n, self.k)
+        } else {
+            (self.k, self.n)
+        };
+        Panel {
+            rows,
+            cols,
+            chunk_cols: trans,
+            kc: self.kc,
+            transpose: trans,
+            ld: self.nb,
+            stride: self.kc * self.nb,
+            mats: self.mats,
+            units: self.units(),
+            shared,
+        }
     }
 }
 
@@ -523,13 +561,14 @@ fn lu_small_kernel<V: Float, T: Float>(
     }
 }
 
-/// Inverse of one small matrix per unit by Gauss-Jordan elimination with partial pivoting
+/// Inverse (into `x`) of one small matrix per unit by Gauss-Jordan elimination with partial pivoting
 /// in registers (`n <= 8`), staged like [`lu_small_kernel`]: one pass over the data instead
 /// of a factorization and `n` solves. The status is LU's (the pivots are the same).
 #[cube(launch_unchecked)]
 #[allow(clippy::manual_div_ceil)]
 fn inverse_small_kernel<V: Float, T: Float>(
-    a: &mut Array<V>,
+    a: &Array<V>,
+    x: &mut Array<V>,
     info: &mut Array<i32>,
     count: usize,
     #[comptime] n: usize,
@@ -628,7 +667,7 @@ fn inverse_small_kernel<V: Float, T: Float>(
             info[e] = code;
         }
         sync_cube();
-        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
+        store_group::<V, T>(x, &sh, g, count, n * n, n * n, ld, per_cube);
         sync_cube();
         g += CUBE_COUNT;
     }
@@ -1135,23 +1174,28 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
 
     fn batch_inverse<V: Element, T: Scalar>(
         &self,
-        a: &mut Batch<Self, V>,
+        a: &Batch<Self, V>,
+        x: &mut Batch<Self, V>,
     ) -> Result<Option<CubeBuffer<i32>>> {
         let n = a.rows;
         if n == 0 || n > SMALL {
             return Ok(None);
         }
+        crate::error::check_len("inverse", "x count", a.count, x.count)?;
+        crate::error::check_len("inverse", "x rows", n, x.rows)?;
+        crate::error::check_len("inverse", "x cols", n, x.cols)?;
         let info = self.alloc::<i32>(a.count)?;
         if a.count > 0 {
             let per = SMALL_PER_CUBE;
             let (count, dim) = groups_shape(a.count, per, 1);
-            // SAFETY: as for the small LU kernel.
+            // SAFETY: as for the small LU kernel; `x` is checked to have the shape of `a`.
             unsafe {
                 inverse_small_kernel::launch_unchecked::<V, T, R>(
                     self.client(),
                     count,
                     dim,
                     a.data.arg(),
+                    x.data.arg(),
                     info.arg(),
                     a.count,
                     n,

@@ -216,7 +216,8 @@ impl<B: Backend, T: Element> Batch<B, T> {
     /// # Errors
     /// Allocation errors.
     pub fn try_clone(&self) -> Result<Self> {
-        let mut data = self.backend.alloc::<T>(B::len(&self.data))?;
+        // The copy writes the whole padded buffer: no zero fill first.
+        let mut data = self.backend.alloc_uninit::<T>(B::len(&self.data))?;
         self.backend.copy(&self.data, &mut data)?;
         Ok(Batch {
             count: self.count,
@@ -345,13 +346,15 @@ pub trait BatchedOps: BackendCore {
         pivoting: bool,
     ) -> Result<(Self::Buffer<u32>, Self::Buffer<i32>)>;
 
-    /// Inverts every matrix in place in one pass when the backend has a direct kernel for
-    /// this size, returning the status codes (LU's); `None` (and `a` untouched) otherwise.
+    /// Writes the inverse of every matrix of `a` into `x` in one pass when the backend has
+    /// a direct kernel for this size, returning the status codes (LU's); `None` (and `x`
+    /// untouched) otherwise.
     fn batch_inverse<V: Element, T: Scalar>(
         &self,
-        a: &mut Batch<Self, V>,
+        a: &Batch<Self, V>,
+        x: &mut Batch<Self, V>,
     ) -> Result<Option<Self::Buffer<i32>>> {
-        let _ = a;
+        let _ = (a, x);
         Ok(None)
     }
 
@@ -536,14 +539,12 @@ pub fn inverse<B: Backend, V: Element, T: Scalar>(
     a: &Batch<B, V>,
 ) -> Result<(Batch<B, V>, Status<B>)> {
     let n = check_square("inverse", a)?;
-    let mut x = a.try_clone()?;
-    if let Some(codes) = a.backend.batch_inverse::<V, T>(&mut x)? {
+    let mut x = Batch::zeros(&a.backend, a.count, n, n)?;
+    if let Some(codes) = a.backend.batch_inverse::<V, T>(a, &mut x)? {
         let backend = a.backend.clone();
         return Ok((x, Status { codes, backend }));
     }
-    // `x` is untouched: factor it and solve with the identity.
-    let f = lu::<B, V, T>(x, true)?;
-    let mut x = Batch::zeros(&a.backend, a.count, n, n)?;
+    let f = lu::<B, V, T>(a.try_clone()?, true)?;
     a.backend
         .batch_lu_solve::<V, T>(&f.factors, &f.pivots, &mut x, true)?;
     Ok((x, f.status))
