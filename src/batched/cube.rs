@@ -1,13 +1,17 @@
 //! CubeCL kernels of the batched dense operations.
 //!
-//! - GEMM: one unit per output entry `(b, i, j)`; consecutive units take consecutive `j`,
-//!   so a warp reads one row of `A` (broadcast) and consecutive entries of `B` (coalesced);
-//!   every matrix is read once from memory and reused through the cache.
-//! - LU and Cholesky: `per_cube` matrices per cube, `n` units per matrix (one per row, or
-//!   per column for row swaps), the matrices staged in shared memory in the arithmetic type
-//!   `T` with coalesced loads and stores of the whole group; `n` is comptime.
-//! - Triangular solves: one unit per right-hand-side column, the column kept in a local
-//!   array in `T`, the factors read through the cache.
+//! - GEMM, sides up to 8 (or above 64): one unit per output entry `(b, i, j)`; consecutive
+//!   units take consecutive `j`, so a warp reads one row of `A` (broadcast) and consecutive
+//!   entries of `B` (coalesced), every matrix reused through the cache. Sides 9..64:
+//!   chunks of A and B staged in shared memory, a register tile of up to 4 x 4 outputs per
+//!   unit.
+//! - Factorizations, n <= 8: one matrix per unit in registers (every index comptime), the
+//!   group moved between global and shared memory coalesced. n > 8: `per_cube` matrices per
+//!   cube, one unit per row (or per column for row swaps), the matrices in shared memory
+//!   with an odd row stride.
+//! - Triangular solves (one kernel for LU, Cholesky and plain triangles): one unit per
+//!   right-hand-side column, the column kept in a local array in `T`, the factors read
+//!   through the cache.
 
 use cubecl::prelude::*;
 
@@ -890,18 +894,32 @@ fn cholesky_kernel<V: Float, T: Float>(
     }
 }
 
+/// The steps of a batched triangular solve (comptime): the right-hand side (`identity`: the
+/// identity, else read from `b`), the row interchanges of an LU, a forward sweep with the
+/// lower triangle and a backward sweep with the upper triangle (or, `transposed`, with the
+/// transpose of the lower one: Cholesky's `Lᵀ`), each with a unit or the stored diagonal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Sweeps {
+    identity: bool,
+    pivots: bool,
+    forward: bool,
+    forward_unit: bool,
+    backward: bool,
+    backward_unit: bool,
+    transposed: bool,
+}
+
 /// Triangular solves for one right-hand-side column per unit, the column kept in a local
-/// array of `T`: LU (`P`, unit lower `L`, upper `U`) or Cholesky (`L`, `Lᵀ`).
+/// array of `T`, the factors read through the cache.
 #[cube(launch_unchecked)]
-fn triangular_solve_kernel<V: Float, T: Float>(
+fn solve_kernel<V: Float, T: Float>(
     f: &Array<V>,
     pivots: &Array<u32>,
     b: &mut Array<V>,
     count: usize,
     nrhs: usize,
     #[comptime] n: usize,
-    #[comptime] cholesky: bool,
-    #[comptime] identity: bool,
+    #[comptime] sw: Sweeps,
 ) {
     let total = count * nrhs;
     let stride = CUBE_COUNT * CUBE_DIM as usize;
@@ -913,7 +931,7 @@ fn triangular_solve_kernel<V: Float, T: Float>(
         let bb = mat * n * nrhs;
         let mut x = Array::<T>::new(n);
         for i in 0..n {
-            if comptime![identity] {
+            if comptime![sw.identity] {
                 x[i] = T::new(0.0);
                 if i == c {
                     x[i] = T::new(1.0);
@@ -922,7 +940,7 @@ fn triangular_solve_kernel<V: Float, T: Float>(
                 x[i] = T::cast_from(b[bb + i * nrhs + c]);
             }
         }
-        if !comptime![cholesky] {
+        if comptime![sw.pivots] {
             for k in 0..n {
                 let p = pivots[mat * n + k] as usize;
                 if p != k {
@@ -932,76 +950,34 @@ fn triangular_solve_kernel<V: Float, T: Float>(
                 }
             }
         }
-        for i in 0..n {
-            let mut s = x[i];
-            for k in 0..i {
-                s -= T::cast_from(f[fb + i * n + k]) * x[k];
-            }
-            if comptime![cholesky] {
-                s /= T::cast_from(f[fb + i * n + i]);
-            }
-            x[i] = s;
-        }
-        for ii in 0..n {
-            let i = n - 1 - ii;
-            let mut s = x[i];
-            for k in i + 1..n {
-                let mut fik = T::cast_from(f[fb + i * n + k]);
-                if comptime![cholesky] {
-                    fik = T::cast_from(f[fb + k * n + i]);
+        if comptime![sw.forward] {
+            for i in 0..n {
+                let mut s = x[i];
+                for k in 0..i {
+                    s -= T::cast_from(f[fb + i * n + k]) * x[k];
                 }
-                s -= fik * x[k];
+                if !comptime![sw.forward_unit] {
+                    s /= T::cast_from(f[fb + i * n + i]);
+                }
+                x[i] = s;
             }
-            x[i] = s / T::cast_from(f[fb + i * n + i]);
         }
-        for i in 0..n {
-            b[bb + i * nrhs + c] = V::cast_from(x[i]);
-        }
-        e += stride;
-    }
-}
-
-/// One triangular sweep per right-hand-side column (forward when `lower`, else backward),
-/// the column in a local array of `T`.
-#[cube(launch_unchecked)]
-fn triangle_kernel<V: Float, T: Float>(
-    f: &Array<V>,
-    b: &mut Array<V>,
-    count: usize,
-    nrhs: usize,
-    #[comptime] n: usize,
-    #[comptime] lower: bool,
-    #[comptime] unit: bool,
-) {
-    let total = count * nrhs;
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut e = ABSOLUTE_POS;
-    while e < total {
-        let mat = e / nrhs;
-        let c = e % nrhs;
-        let fb = mat * n * n;
-        let bb = mat * n * nrhs;
-        let mut x = Array::<T>::new(n);
-        for i in 0..n {
-            x[i] = T::cast_from(b[bb + i * nrhs + c]);
-        }
-        for step in 0..n {
-            let mut i = n - 1 - step;
-            let mut lo = i + 1;
-            let mut hi = n.runtime();
-            if comptime![lower] {
-                i = step;
-                lo = 0;
-                hi = step;
+        if comptime![sw.backward] {
+            for ii in 0..n {
+                let i = n - 1 - ii;
+                let mut s = x[i];
+                for k in i + 1..n {
+                    let mut fik = T::cast_from(f[fb + i * n + k]);
+                    if comptime![sw.transposed] {
+                        fik = T::cast_from(f[fb + k * n + i]);
+                    }
+                    s -= fik * x[k];
+                }
+                if !comptime![sw.backward_unit] {
+                    s /= T::cast_from(f[fb + i * n + i]);
+                }
+                x[i] = s;
             }
-            let mut s = x[i];
-            for k in lo..hi {
-                s -= T::cast_from(f[fb + i * n + k]) * x[k];
-            }
-            if !comptime![unit] {
-                s /= T::cast_from(f[fb + i * n + i]);
-            }
-            x[i] = s;
         }
         for i in 0..n {
             b[bb + i * nrhs + c] = V::cast_from(x[i]);
@@ -1214,7 +1190,16 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         b: &mut Batch<Self, V>,
         identity: bool,
     ) -> Result<()> {
-        solve::<R, V, T>(self, lu, pivots, b, false, identity)
+        let sweeps = Sweeps {
+            identity,
+            pivots: true,
+            forward: true,
+            forward_unit: true,
+            backward: true,
+            backward_unit: false,
+            transposed: false,
+        };
+        solve::<R, V, T>(self, lu, pivots, b, sweeps)
     }
 
     fn batch_cholesky<V: Element, T: Scalar>(
@@ -1268,29 +1253,19 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         diagonal: Diagonal,
         b: &mut Batch<Self, V>,
     ) -> Result<()> {
-        let (n, nrhs) = (t.rows, b.cols);
-        let total = b.count * nrhs;
-        if total == 0 || n == 0 {
-            return Ok(());
-        }
-        let (count, dim) = grid(self, total);
-        // SAFETY: counts and row counts checked by `triangular_solve`; t holds n x n and b
-        // n x nrhs per matrix; every unit works on its own column below count · nrhs.
-        unsafe {
-            triangle_kernel::launch_unchecked::<V, T, R>(
-                self.client(),
-                count,
-                dim,
-                t.data.arg(),
-                b.data.arg(),
-                b.count,
-                nrhs,
-                n,
-                triangle == Triangle::Lower,
-                diagonal == Diagonal::Unit,
-            )
-        }
-        Ok(())
+        let lower = triangle == Triangle::Lower;
+        let unit = diagonal == Diagonal::Unit;
+        let sweeps = Sweeps {
+            identity: false,
+            pivots: false,
+            forward: lower,
+            forward_unit: unit,
+            backward: !lower,
+            backward_unit: unit,
+            transposed: false,
+        };
+        let none = self.alloc::<u32>(1)?;
+        solve::<R, V, T>(self, t, &none, b, sweeps)
     }
 
     fn batch_cholesky_solve<V: Element, T: Scalar>(
@@ -1299,8 +1274,17 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         b: &mut Batch<Self, V>,
         identity: bool,
     ) -> Result<()> {
+        let sweeps = Sweeps {
+            identity,
+            pivots: false,
+            forward: true,
+            forward_unit: false,
+            backward: true,
+            backward_unit: false,
+            transposed: true,
+        };
         let none = self.alloc::<u32>(1)?;
-        solve::<R, V, T>(self, l, &none, b, true, identity)
+        solve::<R, V, T>(self, l, &none, b, sweeps)
     }
 }
 
@@ -1309,8 +1293,7 @@ fn solve<R: CubeRuntime, V: Element, T: Scalar>(
     f: &Batch<Cube<R>, V>,
     pivots: &CubeBuffer<u32>,
     b: &mut Batch<Cube<R>, V>,
-    cholesky: bool,
-    identity: bool,
+    sweeps: Sweeps,
 ) -> Result<()> {
     let (n, nrhs) = (f.rows, b.cols);
     let total = b.count * nrhs;
@@ -1319,9 +1302,10 @@ fn solve<R: CubeRuntime, V: Element, T: Scalar>(
     }
     let (count, dim) = grid(backend, total);
     // SAFETY: counts and row counts checked by the public functions; factors hold n x n,
-    // pivots n per matrix (unused for Cholesky), b n x nrhs per matrix.
+    // pivots n per matrix (read only with `sweeps.pivots`), b n x nrhs per matrix; every
+    // unit works on its own column below count · nrhs.
     unsafe {
-        triangular_solve_kernel::launch_unchecked::<V, T, R>(
+        solve_kernel::launch_unchecked::<V, T, R>(
             backend.client(),
             count,
             dim,
@@ -1331,8 +1315,7 @@ fn solve<R: CubeRuntime, V: Element, T: Scalar>(
             b.count,
             nrhs,
             n,
-            cholesky,
-            identity,
+            sweeps,
         )
     }
     Ok(())
