@@ -94,6 +94,7 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
     alpha: InputScalar,
     beta: InputScalar,
     count: usize,
+    kc_runtime: usize,
     #[comptime] shape: GemmShape,
     #[comptime] trans_a: bool,
     #[comptime] trans_b: bool,
@@ -143,9 +144,10 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
             sync_cube();
             let mut av = Array::<T>::new(comptime![shape.t]);
             let mut bv = Array::<T>::new(comptime![shape.t]);
-            // Not unrolled over `l`: the full unroll took 171 registers per unit at n = 32
-            // (one cube per SM).
-            for l in 0..kc {
+            // Not unrolled over `l`, and its trip count a run-time value so that the CUDA
+            // compiler does not unroll it either: unrolled, it took 171 registers per unit
+            // at n = 32 and 250 at n = 64 (one cube per SM).
+            for l in 0..kc_runtime {
                 #[unroll]
                 for r in 0..t {
                     let mut row = ti + r * rt;
@@ -212,6 +214,7 @@ struct Panel {
     mats: usize,
     units: usize,
     shared: bool,
+    in_flight: usize,
 }
 
 /// Stages a [`Panel`] of the matrices of group `g` in shared memory: coalesced reads in the
@@ -239,7 +242,7 @@ fn stage_panel<V: Float, T: Float>(
                 p.kc * p.cols
             })
     ];
-    let slots = comptime![in_flight(len, p.units)];
+    let slots = comptime![in_flight(len, p.units).min(p.in_flight)];
     #[unroll]
     for batch in 0..comptime![len.div_ceil(p.units).div_ceil(slots)] {
         #[unroll]
@@ -354,6 +357,8 @@ impl GemmShape {
             mats: self.mats,
             units: self.units(),
             shared,
+            // Fewer loads in flight with the large register tiles (registers).
+            in_flight: if self.t >= 3 { 2 } else { IN_FLIGHT },
         }
     }
 
@@ -375,6 +380,8 @@ impl GemmShape {
             mats: self.mats,
             units: self.units(),
             shared,
+            // Fewer loads in flight with the large register tiles (registers).
+            in_flight: if self.t >= 3 { 2 } else { IN_FLIGHT },
         }
     }
 }
@@ -1057,6 +1064,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
                     scalar(alpha),
                     scalar(beta),
                     c.count,
+                    shape.kc,
                     shape,
                     op_a == Op::Transpose,
                     op_b == Op::Transpose,
