@@ -472,9 +472,27 @@ fn store_group<V: Float, T: Float>(
 /// Matrices up to this size are factored one per unit, entirely in registers.
 const SMALL: usize = 8;
 
-/// Matrices (units) per cube of the register kernels: 64 x (8² + 1) f64 is 33 KiB of
-/// shared memory, within every device's 48 KiB.
+/// Matrices (units) per cube of the register kernels at most.
 const SMALL_PER_CUBE: usize = 64;
+
+/// Matrices per cube of the register kernels (`n <= 8`): as many as the device's shared
+/// memory holds (`n² + 1` entries of `T` and `n` pivots each), at most [`SMALL_PER_CUBE`].
+fn small_per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<usize> {
+    let info = b.info();
+    let bytes = (n * n + 1) * T::DTYPE.size() + n * size_of::<u32>();
+    let fit = info.max_shared_bytes / bytes;
+    if fit == 0 {
+        return Err(Error::Unsupported {
+            backend: info.to_string(),
+            what: format!("batched factorization of {n} x {n} {} matrices", T::DTYPE),
+            reason: format!(
+                "one matrix needs {bytes} bytes of shared memory; the device has {}",
+                info.max_shared_bytes
+            ),
+        });
+    }
+    Ok(fit.min(SMALL_PER_CUBE))
+}
 
 /// LU of one small matrix per unit, in registers (`n <= 8`): every index is comptime; the
 /// pivot row is swapped in by a comptime loop of selects rather than a dynamic index. The
@@ -1045,7 +1063,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         if total == 0 {
             return Ok(());
         }
-        if m.max(n).max(k) > SMALL && m.max(n).max(k) <= GemmShape::MAX {
+        if k > 0 && m.max(n).max(k) > SMALL && m.max(n).max(k) <= GemmShape::MAX {
             let budget = (36 << 10).min(self.info().max_shared_bytes);
             let shape = GemmShape::new(m, n, k, T::DTYPE.size(), budget);
             let (count, dim) = groups_shape(c.count, shape.mats, shape.rt * shape.ct);
@@ -1113,7 +1131,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         let pivots = self.alloc::<u32>(a.count * n)?;
         let info = self.alloc::<i32>(a.count)?;
         if a.count > 0 && n > 0 && n <= SMALL {
-            let per = SMALL_PER_CUBE;
+            let per = small_per_cube::<R, T>(self, n)?;
             let (count, dim) = groups_shape(a.count, per, 1);
             // SAFETY: one matrix per unit, groups of `per` below count; pivots and info
             // hold n and 1 entries per matrix; shared memory per(n² + 1 + n) entries.
@@ -1170,7 +1188,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         crate::error::check_len("inverse", "x cols", n, x.cols)?;
         let info = self.alloc::<i32>(a.count)?;
         if a.count > 0 {
-            let per = SMALL_PER_CUBE;
+            let per = small_per_cube::<R, T>(self, n)?;
             let (count, dim) = groups_shape(a.count, per, 1);
             // SAFETY: as for the small LU kernel; `x` is checked to have the shape of `a`.
             unsafe {
@@ -1217,7 +1235,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
         let n = a.rows;
         let info = self.alloc::<i32>(a.count)?;
         if a.count > 0 && n > 0 && n <= SMALL {
-            let per = SMALL_PER_CUBE;
+            let per = small_per_cube::<R, T>(self, n)?;
             let (count, dim) = groups_shape(a.count, per, 1);
             // SAFETY: as for the small LU kernel.
             unsafe {

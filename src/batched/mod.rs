@@ -531,7 +531,8 @@ pub fn triangular_solve<B: BatchedOps, V: Element, T: Scalar>(
 /// The inverse of every matrix: Gauss-Jordan elimination with partial pivoting in one pass
 /// where the backend has a kernel for the size (GPU, `n <= 8`), else LU with partial
 /// pivoting and solves with the identity. Singular matrices get status `k + 1` (the first
-/// zero pivot, as LU's); their "inverse" is not meaningful.
+/// zero pivot: LU's in exact arithmetic; for a numerically singular matrix the two
+/// eliminations may round a pivot differently); their "inverse" is not meaningful.
 ///
 /// # Errors
 /// As [`lu`].

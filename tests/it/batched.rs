@@ -318,9 +318,10 @@ fn batched_cholesky<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
-/// Rectangular shapes (every side distinct, chunked `k`, partial tiles) with every
-/// transpose and shared operand, against a plain f64 loop.
+/// Rectangular shapes (every side distinct, `k` in chunks, partial tiles, `k = 0`) with
+/// every transpose and shared (also transposed) operands, against a plain f64 loop.
 fn batched_gemm_rectangular<B: Backend, T: Scalar>(b: &B) {
+    // (64, 62, 64): k in two chunks in f64 and partial column tiles; (9, 12, 0): C = βC.
     let shapes = [
         (12, 35, 9),
         (64, 3, 20),
@@ -328,6 +329,8 @@ fn batched_gemm_rectangular<B: Backend, T: Scalar>(b: &B) {
         (33, 33, 1),
         (9, 64, 61),
         (7, 6, 5),
+        (64, 62, 64),
+        (9, 12, 0),
     ];
     for (si, &(m, n, k)) in shapes.iter().enumerate() {
         for count in [1, 257] {
@@ -341,6 +344,8 @@ fn batched_gemm_rectangular<B: Backend, T: Scalar>(b: &B) {
                 (true, true, false, false),
                 (false, false, true, false),
                 (false, false, false, true),
+                (true, false, true, false),
+                (false, true, false, true),
             ];
             for (ta, tb, sa, sb) in cases {
                 let ca = if sa { 1 } else { count };
@@ -391,6 +396,47 @@ fn batched_gemm_rectangular<B: Backend, T: Scalar>(b: &B) {
                     &format!("gemm {m}x{n}x{k} count={count} ta={ta} tb={tb} sa={sa} sb={sb}"),
                 );
             }
+        }
+    }
+}
+
+/// Matrices that cannot be inverted without row interchanges at every step (a permutation
+/// with small noise: the diagonal is tiny), against nalgebra: exercises the pivot search
+/// and the undoing of the interchanges in every inverse kernel.
+fn batched_inverse_needs_pivoting<B: Backend, T: Scalar>(b: &B) {
+    for n in [2, 3, 5, 8, 12] {
+        let count = 37;
+        let mut rng = Rng::new(90 + n as u64);
+        let mut host = Vec::with_capacity(count * n * n);
+        for m in 0..count {
+            // A cyclic shift by 1 + m % (n - 1): no fixed point, so a tiny diagonal.
+            let shift = 1 + m % (n - 1).max(1);
+            for i in 0..n {
+                for j in 0..n {
+                    let one = if j == (i + shift) % n {
+                        1.0 + rng.range(0.0, 1.0)
+                    } else {
+                        0.0
+                    };
+                    host.push(one + 0.01 * rng.range(-1.0, 1.0));
+                }
+            }
+        }
+        let data = to_t::<T>(&host);
+        let a = Batch::from_slice(b, count, n, n, &data).unwrap();
+        let (inv, status) = inverse::<B, T, T>(&a).unwrap();
+        assert!(status.all_ok().unwrap(), "n={n}: {:?}", status.failures());
+        let xs = widen(&inv.to_vec().unwrap());
+        for m in 0..count {
+            let am = DMatrix::from_row_slice(n, n, &widen(&data[m * n * n..(m + 1) * n * n]));
+            let reference = am.clone().try_inverse().expect("a perturbed permutation");
+            let xm = DMatrix::from_row_slice(n, n, &xs[m * n * n..(m + 1) * n * n]);
+            let cond = am.norm() * reference.norm();
+            let diff = (&xm - &reference).norm() / reference.norm();
+            assert!(
+                diff <= 64.0 * n as f64 * T::EPS * cond,
+                "inverse n={n} matrix {m}: {diff:e} (cond {cond:.1})"
+            );
         }
     }
 }
@@ -567,6 +613,7 @@ backend_tests!(
     batched_lu_inverse,
     batched_cholesky,
     batched_triangular_solve,
+    batched_inverse_needs_pivoting,
     batched_status_isolates_bad_members
 );
 
