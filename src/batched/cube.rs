@@ -932,7 +932,12 @@ struct Sweeps {
     backward: bool,
     backward_unit: bool,
     transposed: bool,
+    /// Every loop unrolled (the column in registers; for small `n`).
+    unroll: bool,
 }
+
+/// Sides up to which the triangular solves are unrolled, the column in registers.
+const UNROLL_SOLVE: usize = 32;
 
 /// Triangular solves for one right-hand-side column per unit, the column kept in a local
 /// array of `T`, the factors read through the cache.
@@ -955,6 +960,7 @@ fn solve_kernel<V: Float, T: Float>(
         let fb = mat * n * n;
         let bb = mat * n * nrhs;
         let mut x = Array::<T>::new(n);
+        #[unroll(sw.unroll)]
         for i in 0..n {
             if comptime![sw.identity] {
                 x[i] = T::new(0.0);
@@ -966,9 +972,20 @@ fn solve_kernel<V: Float, T: Float>(
             }
         }
         if comptime![sw.pivots] {
+            #[unroll(sw.unroll)]
             for k in 0..n {
                 let p = pivots[mat * n + k] as usize;
-                if p != k {
+                if comptime![sw.unroll] {
+                    // Constant indices only, so that `x` stays in registers.
+                    #[unroll]
+                    for r in 0..n {
+                        if r == p && r != k {
+                            let tmp = x[k];
+                            x[k] = x[r];
+                            x[r] = tmp;
+                        }
+                    }
+                } else if p != k {
                     let tmp = x[k];
                     x[k] = x[p];
                     x[p] = tmp;
@@ -976,8 +993,10 @@ fn solve_kernel<V: Float, T: Float>(
             }
         }
         if comptime![sw.forward] {
+            #[unroll(sw.unroll)]
             for i in 0..n {
                 let mut s = x[i];
+                #[unroll(sw.unroll)]
                 for k in 0..i {
                     s -= T::cast_from(f[fb + i * n + k]) * x[k];
                 }
@@ -988,10 +1007,15 @@ fn solve_kernel<V: Float, T: Float>(
             }
         }
         if comptime![sw.backward] {
+            #[unroll(sw.unroll)]
             for ii in 0..n {
                 let i = n - 1 - ii;
                 let mut s = x[i];
-                for k in i + 1..n {
+                // k = n - 1 - kk runs over i + 1..n (from the end): a loop from 0, which
+                // unrolls (an unrolled loop needs a constant start).
+                #[unroll(sw.unroll)]
+                for kk in 0..ii {
+                    let k = n - 1 - kk;
                     let mut fik = T::cast_from(f[fb + i * n + k]);
                     if comptime![sw.transposed] {
                         fik = T::cast_from(f[fb + k * n + i]);
@@ -1004,6 +1028,7 @@ fn solve_kernel<V: Float, T: Float>(
                 x[i] = s;
             }
         }
+        #[unroll(sw.unroll)]
         for i in 0..n {
             b[bb + i * nrhs + c] = V::cast_from(x[i]);
         }
@@ -1224,6 +1249,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
             backward: true,
             backward_unit: false,
             transposed: false,
+            unroll: false, // set by `solve`
         };
         solve::<R, V, T>(self, lu, pivots, b, sweeps)
     }
@@ -1289,6 +1315,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
             backward: !lower,
             backward_unit: unit,
             transposed: false,
+            unroll: false, // set by `solve`
         };
         let none = self.alloc::<u32>(1)?;
         solve::<R, V, T>(self, t, &none, b, sweeps)
@@ -1308,6 +1335,7 @@ impl<R: CubeRuntime> BatchedOps for Cube<R> {
             backward: true,
             backward_unit: false,
             transposed: true,
+            unroll: false, // set by `solve`
         };
         let none = self.alloc::<u32>(1)?;
         solve::<R, V, T>(self, l, &none, b, sweeps)
@@ -1326,6 +1354,10 @@ fn solve<R: CubeRuntime, V: Element, T: Scalar>(
     if total == 0 || n == 0 {
         return Ok(());
     }
+    let sweeps = Sweeps {
+        unroll: n <= UNROLL_SOLVE,
+        ..sweeps
+    };
     let (count, dim) = grid(backend, total);
     // SAFETY: counts and row counts checked by the public functions; factors hold n x n,
     // pivots n per matrix (read only with `sweeps.pivots`), b n x nrhs per matrix; every
