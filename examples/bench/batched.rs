@@ -19,7 +19,7 @@ pub fn count_for(n: usize, size: usize, bytes: f64) -> usize {
 }
 
 /// Symmetric, strictly diagonally dominant matrices with a positive diagonal (SPD).
-fn spd<T: Scalar>(count: usize, n: usize, seed: u64) -> Vec<T> {
+pub fn spd<T: Scalar>(count: usize, n: usize, seed: u64) -> Vec<T> {
     let mut rng = Rng::new(seed);
     let mut out = vec![T::ZERO; count * n * n];
     for m in out.chunks_mut(n * n) {

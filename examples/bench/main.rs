@@ -3,17 +3,20 @@
 //! the ratio to the measured copy bandwidth of the same device.
 //!
 //! ```text
-//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv|cg|batched]...
+//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv|cg|batched|layout]...
 //!     [--log2 26,27,28] [--reps 30] [--precision f32|f64]...
 //!     [--spmv-precision f64|mixed|f32]... [--scale 1.0] [--only NAME-PREFIX]... [--dump DIR]
 //! ```
 //! `--scale` multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the
 //! issue); for `batched`, `--log2` lists the matrix sizes n instead;
 //! `--only` keeps the SpMV cases whose name starts with a prefix; `--dump DIR` writes each
-//! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`.
+//! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`. `layout` (CUDA only)
+//! compares the batched matrix-after-matrix layout with an interleaved one.
 
 mod batched;
 mod cg;
+#[cfg(feature = "cuda")]
+mod layout;
 mod spmv;
 mod timing;
 mod vector;
@@ -109,6 +112,10 @@ fn main() {
             "spmv" => spmv::run(&options),
             "cg" => cg::run(&options),
             "batched" => batched::run(&options),
+            #[cfg(feature = "cuda")]
+            "layout" => layout::run(&options),
+            #[cfg(not(feature = "cuda"))]
+            "layout" => eprintln!("bench: the layout suite needs --features cuda"),
             other => eprintln!("bench: unknown suite {other}"),
         }
     }
