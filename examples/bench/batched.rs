@@ -5,7 +5,7 @@
 
 use galerkin::batched::{cholesky, gemm, inverse, lu, Batch, Op};
 use galerkin::verify::Rng;
-use galerkin::{Backend, BackendTask, Precision, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, DType, Precision, Result, Scalar, Vector};
 
 use crate::timing::{gbps, median};
 use crate::Options;
@@ -88,6 +88,11 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, scale: f64, reps: usize, copy: f6
     );
     let t = median(b, reps, || inverse::<B, T, T>(&a).map(|_| ()))?;
     row("inverse", t, 2.0 * mat_bytes, 2.0 * n3);
+    if T::DTYPE == DType::F32 && b.info().supports_f64() {
+        // Mixed precision: the same f32 storage, f64 arithmetic.
+        let t = median(b, reps, || inverse::<B, T, f64>(&a).map(|_| ()))?;
+        row("inverse, f64 arithmetic", t, 2.0 * mat_bytes, 2.0 * n3);
+    }
     Ok(())
 }
 
