@@ -154,35 +154,44 @@ pub(crate) fn lu<V: Element, T: Scalar>(
     (pivots, codes)
 }
 
-/// Forward and back substitution with unit-lower `L` and upper `U` (or `L` and `Lᵀ` when
-/// `cholesky`), for every column of `b`.
-fn substitute<T: Scalar>(f: &[T], b: &mut [T], n: usize, nrhs: usize, cholesky: bool) {
+/// One triangular sweep over every column of `x` (`n x nrhs`): forward with the lower
+/// triangle of `f` (`lower`), else backward with the upper triangle, or with the transpose
+/// of the lower one (`transposed`: Cholesky's `Lᵀ`); a unit or the stored diagonal.
+fn sweep<T: Scalar>(
+    f: &[T],
+    x: &mut [T],
+    n: usize,
+    nrhs: usize,
+    lower: bool,
+    unit: bool,
+    transposed: bool,
+) {
     for c in 0..nrhs {
-        for i in 0..n {
-            let mut s = b[i * nrhs + c];
-            for k in 0..i {
-                s -= f[i * n + k] * b[k * nrhs + c];
+        for step in 0..n {
+            let i = if lower { step } else { n - 1 - step };
+            let mut s = x[i * nrhs + c];
+            let range = if lower { 0..i } else { i + 1..n };
+            for k in range {
+                let fik = if transposed {
+                    f[k * n + i]
+                } else {
+                    f[i * n + k]
+                };
+                s -= fik * x[k * nrhs + c];
             }
-            b[i * nrhs + c] = if cholesky { s / f[i * n + i] } else { s };
-        }
-        for i in (0..n).rev() {
-            let mut s = b[i * nrhs + c];
-            for k in i + 1..n {
-                let fik = if cholesky { f[k * n + i] } else { f[i * n + k] };
-                s -= fik * b[k * nrhs + c];
-            }
-            b[i * nrhs + c] = s / f[i * n + i];
+            x[i * nrhs + c] = if unit { s } else { s / f[i * n + i] };
         }
     }
 }
 
-/// Solves with LU factors in place.
-pub(crate) fn lu_solve<V: Element, T: Scalar>(
-    lu: &Batch<Cpu, V>,
-    pivots: &[u32],
+/// Runs `solve(index, factors, x)` on every matrix of `b` (`n x nrhs` each, in the
+/// arithmetic type `T`) with its factors from `f`, in parallel over the batch.
+fn each_solve<V: Element, T: Scalar>(
+    f: &Batch<Cpu, V>,
     b: &mut Batch<Cpu, V>,
+    solve: impl Fn(usize, &[T], &mut [T]) + Sync,
 ) {
-    let (n, nrhs) = (lu.rows, b.cols);
+    let (n, nrhs) = (f.rows, b.cols);
     if n * nrhs == 0 {
         return;
     }
@@ -190,19 +199,32 @@ pub(crate) fn lu_solve<V: Element, T: Scalar>(
         .par_chunks_mut(n * nrhs)
         .enumerate()
         .for_each(|(idx, bm)| {
-            let f = load::<V, T>(&lu.data[idx * n * n..(idx + 1) * n * n]);
+            let factors = load::<V, T>(&f.data[idx * n * n..(idx + 1) * n * n]);
             let mut x = load::<V, T>(bm);
-            for k in 0..n {
-                let p = pivots[idx * n + k] as usize;
-                if p != k {
-                    for c in 0..nrhs {
-                        x.swap(k * nrhs + c, p * nrhs + c);
-                    }
-                }
-            }
-            substitute(&f, &mut x, n, nrhs, false);
+            solve(idx, &factors, &mut x);
             store(&x, bm);
         });
+}
+
+/// Solves with LU factors in place: the row interchanges, then unit `L` and `U`.
+pub(crate) fn lu_solve<V: Element, T: Scalar>(
+    lu: &Batch<Cpu, V>,
+    pivots: &[u32],
+    b: &mut Batch<Cpu, V>,
+) {
+    let (n, nrhs) = (lu.rows, b.cols);
+    each_solve::<V, T>(lu, b, |idx, f, x| {
+        for k in 0..n {
+            let p = pivots[idx * n + k] as usize;
+            if p != k {
+                for c in 0..nrhs {
+                    x.swap(k * nrhs + c, p * nrhs + c);
+                }
+            }
+        }
+        sweep(f, x, n, nrhs, true, true, false);
+        sweep(f, x, n, nrhs, false, false, false);
+    });
 }
 
 /// Cholesky of every matrix in place; status codes.
@@ -247,21 +269,13 @@ pub(crate) fn cholesky<V: Element, T: Scalar>(a: &mut Batch<Cpu, V>) -> Vec<i32>
     codes
 }
 
-/// Solves with Cholesky factors in place.
+/// Solves with Cholesky factors in place: `L`, then `Lᵀ`.
 pub(crate) fn cholesky_solve<V: Element, T: Scalar>(l: &Batch<Cpu, V>, b: &mut Batch<Cpu, V>) {
     let (n, nrhs) = (l.rows, b.cols);
-    if n * nrhs == 0 {
-        return;
-    }
-    b.data
-        .par_chunks_mut(n * nrhs)
-        .enumerate()
-        .for_each(|(idx, bm)| {
-            let f = load::<V, T>(&l.data[idx * n * n..(idx + 1) * n * n]);
-            let mut x = load::<V, T>(bm);
-            substitute(&f, &mut x, n, nrhs, true);
-            store(&x, bm);
-        });
+    each_solve::<V, T>(l, b, |_, f, x| {
+        sweep(f, x, n, nrhs, true, false, false);
+        sweep(f, x, n, nrhs, false, false, true);
+    });
 }
 
 /// One triangular sweep per right-hand side: forward (`lower`) or back substitution, with a
@@ -273,26 +287,5 @@ pub(crate) fn triangular_solve<V: Element, T: Scalar>(
     b: &mut Batch<Cpu, V>,
 ) {
     let (n, nrhs) = (t.rows, b.cols);
-    if n * nrhs == 0 {
-        return;
-    }
-    b.data
-        .par_chunks_mut(n * nrhs)
-        .enumerate()
-        .for_each(|(idx, bm)| {
-            let f = load::<V, T>(&t.data[idx * n * n..(idx + 1) * n * n]);
-            let mut x = load::<V, T>(bm);
-            for c in 0..nrhs {
-                for step in 0..n {
-                    let i = if lower { step } else { n - 1 - step };
-                    let mut s = x[i * nrhs + c];
-                    let range = if lower { 0..i } else { i + 1..n };
-                    for k in range {
-                        s -= f[i * n + k] * x[k * nrhs + c];
-                    }
-                    x[i * nrhs + c] = if unit { s } else { s / f[i * n + i] };
-                }
-            }
-            store(&x, bm);
-        });
+    each_solve::<V, T>(t, b, |_, f, x| sweep(f, x, n, nrhs, lower, unit, false));
 }

@@ -494,6 +494,36 @@ fn small_per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<us
     Ok(fit.min(SMALL_PER_CUBE))
 }
 
+/// Partial pivoting at step `k` of an `n x n` matrix held in registers: finds the row
+/// `p >= k` with the largest `|m[p][k]|` (the first on ties) and swaps rows `k` and `p`
+/// through a comptime loop of selects (no dynamic index, so `m` stays in registers).
+/// Returns `p`.
+#[cube]
+fn pivot_rows<T: Float>(m: &mut Array<T>, #[comptime] n: usize, #[comptime] k: usize) -> usize {
+    let mut p = k.runtime();
+    let mut best = T::abs(m[k * n + k]);
+    #[unroll]
+    for i in k + 1..n {
+        let v = T::abs(m[i * n + k]);
+        if v > best {
+            best = v;
+            p = i;
+        }
+    }
+    #[unroll]
+    for r in k + 1..n {
+        if r == p {
+            #[unroll]
+            for j in 0..n {
+                let tmp = m[k * n + j];
+                m[k * n + j] = m[r * n + j];
+                m[r * n + j] = tmp;
+            }
+        }
+    }
+    p
+}
+
 /// LU of one small matrix per unit, in registers (`n <= 8`): every index is comptime; the
 /// pivot row is swapped in by a comptime loop of selects rather than a dynamic index. The
 /// group of `per_cube` matrices moves between global and shared memory coalesced (a unit
@@ -528,26 +558,7 @@ fn lu_small_kernel<V: Float, T: Float>(
         for k in 0..n {
             let mut p = k.runtime();
             if comptime![pivoting] {
-                let mut best = T::abs(m[k * n + k]);
-                #[unroll]
-                for i in k + 1..n {
-                    let v = T::abs(m[i * n + k]);
-                    if v > best {
-                        best = v;
-                        p = i;
-                    }
-                }
-                #[unroll]
-                for r in k + 1..n {
-                    if r == p {
-                        #[unroll]
-                        for j in 0..n {
-                            let tmp = m[k * n + j];
-                            m[k * n + j] = m[r * n + j];
-                            m[r * n + j] = tmp;
-                        }
-                    }
-                }
+                p = pivot_rows::<T>(&mut m, n, k);
             }
             piv[unit * n + k] = p as u32;
             let d = m[k * n + k];
@@ -620,27 +631,7 @@ fn inverse_small_kernel<V: Float, T: Float>(
         let mut code = 0i32;
         #[unroll]
         for k in 0..n {
-            let mut p = k.runtime();
-            let mut best = T::abs(m[k * n + k]);
-            #[unroll]
-            for i in k + 1..n {
-                let v = T::abs(m[i * n + k]);
-                if v > best {
-                    best = v;
-                    p = i;
-                }
-            }
-            #[unroll]
-            for r in k + 1..n {
-                if r == p {
-                    #[unroll]
-                    for j in 0..n {
-                        let tmp = m[k * n + j];
-                        m[k * n + j] = m[r * n + j];
-                        m[r * n + j] = tmp;
-                    }
-                }
-            }
+            let p = pivot_rows::<T>(&mut m, n, k);
             perm[k] = p as u32;
             let d = m[k * n + k];
             if d == T::new(0.0) {
