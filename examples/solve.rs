@@ -189,7 +189,7 @@ fn run_solver<B: Backend, S: Scalar>(
     let with_m = (args.precond != "none").then_some(m);
     match args.solver.as_str() {
         "cg" if args.precond == "none" => cg(op, bv, x, &params),
-        "cg" | "pcg" => pcg(op, m, bv, x, &params),
+        "cg" | "pcg" => pcg(op, Some(m), bv, x, &params),
         "bicgstab" => bicgstab(op, with_m, bv, x, &params),
         "gmres" => gmres(op, with_m, bv, x, &params),
         _ => fgmres(op, with_m, bv, x, &params),

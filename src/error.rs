@@ -94,6 +94,16 @@ pub enum Error {
         message: String,
     },
 
+    /// A kernel could not be expanded or compiled for the device, so it did not run (its
+    /// outputs hold what they held before).
+    #[error("a kernel failed to compile on {backend}: {message}")]
+    KernelCompilation {
+        /// The backend's name, with its device.
+        backend: String,
+        /// The expansion panic or the compiler's message.
+        message: String,
+    },
+
     /// A sparse matrix's arrays violate the invariants of its format.
     #[error("invalid {format} matrix: {reason}")]
     InvalidMatrix {
@@ -158,6 +168,27 @@ impl Error {
             expected,
             found,
         }
+    }
+}
+
+/// Checks that `other` is the device of `this`, else returns [`Error::DeviceMismatch`] for
+/// `op`: a buffer of one device must never reach a kernel of another.
+///
+/// # Errors
+/// [`Error::DeviceMismatch`] when they differ.
+pub(crate) fn check_device<B: crate::backend::BackendCore>(
+    op: &'static str,
+    this: &B,
+    other: &B,
+) -> Result<()> {
+    if this.same_device(other) {
+        Ok(())
+    } else {
+        Err(Error::DeviceMismatch {
+            op,
+            left: this.info().to_string(),
+            right: other.info().to_string(),
+        })
     }
 }
 

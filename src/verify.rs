@@ -586,7 +586,8 @@ impl Check for StandardCheck {
             | StandardCheck::BatchedInverse { n, count, .. }
             | StandardCheck::BatchedCholeskySolve { n, count, .. } => {
                 use crate::batched::{
-                    cholesky, cholesky_solve, gemm, inverse, lu, lu_solve, Batch, Op,
+                    cholesky, cholesky_solve, gemm, inverse, lu, lu_solve, Batch, GemmParams,
+                    Pivoting,
                 };
                 let (n, count) = (*n, *count);
                 let mut rng = Rng::new(seed);
@@ -617,18 +618,15 @@ impl Check for StandardCheck {
                         )?;
                         let mut c = Batch::from_slice(b, count, n, n, &poison::<T>(count * n * n))?;
                         gemm(
-                            T::from_f64(1.5),
+                            &GemmParams::new(T::from_f64(1.5), T::ZERO),
                             &a,
-                            Op::None,
                             &other,
-                            Op::None,
-                            T::ZERO,
                             &mut c,
                         )?;
                         c.to_vec()
                     }
                     StandardCheck::BatchedLuSolve { .. } => {
-                        let f = lu::<B, T, T>(a, true)?;
+                        let f = lu::<B, T, T>(a, Pivoting::Partial)?;
                         let mut x = Batch::from_slice(
                             b,
                             count,

@@ -3,7 +3,7 @@
 //! results out, once), GFLOP/s, and the ratio to the copy bandwidth of the same device.
 //! `benches/gpu/batched_torch.py` runs PyTorch (cuBLAS/cuSOLVER) on the same shapes.
 
-use galerkin::batched::{cholesky, gemm, inverse, lu, Batch, Op};
+use galerkin::batched::{cholesky, gemm, inverse, lu, Batch, GemmParams, Pivoting};
 use galerkin::verify::Rng;
 use galerkin::{Backend, BackendTask, DType, Precision, Result, Scalar, Vector};
 
@@ -63,16 +63,18 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, scale: f64, reps: usize, copy: f6
         );
     };
     let t = median(b, reps, || {
-        gemm(T::ONE, &a, Op::None, &bm, Op::None, T::ZERO, &mut c)
+        gemm(&GemmParams::<T>::default(), &a, &bm, &mut c)
     })?;
     row("gemm C=AB", t, 3.0 * mat_bytes, 2.0 * n3);
     let t = median(b, reps, || {
-        gemm(T::ONE, &a0, Op::None, &bm, Op::None, T::ZERO, &mut c)
+        gemm(&GemmParams::<T>::default(), &a0, &bm, &mut c)
     })?;
     row("gemm C=A0 B (shared A)", t, 2.0 * mat_bytes, 2.0 * n3);
     let t_clone = median(b, reps, || a.try_clone().map(|_| ()))?;
     row("copy (clone)", t_clone, 2.0 * mat_bytes, 0.0);
-    let t = median(b, reps, || lu::<B, T, T>(a.try_clone()?, true).map(|_| ()))?;
+    let t = median(b, reps, || {
+        lu::<B, T, T>(a.try_clone()?, Pivoting::Partial).map(|_| ())
+    })?;
     row(
         "lu pivoting (- clone)",
         t.saturating_sub(t_clone),

@@ -130,7 +130,7 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
             let r = if precond == "none" {
                 cg(op, &rhs, &mut x, &quiet(1e-8, 20_000))?
             } else {
-                pcg(op, &jacobi, &rhs, &mut x, &quiet(1e-8, 20_000))?
+                pcg(op, Some(&jacobi), &rhs, &mut x, &quiet(1e-8, 20_000))?
             };
             let t = t0.elapsed().as_secs_f64();
             println!(

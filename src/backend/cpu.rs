@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{BackendCore, BackendInfo, BackendKind};
+use crate::backend::core::{sealed::Sealed, BackendCore, BackendInfo, BackendKind};
 use crate::error::{check_len, Error, Result};
 use crate::scalar::{DType, Storable};
 
@@ -115,7 +115,13 @@ impl BackendCore for Cpu {
         buffer.len()
     }
 
+    fn same_device(&self, _other: &Self) -> bool {
+        true // host memory is one device, whatever the dtype limits
+    }
+
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
 }
+
+impl Sealed for Cpu {}

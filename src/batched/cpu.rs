@@ -3,8 +3,8 @@
 
 use rayon::prelude::*;
 
-use crate::backend::Cpu;
-use crate::batched::{Batch, Op};
+use crate::backend::cpu::Cpu;
+use crate::batched::{Batch, Diagonal, GemmParams, Op, Triangle};
 use crate::scalar::{Element, Scalar};
 
 fn load<V: Element, T: Scalar>(v: &[V]) -> Vec<T> {
@@ -19,7 +19,7 @@ fn store<V: Element, T: Scalar>(t: &[T], v: &mut [V]) {
 
 /// Overwrites every matrix with the identity.
 pub(crate) fn set_identity<V: Element>(b: &mut Batch<Cpu, V>) {
-    let (r, c) = (b.rows, b.cols);
+    let (r, c) = (b.nrows, b.ncols);
     if r * c == 0 {
         return;
     }
@@ -34,24 +34,27 @@ pub(crate) fn set_identity<V: Element>(b: &mut Batch<Cpu, V>) {
 
 /// `C = α op(A) op(B) + β C` (`A` or `B` may be shared).
 pub(crate) fn gemm<V: Element, T: Scalar>(
-    alpha: T,
+    params: &GemmParams<T>,
     a: &Batch<Cpu, V>,
-    op_a: Op,
     b: &Batch<Cpu, V>,
-    op_b: Op,
-    beta: T,
     c: &mut Batch<Cpu, V>,
 ) {
-    let (m, n) = (c.rows, c.cols);
-    let k = if op_a == Op::None { a.cols } else { a.rows };
-    let (sa, sb) = (a.rows * a.cols, b.rows * b.cols);
+    let GemmParams {
+        alpha,
+        beta,
+        op_a,
+        op_b,
+    } = *params;
+    let (m, n) = (c.nrows, c.ncols);
+    let k = if op_a == Op::None { a.ncols } else { a.nrows };
+    let (sa, sb) = (a.nrows * a.ncols, b.nrows * b.ncols);
     let at = |mat: &[V], i: usize, l: usize| match op_a {
-        Op::None => mat[i * a.cols + l],
-        Op::Transpose => mat[l * a.cols + i],
+        Op::None => mat[i * a.ncols + l],
+        Op::Transpose => mat[l * a.ncols + i],
     };
     let bt = |mat: &[V], l: usize, j: usize| match op_b {
-        Op::None => mat[l * b.cols + j],
-        Op::Transpose => mat[j * b.cols + l],
+        Op::None => mat[l * b.ncols + j],
+        Op::Transpose => mat[j * b.ncols + l],
     };
     let (ad, bd) = (&a.data, &b.data);
     let (shared_a, shared_b) = (a.count == 1, b.count == 1);
@@ -91,9 +94,13 @@ pub(crate) fn gemm<V: Element, T: Scalar>(
         });
 }
 
-/// LU of one matrix in place (`T` arithmetic); returns the status.
+/// LU of one matrix in place (`T` arithmetic); returns the status. Step `k` counts as a
+/// zero pivot when `|u_kk| ≤ n ε s` with `s` the largest magnitude of the original row
+/// that became row `k` ([`singular_below`]).
 fn lu_one<T: Scalar>(a: &mut [T], piv: &mut [u32], n: usize, pivoting: bool) -> i32 {
     let mut info = 0;
+    let mut scale: Vec<T> = (0..n).map(|i| row_scale(&a[i * n..(i + 1) * n])).collect();
+    let factor = singular_factor::<T>(n);
     for k in 0..n {
         let mut p = k;
         if pivoting {
@@ -111,9 +118,10 @@ fn lu_one<T: Scalar>(a: &mut [T], piv: &mut [u32], n: usize, pivoting: bool) -> 
             for j in 0..n {
                 a.swap(k * n + j, p * n + j);
             }
+            scale.swap(k, p);
         }
         let d = a[k * n + k];
-        if d == T::ZERO {
+        if d.as_f64().abs() <= (factor * scale[k]).as_f64() {
             if info == 0 {
                 info = k as i32 + 1;
             }
@@ -131,12 +139,23 @@ fn lu_one<T: Scalar>(a: &mut [T], piv: &mut [u32], n: usize, pivoting: bool) -> 
     info
 }
 
+/// `max_j |row_j|`.
+fn row_scale<T: Scalar>(row: &[T]) -> T {
+    T::from_f64(row.iter().fold(0.0f64, |m, v| m.max(v.as_f64().abs())))
+}
+
+/// `n ε` of the arithmetic type: a pivot at most this times its row's scale is zero
+/// ([`crate::batched`] docs, "Status").
+pub(crate) fn singular_factor<T: Scalar>(n: usize) -> T {
+    T::from_f64(n as f64 * T::EPS)
+}
+
 /// LU of every matrix: pivots and status codes.
 pub(crate) fn lu<V: Element, T: Scalar>(
     a: &mut Batch<Cpu, V>,
     pivoting: bool,
 ) -> (Vec<u32>, Vec<i32>) {
-    let n = a.rows;
+    let n = a.nrows;
     let mut pivots = vec![0u32; a.count * n];
     let mut codes = vec![0i32; a.count];
     if n == 0 {
@@ -191,7 +210,7 @@ fn each_solve<V: Element, T: Scalar>(
     b: &mut Batch<Cpu, V>,
     solve: impl Fn(usize, &[T], &mut [T]) + Sync,
 ) {
-    let (n, nrhs) = (f.rows, b.cols);
+    let (n, nrhs) = (f.nrows, b.ncols);
     if n * nrhs == 0 {
         return;
     }
@@ -212,7 +231,7 @@ pub(crate) fn lu_solve<V: Element, T: Scalar>(
     pivots: &[u32],
     b: &mut Batch<Cpu, V>,
 ) {
-    let (n, nrhs) = (lu.rows, b.cols);
+    let (n, nrhs) = (lu.nrows, b.ncols);
     each_solve::<V, T>(lu, b, |idx, f, x| {
         for k in 0..n {
             let p = pivots[idx * n + k] as usize;
@@ -229,7 +248,7 @@ pub(crate) fn lu_solve<V: Element, T: Scalar>(
 
 /// Cholesky of every matrix in place; status codes.
 pub(crate) fn cholesky<V: Element, T: Scalar>(a: &mut Batch<Cpu, V>) -> Vec<i32> {
-    let n = a.rows;
+    let n = a.nrows;
     let mut codes = vec![0i32; a.count];
     if n == 0 {
         return codes;
@@ -239,9 +258,13 @@ pub(crate) fn cholesky<V: Element, T: Scalar>(a: &mut Batch<Cpu, V>) -> Vec<i32>
         .zip(codes.par_iter_mut())
         .for_each(|(m, code)| {
             let mut t = load::<V, T>(m);
+            let factor = singular_factor::<T>(n);
             for k in 0..n {
                 let d = t[k * n + k];
-                if d.as_f64().partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                // Not positive definite when the pivot is at most n ε times the original
+                // diagonal (`m` still holds the input).
+                let limit = factor * T::from_f64(m[k * n + k].as_f64());
+                if d.as_f64().partial_cmp(&limit.as_f64()) != Some(std::cmp::Ordering::Greater) {
                     if *code == 0 {
                         *code = k as i32 + 1;
                     }
@@ -271,7 +294,7 @@ pub(crate) fn cholesky<V: Element, T: Scalar>(a: &mut Batch<Cpu, V>) -> Vec<i32>
 
 /// Solves with Cholesky factors in place: `L`, then `Lᵀ`.
 pub(crate) fn cholesky_solve<V: Element, T: Scalar>(l: &Batch<Cpu, V>, b: &mut Batch<Cpu, V>) {
-    let (n, nrhs) = (l.rows, b.cols);
+    let (n, nrhs) = (l.nrows, b.ncols);
     each_solve::<V, T>(l, b, |_, f, x| {
         sweep(f, x, n, nrhs, true, false, false);
         sweep(f, x, n, nrhs, false, false, true);
@@ -282,10 +305,11 @@ pub(crate) fn cholesky_solve<V: Element, T: Scalar>(l: &Batch<Cpu, V>, b: &mut B
 /// unit or the stored diagonal.
 pub(crate) fn triangular_solve<V: Element, T: Scalar>(
     t: &Batch<Cpu, V>,
-    lower: bool,
-    unit: bool,
+    triangle: Triangle,
+    diagonal: Diagonal,
     b: &mut Batch<Cpu, V>,
 ) {
-    let (n, nrhs) = (t.rows, b.cols);
+    let (lower, unit) = (triangle == Triangle::Lower, diagonal == Diagonal::Unit);
+    let (n, nrhs) = (t.nrows, b.ncols);
     each_solve::<V, T>(t, b, |_, f, x| sweep(f, x, n, nrhs, lower, unit, false));
 }

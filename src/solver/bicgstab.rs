@@ -3,9 +3,9 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solver::{begin, Begin};
 use crate::solver::{
-    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason,
+    check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
+    SolverParams, StopReason, Tracker,
 };
 use crate::vector::Vector;
 
@@ -22,19 +22,26 @@ pub fn bicgstab<B: Backend, S: Scalar>(
     x: &mut Vector<B, S>,
     params: &SolverParams<'_>,
 ) -> Result<SolveReport> {
-    check_system("bicgstab", a, b, x)?;
-    if let Some(m) = m {
-        crate::error::check_len("bicgstab", "preconditioner size", a.nrows(), m.size())?;
-    }
-    let backend = b.backend().clone();
-    let n = b.len();
-    let (mut t, mut r) = match begin(params, "BiCGStab", a, b, x)? {
-        Begin::Done(report) => return Ok(report),
-        Begin::Iterate(t, r) => (t, r),
-    };
+    check_system("BiCGStab", a, b, x)?;
+    check_preconditioner("BiCGStab", a, m)?;
+    drive(params, "BiCGStab", a, b, x, &mut |t, x, r, k0| {
+        iterate(t, a, m, x, r, k0)
+    })
+}
+
+fn iterate<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
+    a: &dyn LinearOperator<B, S>,
+    m: Option<&dyn Preconditioner<B, S>>,
+    x: &mut Vector<B, S>,
+    mut r: Vector<B, S>,
+    k0: usize,
+) -> Result<(usize, StopReason)> {
+    let backend = r.backend().clone();
+    let n = r.len();
     let r_hat = r.try_clone()?;
-    if let Some(reason) = t.record(0, r.nrm2()?.as_f64()) {
-        return t.finish(a, b, x, 0, reason);
+    if let Some(reason) = t.record(k0, r.nrm2()?.as_f64()) {
+        return Ok((k0, reason));
     }
     let (mut rho, mut alpha, mut omega) = (S::ONE, S::ONE, S::ONE);
     let mut p = Vector::zeros(&backend, n)?;
@@ -48,7 +55,7 @@ pub fn bicgstab<B: Backend, S: Scalar>(
         Some(m) => m.precondition(from, to),
         None => to.copy_from(from),
     };
-    let mut k = 0;
+    let mut k = k0;
     let reason = loop {
         k += 1;
         let rho_new = r_hat.dot(&r)?;
@@ -106,5 +113,5 @@ pub fn bicgstab<B: Backend, S: Scalar>(
             };
         }
     };
-    t.finish(a, b, x, k, reason)
+    Ok((k, reason))
 }

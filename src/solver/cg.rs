@@ -10,11 +10,11 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solver::{begin, Begin};
 use crate::solver::{
-    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason,
+    check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
+    SolverParams, StopReason, Tracker,
 };
-use crate::vector::{cg_update, Vector};
+use crate::vector::{cg_scalars, cg_update, cg_update_device, dot_into, xpay_device, Vector};
 
 /// Conjugate gradients for a symmetric positive definite `A`, starting from `x`.
 ///
@@ -28,7 +28,9 @@ pub fn cg<B: Backend, S: Scalar>(
     params: &SolverParams<'_>,
 ) -> Result<SolveReport> {
     check_system("CG", a, b, x)?;
-    device_scalar_cg(a, b, x, params)
+    drive(params, "CG", a, b, x, &mut |t, x, r, k0| {
+        device_scalar_cg(t, a, x, r, k0, params)
+    })
 }
 
 /// CG with α, β and the norms kept on the device: per iteration the fused `q = A p, p·q`,
@@ -38,41 +40,31 @@ pub fn cg<B: Backend, S: Scalar>(
 /// CPU); a curvature `pᵀAp ≤ 0` is detected when the scalars are read, after the update
 /// that used it.
 fn device_scalar_cg<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
     a: &dyn LinearOperator<B, S>,
-    b: &Vector<B, S>,
     x: &mut Vector<B, S>,
+    mut r: Vector<B, S>,
+    k0: usize,
     params: &SolverParams<'_>,
-) -> Result<SolveReport> {
-    use crate::vector::cg_scalars::{LEN, PQ, RR};
-    let backend = b.backend().clone();
-    let n = b.len();
-    let (mut t, mut r) = match begin(params, "CG", a, b, x)? {
-        Begin::Done(report) => return Ok(report),
-        Begin::Iterate(t, r) => (t, r),
-    };
+) -> Result<(usize, StopReason)> {
+    use cg_scalars::{LEN, PQ, RR};
+    let backend = r.backend().clone();
     let mut scalars = Vector::<B, S>::zeros(&backend, LEN)?;
-    backend.dot_device(r.buffer(), r.buffer(), scalars.buffer_mut(), RR)?;
+    dot_into(&r, &r, &mut scalars, RR)?;
     let rr0 = scalars.to_vec()?[RR];
-    if let Some(reason) = t.record(0, rr0.as_f64().sqrt()) {
-        return t.finish(a, b, x, 0, reason);
+    if let Some(reason) = t.record(k0, rr0.as_f64().sqrt()) {
+        return Ok((k0, reason));
     }
     let mut p = r.try_clone()?;
-    let mut q = Vector::zeros(&backend, n)?;
+    let mut q = Vector::zeros(&backend, r.len())?;
     let check_every = params.check_every.max(1);
-    let mut k = 0;
+    let mut k = k0;
     let reason = loop {
         k += 1;
         a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
         t.applications += 1;
-        backend.cg_update_device(
-            scalars.buffer_mut(),
-            p.buffer(),
-            q.buffer(),
-            x.buffer_mut(),
-            r.buffer_mut(),
-        )?;
-        let check = k % check_every == 0 || k >= params.max_iter;
-        if check {
+        cg_update_device(&mut scalars, &p, &q, x, &mut r)?;
+        if (k - k0) % check_every == 0 || k >= params.max_iter {
             let s = scalars.to_vec()?;
             let pq = s[PQ].as_f64();
             if !pq.is_finite() {
@@ -85,47 +77,63 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
                 break reason;
             }
         }
-        backend.xpay_device(scalars.buffer(), r.buffer(), p.buffer_mut())?;
+        xpay_device(&scalars, &r, &mut p)?;
     };
-    t.finish(a, b, x, k, reason)
+    Ok((k, reason))
 }
 
 /// Preconditioned conjugate gradients (`M` symmetric positive definite; with
-/// `params.flexible` the Polak–Ribière β tolerates a varying or slightly nonsymmetric `M`).
+/// `params.flexible` the Polak–Ribière β tolerates a varying or slightly nonsymmetric `M`,
+/// such as an inner solve or a preconditioner applied in lower precision). `None` is plain
+/// CG with the scalars on the host.
 ///
 /// # Errors
 /// As [`cg`], plus a preconditioner of the wrong size.
 pub fn pcg<B: Backend, S: Scalar>(
     a: &dyn LinearOperator<B, S>,
-    m: &dyn Preconditioner<B, S>,
+    m: Option<&dyn Preconditioner<B, S>>,
     b: &Vector<B, S>,
     x: &mut Vector<B, S>,
     params: &SolverParams<'_>,
 ) -> Result<SolveReport> {
-    crate::error::check_len("pcg", "preconditioner size", a.nrows(), m.size())?;
-    conjugate_gradients(a, Some(m), b, x, params, "PCG")
+    let name = if m.is_some() { "PCG" } else { "CG" };
+    check_system(name, a, b, x)?;
+    check_preconditioner(name, a, m)?;
+    drive(params, name, a, b, x, &mut |t, x, r, k0| {
+        conjugate_gradients(t, a, m, x, r, k0, params.flexible)
+    })
 }
 
-fn conjugate_gradients<B: Backend, S: Scalar>(
+/// [`pcg`] with the flexible β whatever `params.flexible` says (for variable preconditioners
+/// such as an inner solve).
+pub(crate) fn pcg_flexible<B: Backend, S: Scalar>(
     a: &dyn LinearOperator<B, S>,
     m: Option<&dyn Preconditioner<B, S>>,
     b: &Vector<B, S>,
     x: &mut Vector<B, S>,
     params: &SolverParams<'_>,
-    name: &'static str,
 ) -> Result<SolveReport> {
-    check_system(name, a, b, x)?;
-    let backend = b.backend().clone();
-    let n = b.len();
-    let (mut t, mut r) = match begin(params, name, a, b, x)? {
-        Begin::Done(report) => return Ok(report),
-        Begin::Iterate(t, r) => (t, r),
-    };
+    check_system("flexible PCG", a, b, x)?;
+    check_preconditioner("flexible PCG", a, m)?;
+    drive(params, "flexible PCG", a, b, x, &mut |t, x, r, k0| {
+        conjugate_gradients(t, a, m, x, r, k0, true)
+    })
+}
+
+/// The PCG iteration from the residual `r` (`r = b − A x`), `k0` iterations done.
+pub(crate) fn conjugate_gradients<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
+    a: &dyn LinearOperator<B, S>,
+    m: Option<&dyn Preconditioner<B, S>>,
+    x: &mut Vector<B, S>,
+    mut r: Vector<B, S>,
+    k0: usize,
+    flexible: bool,
+) -> Result<(usize, StopReason)> {
+    let backend = r.backend().clone();
+    let n = r.len();
     let mut rr = r.dot(&r)?;
-    let mut z = match m {
-        Some(_) => Vector::zeros(&backend, n)?,
-        None => Vector::zeros(&backend, 0)?,
-    };
+    let mut z = Vector::zeros(&backend, if m.is_some() { n } else { 0 })?;
     let mut rz = match m {
         Some(m) => m.precondition_dot(&r, &mut z)?,
         None => rr,
@@ -136,10 +144,10 @@ fn conjugate_gradients<B: Backend, S: Scalar>(
         r.try_clone()?
     };
     let mut q = Vector::zeros(&backend, n)?;
-    if let Some(reason) = t.record(0, rr.as_f64().sqrt()) {
-        return t.finish(a, b, x, 0, reason);
+    if let Some(reason) = t.record(k0, rr.as_f64().sqrt()) {
+        return Ok((k0, reason));
     }
-    let mut k = 0;
+    let mut k = k0;
     let reason = loop {
         k += 1;
         let pq = a.apply_dot(&p, &mut q)?;
@@ -159,7 +167,7 @@ fn conjugate_gradients<B: Backend, S: Scalar>(
         let beta = match m {
             Some(m) => {
                 // Flexible (Polak–Ribière): β = r_new·(z_new − z_old) / rz_old.
-                let r_zold = if params.flexible { r.dot(&z)? } else { S::ZERO };
+                let r_zold = if flexible { r.dot(&z)? } else { S::ZERO };
                 let rz_new = m.precondition_dot(&r, &mut z)?;
                 let beta = (rz_new - r_zold) / rz;
                 rz = rz_new;
@@ -179,5 +187,5 @@ fn conjugate_gradients<B: Backend, S: Scalar>(
             None => p.axpby(S::ONE, &r, beta)?,
         }
     };
-    t.finish(a, b, x, k, reason)
+    Ok((k, reason))
 }

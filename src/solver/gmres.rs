@@ -7,9 +7,9 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solver::{begin, Begin};
 use crate::solver::{
-    check_system, LinearOperator, Preconditioner, SolveReport, SolverParams, StopReason,
+    check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
+    SolverParams, StopReason, Tracker,
 };
 use crate::vector::Vector;
 
@@ -54,9 +54,7 @@ fn arnoldi_solve<B: Backend, S: Scalar>(
 ) -> Result<SolveReport> {
     let name = if flexible { "FGMRES" } else { "GMRES" };
     check_system(name, a, b, x)?;
-    if let Some(m) = m {
-        crate::error::check_len(name, "preconditioner size", a.nrows(), m.size())?;
-    }
+    check_preconditioner(name, a, m)?;
     if params.restart == 0 {
         return Err(crate::Error::InvalidArgument {
             op: "gmres",
@@ -64,152 +62,186 @@ fn arnoldi_solve<B: Backend, S: Scalar>(
             reason: "the Krylov dimension must be at least 1".into(),
         });
     }
-    let backend = b.backend().clone();
-    let n = b.len();
-    let restart = params.restart.min(n.max(1));
-    let (mut t, mut r) = match begin(params, name, a, b, x)? {
-        Begin::Done(report) => return Ok(report),
-        Begin::Iterate(t, r) => (t, r),
+    let system = Arnoldi {
+        a,
+        m,
+        flexible,
+        b,
+        params,
     };
-    let mut beta = r.nrm2()?.as_f64();
-    if let Some(reason) = t.record(0, beta) {
-        return t.finish(a, b, x, 0, reason);
-    }
-    let mut v: Vec<Vector<B, S>> = Vec::with_capacity(restart + 1);
-    let mut z: Vec<Vector<B, S>> = Vec::new();
-    let mut w = Vector::zeros(&backend, n)?;
-    let mut total = 0;
-    let reason = 'outer: loop {
-        // V[0] = r / β
-        v.clear();
-        z.clear();
-        let mut v0 = r.try_clone()?;
-        v0.scale(S::from_f64(1.0 / beta))?;
-        v.push(v0);
-        let mut h = vec![vec![0.0f64; restart]; restart + 1];
-        let (mut cs, mut sn) = (vec![0.0f64; restart], vec![0.0f64; restart]);
-        let mut g = vec![0.0f64; restart + 1];
-        g[0] = beta;
-        let mut stop = None;
-        let mut cols = 0;
-        for j in 0..restart {
-            // w = A M⁻¹ v_j
-            let zj = match m {
-                Some(m) => {
-                    let mut zj = Vector::zeros(&backend, n)?;
-                    m.precondition(&v[j], &mut zj)?;
-                    Some(zj)
+    drive(params, name, a, b, x, &mut |t, x, r, k0| {
+        system.cycles(t, x, r, k0)
+    })
+}
+
+/// The system and settings of one (F)GMRES solve.
+pub(crate) struct Arnoldi<'s, 'p, B: Backend, S: Scalar> {
+    pub(crate) a: &'s dyn LinearOperator<B, S>,
+    pub(crate) m: Option<&'s dyn Preconditioner<B, S>>,
+    pub(crate) flexible: bool,
+    pub(crate) b: &'s Vector<B, S>,
+    pub(crate) params: &'s SolverParams<'p>,
+}
+
+impl<B: Backend, S: Scalar> Arnoldi<'_, '_, B, S> {
+    /// Restart cycles from the residual `r` until the tracker stops them.
+    pub(crate) fn cycles(
+        &self,
+        t: &mut Tracker<'_, '_>,
+        x: &mut Vector<B, S>,
+        mut r: Vector<B, S>,
+        k0: usize,
+    ) -> Result<(usize, StopReason)> {
+        let Arnoldi {
+            a,
+            m,
+            flexible,
+            b,
+            params,
+        } = *self;
+        let backend = r.backend().clone();
+        let n = r.len();
+        let restart = params.restart.min(n.max(1));
+        let mut beta = r.nrm2()?.as_f64();
+        if let Some(reason) = t.record(k0, beta) {
+            return Ok((k0, reason));
+        }
+        let mut v: Vec<Vector<B, S>> = Vec::with_capacity(restart + 1);
+        let mut z: Vec<Vector<B, S>> = Vec::new();
+        let mut w = Vector::zeros(&backend, n)?;
+        let mut total = k0;
+        let reason = 'outer: loop {
+            // V[0] = r / β
+            v.clear();
+            z.clear();
+            let mut v0 = r.try_clone()?;
+            v0.scale(S::from_f64(1.0 / beta))?;
+            v.push(v0);
+            let mut h = vec![vec![0.0f64; restart]; restart + 1];
+            let (mut cs, mut sn) = (vec![0.0f64; restart], vec![0.0f64; restart]);
+            let mut g = vec![0.0f64; restart + 1];
+            g[0] = beta;
+            let mut stop = None;
+            let mut cols = 0;
+            for j in 0..restart {
+                // w = A M⁻¹ v_j
+                let zj = match m {
+                    Some(m) => {
+                        let mut zj = Vector::zeros(&backend, n)?;
+                        m.precondition(&v[j], &mut zj)?;
+                        Some(zj)
+                    }
+                    None => None,
+                };
+                a.apply(zj.as_ref().unwrap_or(&v[j]), &mut w)?;
+                t.applications += 1;
+                if flexible {
+                    z.push(match zj {
+                        Some(zj) => zj,
+                        None => v[j].try_clone()?,
+                    });
                 }
-                None => None,
-            };
-            a.apply(zj.as_ref().unwrap_or(&v[j]), &mut w)?;
-            t.applications += 1;
+                for (i, vi) in v.iter().enumerate() {
+                    let hij = w.dot(vi)?;
+                    h[i][j] = hij.as_f64();
+                    w.axpy(-hij, vi)?;
+                }
+                let hnext = w.nrm2()?.as_f64();
+                h[j + 1][j] = hnext;
+                // Apply the previous rotations to column j, then make the new one.
+                for i in 0..j {
+                    let tmp = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
+                    h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
+                    h[i][j] = tmp;
+                }
+                let denom = h[j][j].hypot(h[j + 1][j]);
+                if denom == 0.0 || !denom.is_finite() {
+                    stop = Some(if denom == 0.0 {
+                        StopReason::Breakdown {
+                            quantity: "Hessenberg column",
+                            value: 0.0,
+                        }
+                    } else {
+                        StopReason::NonFinite {
+                            quantity: "Hessenberg",
+                        }
+                    });
+                    break;
+                }
+                cs[j] = h[j][j] / denom;
+                sn[j] = h[j + 1][j] / denom;
+                h[j][j] = denom;
+                h[j + 1][j] = 0.0;
+                g[j + 1] = -sn[j] * g[j];
+                g[j] *= cs[j];
+                cols = j + 1;
+                total += 1;
+                if let Some(reason) = t.record(total, g[j + 1].abs()) {
+                    stop = Some(reason);
+                    break;
+                }
+                if hnext <= f64::EPSILON * beta {
+                    // Happy breakdown: the Krylov space is invariant; the solution is in it.
+                    break;
+                }
+                let mut vnext = w.try_clone()?;
+                vnext.scale(S::from_f64(1.0 / hnext))?;
+                v.push(vnext);
+            }
+            // y = H⁻¹ g (upper triangular, `cols` columns); x += Z y or x += M⁻¹ V y.
+            let mut y = vec![0.0f64; cols];
+            for i in (0..cols).rev() {
+                let mut s = g[i];
+                for (k, yk) in y.iter().enumerate().skip(i + 1) {
+                    s -= h[i][k] * yk;
+                }
+                y[i] = s / h[i][i];
+            }
             if flexible {
-                z.push(match zj {
-                    Some(zj) => zj,
-                    None => v[j].try_clone()?,
-                });
-            }
-            for (i, vi) in v.iter().enumerate() {
-                let hij = w.dot(vi)?;
-                h[i][j] = hij.as_f64();
-                w.axpy(-hij, vi)?;
-            }
-            let hnext = w.nrm2()?.as_f64();
-            h[j + 1][j] = hnext;
-            // Apply the previous rotations to column j, then make the new one.
-            for i in 0..j {
-                let tmp = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
-                h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
-                h[i][j] = tmp;
-            }
-            let denom = h[j][j].hypot(h[j + 1][j]);
-            if denom == 0.0 || !denom.is_finite() {
-                stop = Some(if denom == 0.0 {
-                    StopReason::Breakdown {
-                        quantity: "Hessenberg column",
-                        value: 0.0,
-                    }
-                } else {
-                    StopReason::NonFinite {
-                        quantity: "Hessenberg",
-                    }
-                });
-                break;
-            }
-            cs[j] = h[j][j] / denom;
-            sn[j] = h[j + 1][j] / denom;
-            h[j][j] = denom;
-            h[j + 1][j] = 0.0;
-            g[j + 1] = -sn[j] * g[j];
-            g[j] *= cs[j];
-            cols = j + 1;
-            total += 1;
-            if let Some(reason) = t.record(total, g[j + 1].abs()) {
-                stop = Some(reason);
-                break;
-            }
-            if hnext <= f64::EPSILON * beta {
-                // Happy breakdown: the Krylov space is invariant; the solution is in it.
-                break;
-            }
-            let mut vnext = w.try_clone()?;
-            vnext.scale(S::from_f64(1.0 / hnext))?;
-            v.push(vnext);
-        }
-        // y = H⁻¹ g (upper triangular, `cols` columns); x += Z y or x += M⁻¹ V y.
-        let mut y = vec![0.0f64; cols];
-        for i in (0..cols).rev() {
-            let mut s = g[i];
-            for (k, yk) in y.iter().enumerate().skip(i + 1) {
-                s -= h[i][k] * yk;
-            }
-            y[i] = s / h[i][i];
-        }
-        if flexible {
-            for (i, yi) in y.iter().enumerate() {
-                x.axpy(S::from_f64(*yi), &z[i])?;
-            }
-        } else {
-            let mut update = Vector::zeros(&backend, n)?;
-            for (i, yi) in y.iter().enumerate() {
-                update.axpy(S::from_f64(*yi), &v[i])?;
-            }
-            match m {
-                Some(m) => {
-                    let mut mu = Vector::zeros(&backend, n)?;
-                    m.precondition(&update, &mut mu)?;
-                    x.axpy(S::ONE, &mu)?;
+                for (i, yi) in y.iter().enumerate() {
+                    x.axpy(S::from_f64(*yi), &z[i])?;
                 }
-                None => x.axpy(S::ONE, &update)?,
+            } else {
+                let mut update = Vector::zeros(&backend, n)?;
+                for (i, yi) in y.iter().enumerate() {
+                    update.axpy(S::from_f64(*yi), &v[i])?;
+                }
+                match m {
+                    Some(m) => {
+                        let mut mu = Vector::zeros(&backend, n)?;
+                        m.precondition(&update, &mut mu)?;
+                        x.axpy(S::ONE, &mu)?;
+                    }
+                    None => x.axpy(S::ONE, &update)?,
+                }
             }
-        }
-        // Restart from the true residual; a convergence claimed by the recursive residual
-        // is only accepted if the true residual confirms it (on singular or badly
-        // conditioned systems |g| can drop while ‖b − A x‖ does not).
-        r.copy_from(b)?;
-        a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
-        t.applications += 1;
-        beta = r.nrm2()?.as_f64();
-        match stop {
-            Some(StopReason::Converged) if !t.converged(beta) && total >= params.max_iter => {
-                break StopReason::MaxIterations;
+            // Restart from the true residual; a convergence claimed by the recursive residual
+            // is only accepted if the true residual confirms it (on singular or badly
+            // conditioned systems |g| can drop while ‖b − A x‖ does not).
+            r.copy_from(b)?;
+            a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
+            t.applications += 1;
+            beta = r.nrm2()?.as_f64();
+            match stop {
+                Some(StopReason::Converged) if !t.converged(beta) && total >= params.max_iter => {
+                    break StopReason::MaxIterations;
+                }
+                Some(StopReason::Converged) if !t.converged(beta) => {}
+                Some(reason) => break 'outer reason,
+                None => {}
             }
-            Some(StopReason::Converged) if !t.converged(beta) => {}
-            Some(reason) => break 'outer reason,
-            None => {}
-        }
-        if t.converged(beta) {
-            break StopReason::Converged;
-        }
-        if !beta.is_finite() {
-            break StopReason::NonFinite {
-                quantity: "residual",
-            };
-        }
-        if beta == 0.0 {
-            break StopReason::Converged;
-        }
-    };
-    t.finish(a, b, x, total, reason)
+            if t.converged(beta) {
+                break StopReason::Converged;
+            }
+            if !beta.is_finite() {
+                break StopReason::NonFinite {
+                    quantity: "residual",
+                };
+            }
+            if beta == 0.0 {
+                break StopReason::Converged;
+            }
+        };
+        Ok((total, reason))
+    }
 }

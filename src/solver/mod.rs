@@ -46,13 +46,16 @@ use crate::vector::Vector;
 mod bicgstab;
 mod cg;
 mod gmres;
+mod mixed;
 mod operator;
 mod precond;
 mod refine;
 
 pub use bicgstab::bicgstab;
+pub(crate) use cg::pcg_flexible;
 pub use cg::{cg, pcg};
 pub use gmres::{fgmres, gmres};
+pub use mixed::{mixed_solve, InnerSolve, InnerSolver, MixedOuter, MixedParams};
 pub use operator::{LinearOperator, OperatorCost};
 pub use precond::{
     BlockJacobi, Chebyshev, ChebyshevParams, Identity, Jacobi, MixedPrecision, Preconditioner,
@@ -85,6 +88,16 @@ pub enum StopReason {
     },
     /// The residual made no new minimum in `stagnation_window` iterations.
     Stagnation,
+    /// The solver's recursive residual met the tolerance, but the true residual
+    /// `‖b − A x‖`, recomputed, did not, even after restarting from it
+    /// ([`MAX_RESIDUAL_REPLACEMENTS`] times): round-off (or an operator that is not the one
+    /// the iteration assumed) keeps the answer from the tolerance.
+    ResidualGap {
+        /// The true residual `‖b − A x‖₂` at the end.
+        true_residual: f64,
+        /// The tolerance `max(rtol ‖b‖, atol)` it missed.
+        target: f64,
+    },
     /// The monitor asked to stop.
     Stopped,
 }
@@ -102,6 +115,14 @@ impl fmt::Display for StopReason {
             }
             StopReason::NonFinite { quantity } => write!(f, "NaN or infinity in {quantity}"),
             StopReason::Stagnation => write!(f, "stagnated"),
+            StopReason::ResidualGap {
+                true_residual,
+                target,
+            } => write!(
+                f,
+                "the recursive residual met the tolerance but the true residual ‖b − Ax‖ = \
+                 {true_residual:.3e} does not (tolerance {target:.3e})"
+            ),
             StopReason::Stopped => write!(f, "stopped by the monitor"),
         }
     }
@@ -417,10 +438,20 @@ impl<'p, 'a> Tracker<'p, 'a> {
     ) -> Result<SolveReport> {
         let final_residual = true_residual(a, b, x)?;
         self.applications += 1;
+        Ok(self.report(iterations, reason, final_residual))
+    }
+
+    /// The report with a true residual the caller computed.
+    pub(crate) fn report(
+        mut self,
+        iterations: usize,
+        reason: StopReason,
+        final_residual: f64,
+    ) -> SolveReport {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
-        Ok(SolveReport {
+        SolveReport {
             solver: self.solver,
             iterations,
             reason,
@@ -429,46 +460,85 @@ impl<'p, 'a> Tracker<'p, 'a> {
             final_residual,
             time: self.start.elapsed(),
             operator_applications: self.applications,
-        })
+        }
     }
 }
 
-/// What every solver does first: `‖b‖` (a NaN or zero `b` ends the solve at once, with
-/// `x = 0` for a zero `b`), the tracker, and the initial residual `r = b − A x`.
-pub(crate) enum Begin<'p, 'a, B: Backend, S: Scalar> {
-    /// The solve is over.
-    Done(SolveReport),
-    /// Iterate from the residual.
-    Iterate(Tracker<'p, 'a>, Vector<B, S>),
-}
+/// How many times a solver restarts from the recomputed true residual when its recursive
+/// residual claims a convergence that `‖b − A x‖` does not confirm, before it reports
+/// [`StopReason::ResidualGap`].
+pub const MAX_RESIDUAL_REPLACEMENTS: usize = 3;
 
-pub(crate) fn begin<'p, 'a, B: Backend, S: Scalar>(
-    params: &'p SolverParams<'a>,
+/// One run of a solver's iteration from a residual: `(tracker, x, r, k0)` → the iteration
+/// count reached and why it stopped. `r = b − A x` on entry; `k0` iterations are done.
+pub(crate) type Iterate<'i, B, S> = dyn for<'t, 'p, 'a> FnMut(
+        &'t mut Tracker<'p, 'a>,
+        &mut Vector<B, S>,
+        Vector<B, S>,
+        usize,
+    ) -> Result<(usize, StopReason)>
+    + 'i;
+
+/// What every solver does around its iteration.
+///
+/// 1. `‖b‖` (a NaN or zero `b` ends the solve at once, with `x = 0` for a zero `b`), the
+///    tracker, and the initial residual `r = b − A x`.
+/// 2. The iteration, from `r`.
+/// 3. The true residual `‖b − A x‖`. A claimed convergence that it does not confirm is not
+///    reported: the iteration restarts from the true residual (residual replacement), at most
+///    [`MAX_RESIDUAL_REPLACEMENTS`] times, and then stops with [`StopReason::ResidualGap`].
+///    So `Converged` always means `final_residual ≤ max(rtol ‖b‖, atol)`.
+pub(crate) fn drive<B: Backend, S: Scalar>(
+    params: &SolverParams<'_>,
     name: &'static str,
     a: &dyn LinearOperator<B, S>,
     b: &Vector<B, S>,
     x: &mut Vector<B, S>,
-) -> Result<Begin<'p, 'a, B, S>> {
+    iterate: &mut Iterate<'_, B, S>,
+) -> Result<SolveReport> {
     let bnorm = b.nrm2()?.as_f64();
     let mut t = Tracker::new(params, name, bnorm);
     if !bnorm.is_finite() {
-        return Ok(Begin::Done(t.finish(
-            a,
-            b,
-            x,
-            0,
-            StopReason::NonFinite { quantity: "b" },
-        )?));
+        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
     }
     if bnorm == 0.0 {
         x.fill(S::ZERO)?;
         t.record(0, 0.0);
-        return Ok(Begin::Done(t.finish(a, b, x, 0, StopReason::Converged)?));
+        return t.finish(a, b, x, 0, StopReason::Converged);
     }
     let mut r = b.try_clone()?;
     a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
     t.applications += 1;
-    Ok(Begin::Iterate(t, r))
+    let mut k = 0;
+    let mut replacements = 0;
+    loop {
+        let (k_end, reason) = iterate(&mut t, x, r, k)?;
+        k = k_end;
+        let mut true_r = b.try_clone()?;
+        a.apply_add(-S::ONE, x, S::ONE, &mut true_r)?;
+        t.applications += 1;
+        let true_norm = true_r.nrm2()?.as_f64();
+        if reason != StopReason::Converged || t.converged(true_norm) {
+            return Ok(t.report(k, reason, true_norm));
+        }
+        if replacements == MAX_RESIDUAL_REPLACEMENTS || k >= params.max_iter {
+            let target = t.target;
+            return Ok(t.report(
+                k,
+                StopReason::ResidualGap {
+                    true_residual: true_norm,
+                    target,
+                },
+                true_norm,
+            ));
+        }
+        replacements += 1;
+        // The recursive residuals so far were not the true ones: stagnation is measured
+        // afresh from the replacement.
+        t.best = f64::INFINITY;
+        t.best_at = k;
+        r = true_r;
+    }
 }
 
 /// `‖b − A x‖₂`.
@@ -483,6 +553,18 @@ pub fn true_residual<B: Backend, S: Scalar>(
     let mut r = b.try_clone()?;
     a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
     Ok(r.nrm2()?.as_f64())
+}
+
+/// Checks that the preconditioner, if any, has the operator's size.
+pub(crate) fn check_preconditioner<B: Backend, S: Scalar>(
+    op: &'static str,
+    a: &dyn LinearOperator<B, S>,
+    m: Option<&dyn Preconditioner<B, S>>,
+) -> Result<()> {
+    match m {
+        Some(m) => check_len(op, "preconditioner size", a.nrows(), m.size()),
+        None => Ok(()),
+    }
 }
 
 /// Checks that `a` is square and matches `b` and `x`.

@@ -1,11 +1,8 @@
 //! [`LinearOperator`]: anything that computes `y = α A x + β y`.
 
-use crate::backend::Backend;
+use crate::backend::bundle::Backend;
 use crate::error::Result;
-use crate::scalar::{Element, Scalar};
-use crate::sparse::{
-    BlockEll, BlockEllKernel, Coo, Csr, CsrKernel, Ell, Sell, SparseMatrix, StaircaseSell,
-};
+use crate::scalar::Scalar;
 use crate::vector::Vector;
 
 /// Work of one application, for roofline reporting.
@@ -57,7 +54,9 @@ pub trait LinearOperator<B: Backend, S: Scalar> {
     /// round trip).
     ///
     /// # Errors
-    /// As [`apply_add`](Self::apply_add).
+    /// As [`apply_add`](Self::apply_add), and
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `slot` is not below
+    /// `scalars.len()` (checked before anything is written).
     fn apply_dot_device(
         &self,
         x: &Vector<B, S>,
@@ -65,9 +64,9 @@ pub trait LinearOperator<B: Backend, S: Scalar> {
         scalars: &mut Vector<B, S>,
         slot: usize,
     ) -> Result<()> {
+        crate::vector::check_slot("apply_dot_device", scalars.len(), slot)?;
         self.apply(x, y)?;
-        x.backend()
-            .dot_device(x.buffer(), y.buffer(), scalars.buffer_mut(), slot)
+        crate::vector::dot_into(x, y, scalars, slot)
     }
 
     /// Work of one application (zero when unknown).
@@ -100,191 +99,5 @@ impl<B: Backend, S: Scalar, T: LinearOperator<B, S> + ?Sized> LinearOperator<B, 
     }
     fn cost(&self) -> OperatorCost {
         (**self).cost()
-    }
-}
-
-/// Cost of a sparse product: `2 nnz` flops; the stored arrays, `x` and `y` once.
-fn sparse_cost<S: Scalar>(nnz: usize, storage: usize, nrows: usize, ncols: usize) -> OperatorCost {
-    OperatorCost {
-        flops: 2.0 * nnz as f64,
-        bytes: (storage + (nrows + ncols) * S::DTYPE.size()) as f64,
-    }
-}
-
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for Csr<B, V> {
-    fn nrows(&self) -> usize {
-        Csr::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        Csr::ncols(self)
-    }
-    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.spmv_with(CsrKernel::Auto, alpha, x, beta, y)
-    }
-    fn cost(&self) -> OperatorCost {
-        sparse_cost::<S>(
-            self.nnz(),
-            self.storage_bytes(),
-            Csr::nrows(self),
-            Csr::ncols(self),
-        )
-    }
-}
-
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for Coo<B, V> {
-    fn nrows(&self) -> usize {
-        Coo::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        Coo::ncols(self)
-    }
-    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.spmv(alpha, x, beta, y)
-    }
-    fn cost(&self) -> OperatorCost {
-        let nnz = self.nnz();
-        sparse_cost::<S>(
-            nnz,
-            nnz * (V::DTYPE.size() + 8),
-            Coo::nrows(self),
-            Coo::ncols(self),
-        )
-    }
-}
-
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for Ell<B, V> {
-    fn nrows(&self) -> usize {
-        Ell::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        Ell::ncols(self)
-    }
-    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.spmv(alpha, x, beta, y)
-    }
-    fn cost(&self) -> OperatorCost {
-        sparse_cost::<S>(
-            self.nnz(),
-            self.storage_bytes(),
-            Ell::nrows(self),
-            Ell::ncols(self),
-        )
-    }
-}
-
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for Sell<B, V> {
-    fn nrows(&self) -> usize {
-        Sell::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        Sell::ncols(self)
-    }
-    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.spmv(alpha, x, beta, y)
-    }
-    fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
-        self.spmv_dot(x, y)
-    }
-    fn apply_dot_device(
-        &self,
-        x: &Vector<B, S>,
-        y: &mut Vector<B, S>,
-        scalars: &mut Vector<B, S>,
-        slot: usize,
-    ) -> Result<()> {
-        self.spmv_dot_device(x, y, scalars, slot)
-    }
-    fn cost(&self) -> OperatorCost {
-        sparse_cost::<S>(
-            self.nnz(),
-            self.storage_bytes(),
-            Sell::nrows(self),
-            Sell::ncols(self),
-        )
-    }
-}
-
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for BlockEll<B, V> {
-    fn nrows(&self) -> usize {
-        BlockEll::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        BlockEll::ncols(self)
-    }
-    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.spmv_with(BlockEllKernel::Direct, alpha, x, beta, y)
-    }
-    fn cost(&self) -> OperatorCost {
-        let m = self.block_size();
-        let stored = self.nrows().div_ceil(m) * self.slots() * m * m;
-        sparse_cost::<S>(
-            stored,
-            self.storage_bytes(),
-            BlockEll::nrows(self),
-            BlockEll::ncols(self),
-        )
-    }
-}
-
-/// Staircase SELL acts in its permuted numbering: solve `Ã x̃ = b̃` with
-/// `b̃ = to_permuted(b)` and recover `x = from_permuted(x̃)`.
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for StaircaseSell<B, V> {
-    fn nrows(&self) -> usize {
-        StaircaseSell::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        StaircaseSell::nrows(self)
-    }
-    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.spmv(alpha, x, beta, y)
-    }
-    fn cost(&self) -> OperatorCost {
-        let n = StaircaseSell::nrows(self);
-        sparse_cost::<S>(self.nnz(), self.storage_bytes(), n, n)
-    }
-}
-
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B, V> {
-    fn nrows(&self) -> usize {
-        SparseMatrix::nrows(self)
-    }
-    fn ncols(&self) -> usize {
-        SparseMatrix::ncols(self)
-    }
-    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.spmv(alpha, x, beta, y)
-    }
-    fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
-        match self {
-            SparseMatrix::Sell(m) => m.spmv_dot(x, y),
-            _ => {
-                self.spmv(S::ONE, x, S::ZERO, y)?;
-                x.dot(y)
-            }
-        }
-    }
-    fn apply_dot_device(
-        &self,
-        x: &Vector<B, S>,
-        y: &mut Vector<B, S>,
-        scalars: &mut Vector<B, S>,
-        slot: usize,
-    ) -> Result<()> {
-        match self {
-            SparseMatrix::Sell(m) => m.spmv_dot_device(x, y, scalars, slot),
-            _ => {
-                self.spmv(S::ONE, x, S::ZERO, y)?;
-                x.backend()
-                    .dot_device(x.buffer(), y.buffer(), scalars.buffer_mut(), slot)
-            }
-        }
-    }
-    fn cost(&self) -> OperatorCost {
-        sparse_cost::<S>(
-            self.nnz(),
-            self.storage_bytes(),
-            SparseMatrix::nrows(self),
-            SparseMatrix::ncols(self),
-        )
     }
 }

@@ -8,7 +8,7 @@ use crate::batched::Batch;
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::solver::{LinearOperator, OperatorCost};
-use crate::sparse::{BlockEll, BlockEllKernel, Csr};
+use crate::sparse::{BlockEll, Csr};
 use crate::vector::{pointwise_mul_dot, Vector};
 
 /// `z = M⁻¹ r` for a preconditioner `M` of an `n x n` system.
@@ -252,8 +252,7 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for BlockJacobi<B, S> {
         self.inv_blocks.nrows()
     }
     fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
-        self.inv_blocks
-            .spmv_with(BlockEllKernel::Direct, S::ONE, r, S::ZERO, z)
+        self.inv_blocks.spmv(S::ONE, r, S::ZERO, z)
     }
     fn cost(&self) -> OperatorCost {
         LinearOperator::<B, S>::cost(&self.inv_blocks)
@@ -464,7 +463,6 @@ impl<B: Backend, S: Scalar> LinearOperator<B, S> for BlockJacobi<B, S> {
         self.inv_blocks.nrows()
     }
     fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
-        self.inv_blocks
-            .spmv_with(BlockEllKernel::Direct, alpha, x, beta, y)
+        self.inv_blocks.spmv(alpha, x, beta, y)
     }
 }

@@ -71,7 +71,6 @@ pub fn iterative_refinement<B: Backend>(
         stagnation_window: 0,
         ..SolverParams::default()
     };
-    let identity = crate::solver::Identity::new(n);
     let reason = loop {
         r.copy_from(b)?;
         a64.apply_add(-1.0, x, 1.0, &mut r)?;
@@ -97,10 +96,7 @@ pub fn iterative_refinement<B: Backend>(
         scaled.scale(1.0 / rnorm)?;
         let r32 = scaled.to_precision::<f32>()?;
         let mut d32 = Vector::<B, f32>::zeros(&backend, n)?;
-        let inner = match m32 {
-            Some(m) => pcg(a32, m, &r32, &mut d32, &inner_params)?,
-            None => pcg(a32, &identity, &r32, &mut d32, &inner_params)?,
-        };
+        let inner = pcg(a32, m32, &r32, &mut d32, &inner_params)?;
         applications += inner.operator_applications;
         let mut d = Vector::<B, f64>::zeros(&backend, n)?;
         d.convert_from(&d32)?;

@@ -12,10 +12,16 @@
 
 use cubecl::prelude::*;
 
-use crate::backend::{BackendCore, Cpu};
-use crate::error::{check_len, Error, Result};
+use crate::backend::core::BackendCore;
+use crate::backend::cpu::Cpu;
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::{Csr, SparseOps};
+use crate::sparse::csr::Csr;
+use crate::sparse::ops::{
+    sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
+};
+use crate::sparse::Format;
 use crate::vector::Vector;
 
 /// A sparse matrix as `(row, col, value)` triplets. See the [module docs](self).
@@ -199,7 +205,7 @@ impl<B: SparseOps, V: Element> Coo<B, V> {
     /// entries by binary search, so no atomics are needed.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    /// As [`SparseStorage::spmv`].
     pub fn spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -207,51 +213,54 @@ impl<B: SparseOps, V: Element> Coo<B, V> {
         beta: T,
         y: &mut Vector<B, T>,
     ) -> Result<()> {
-        check_len("Coo::spmv", "x", self.ncols, x.len())?;
-        check_len("Coo::spmv", "y", self.nrows, y.len())?;
-        self.backend
-            .coo_spmv(self, alpha, x.buffer(), beta, y.buffer_mut())
+        SparseStorage::spmv(self, alpha, x, beta, y)
     }
 }
 
-/// CPU kernel: one pass over the entries in stored order.
-pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
-    a: &Coo<Cpu, V>,
-    alpha: T,
-    x: &[T],
-    beta: T,
-    y: &mut [T],
-) {
-    let mut acc = vec![T::ZERO; a.nrows];
-    for ((&r, &c), &v) in a.rows.iter().zip(&a.cols).zip(&a.values) {
-        acc[r as usize] += T::from_f64(v.as_f64()) * x[c as usize];
+impl<B: SparseOps, V: Element> SparseStorage<B, V> for Coo<B, V> {
+    type Kernels = CooFormat;
+    const FORMAT: Format = Format::Coo;
+
+    fn backend(&self) -> &B {
+        &self.backend
     }
-    for (yi, ai) in y.iter_mut().zip(acc) {
-        *yi = if beta == T::ZERO {
-            alpha * ai
-        } else {
-            alpha * ai + beta * *yi
-        };
+    fn nrows(&self) -> usize {
+        self.nrows
     }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn nnz(&self) -> usize {
+        B::len(&self.values)
+    }
+    fn storage_bytes(&self) -> usize {
+        B::len(&self.values) * (V::DTYPE.size() + 8)
+    }
+}
+
+sparse_operator!(Coo);
+
+/// The COO entries, as one kernel argument.
+#[derive(CubeType, CubeLaunch)]
+struct CooArrays<V: Float> {
+    rows: Array<u32>,
+    cols: Array<u32>,
+    values: Array<V>,
 }
 
 /// Device kernel on row-sorted entries: one unit per row, its entries found by binary search
 /// (`lower_bound(row)`), then summed in order.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn coo_kernel<V: Float, T: Float>(
-    rows: &Array<u32>,
-    cols: &Array<u32>,
-    values: &Array<V>,
-    alpha: InputScalar,
+fn coo_kernel<V: Float, T: Float>(
+    a: &CooArrays<V>,
+    scaling: &AlphaBeta,
     x: &Array<T>,
-    beta: InputScalar,
     y: &mut Array<T>,
     nrows: usize,
     nnz: usize,
     #[comptime] beta_zero: bool,
 ) {
-    let a = alpha.get::<T>();
+    let alpha = scaling.alpha.get::<T>();
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut row = ABSOLUTE_POS;
     while row < nrows {
@@ -259,7 +268,7 @@ pub(crate) fn coo_kernel<V: Float, T: Float>(
         let mut hi = nnz;
         while lo < hi {
             let mid = (lo + hi) / 2;
-            if (rows[mid] as usize) < row {
+            if (a.rows[mid] as usize) < row {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -268,17 +277,73 @@ pub(crate) fn coo_kernel<V: Float, T: Float>(
         let mut acc = T::new(0.0);
         let mut k = lo;
         while k < nnz {
-            if rows[k] as usize != row {
+            if a.rows[k] as usize != row {
                 break;
             }
-            acc += T::cast_from(values[k]) * x[cols[k] as usize];
+            acc += T::cast_from(a.values[k]) * x[a.cols[k] as usize];
             k += 1;
         }
-        if comptime![beta_zero] {
-            y[row] = a * acc;
+        if beta_zero {
+            y[row] = alpha * acc;
         } else {
-            y[row] = a * acc + beta.get::<T>() * y[row];
+            y[row] = alpha * acc + scaling.beta.get::<T>() * y[row];
         }
         row += stride;
+    }
+}
+
+/// The COO kernels.
+pub struct CooFormat;
+
+impl FormatKernels for CooFormat {
+    type Matrix<B: BackendCore, V: Element> = Coo<B, V>;
+
+    /// One pass over the entries in stored order.
+    fn spmv_cpu<V: Element, T: Scalar>(a: &Coo<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
+        let mut acc = vec![T::ZERO; a.nrows];
+        for ((&r, &c), &v) in a.rows.iter().zip(&a.cols).zip(&a.values) {
+            acc[r as usize] += T::from_f64(v.as_f64()) * x[c as usize];
+        }
+        for (yi, ai) in y.iter_mut().zip(acc) {
+            *yi = if beta == T::ZERO {
+                alpha * ai
+            } else {
+                alpha * ai + beta * *yi
+            };
+        }
+    }
+
+    unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Coo<Cube<R>, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        if a.nrows == 0 {
+            return Ok(());
+        }
+        let (count, dim) = b.config().grid(a.nrows);
+        let s = Scaling::new(alpha, beta);
+        b.launch::<(V, T)>(s.beta_zero, || {
+            // SAFETY: device COO matrices are row-sorted (Coo::to_backend is their only
+            // constructor) with indices checked on construction; x has ncols and y nrows
+            // entries (checked by SparseStorage::spmv).
+            unsafe {
+                coo_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    CooArraysLaunch::new(a.rows.arg(), a.cols.arg(), a.values.arg()),
+                    AlphaBetaLaunch::new(s.alpha, s.beta),
+                    x.arg(),
+                    y.arg(),
+                    a.nrows,
+                    a.values.len,
+                    s.beta_zero,
+                )
+            }
+        })
     }
 }

@@ -14,12 +14,16 @@
 use cubecl::prelude::*;
 use rayon::prelude::*;
 
+use crate::backend::core::BackendCore;
+use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
-use crate::backend::{BackendCore, Cpu};
-use crate::error::{check_len, Result};
+use crate::error::Result;
 use crate::scalar::{Element, Scalar};
-use crate::sparse::cube::{grid, scalar};
-use crate::sparse::{to_u32, Csr, FormatLimits, RowStats, SparseOps, PAD};
+use crate::sparse::csr::Csr;
+use crate::sparse::ops::{
+    sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
+};
+use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
 use crate::vector::Vector;
 
 /// A sparse matrix in ELLPACK format. See the [module docs](self).
@@ -154,8 +158,7 @@ impl<B: SparseOps, V: Element> Ell<B, V> {
     /// `y = alpha A x + beta y` (`y` not read when `beta = 0`).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `x` does not have
-    /// `ncols` or `y` `nrows` entries.
+    /// As [`SparseStorage::spmv`].
     pub fn spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -163,107 +166,131 @@ impl<B: SparseOps, V: Element> Ell<B, V> {
         beta: T,
         y: &mut Vector<B, T>,
     ) -> Result<()> {
-        check_len("Ell::spmv", "x", self.ncols, x.len())?;
-        check_len("Ell::spmv", "y", self.nrows, y.len())?;
-        self.backend
-            .ell_spmv(self, alpha, x.buffer(), beta, y.buffer_mut())
+        SparseStorage::spmv(self, alpha, x, beta, y)
     }
 }
 
-/// CPU kernel.
-pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
-    a: &Ell<Cpu, V>,
-    alpha: T,
-    x: &[T],
-    beta: T,
-    y: &mut [T],
-) {
-    let n = a.nrows;
-    y.par_chunks_mut(2048).enumerate().for_each(|(chunk, y)| {
-        for (i, yi) in y.iter_mut().enumerate() {
-            let r = chunk * 2048 + i;
-            let mut acc = T::ZERO;
-            for k in 0..a.width {
-                let c = a.col_idx[k * n + r];
-                if c == PAD {
-                    break;
-                }
-                acc += T::from_f64(a.values[k * n + r].as_f64()) * x[c as usize];
-            }
-            *yi = if beta == T::ZERO {
-                alpha * acc
-            } else {
-                alpha * acc + beta * *yi
-            };
-        }
-    });
+impl<B: SparseOps, V: Element> SparseStorage<B, V> for Ell<B, V> {
+    type Kernels = EllFormat;
+    const FORMAT: Format = Format::Ell;
+
+    fn backend(&self) -> &B {
+        &self.backend
+    }
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+    fn storage_bytes(&self) -> usize {
+        Ell::storage_bytes(self)
+    }
+}
+
+sparse_operator!(Ell);
+
+/// The ELL slots, as one kernel argument.
+#[derive(CubeType, CubeLaunch)]
+struct EllArrays<V: Float> {
+    col_idx: Array<u32>,
+    values: Array<V>,
+    width: usize,
 }
 
 /// One unit per row. Bytes per stored slot: value + index (+ x, cached).
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn ell_kernel<V: Float, T: Float>(
-    col_idx: &Array<u32>,
-    values: &Array<V>,
-    alpha: InputScalar,
+    a: &EllArrays<V>,
+    scaling: &AlphaBeta,
     x: &Array<T>,
-    beta: InputScalar,
     y: &mut Array<T>,
     nrows: usize,
-    width: usize,
     #[comptime] beta_zero: bool,
 ) {
-    let a = alpha.get::<T>();
+    let alpha = scaling.alpha.get::<T>();
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut row = ABSOLUTE_POS;
     while row < nrows {
         let mut acc = T::new(0.0);
-        for k in 0..width {
+        for k in 0..a.width {
             let idx = k * nrows + row;
-            let c = col_idx[idx];
-            let v = values[idx];
+            let c = a.col_idx[idx];
+            let v = a.values[idx];
             if c != PAD {
                 acc += T::cast_from(v) * x[c as usize];
             }
         }
-        if comptime![beta_zero] {
-            y[row] = a * acc;
+        if beta_zero {
+            y[row] = alpha * acc;
         } else {
-            y[row] = a * acc + beta.get::<T>() * y[row];
+            y[row] = alpha * acc + scaling.beta.get::<T>() * y[row];
         }
         row += stride;
     }
 }
 
-/// Launches [`ell_kernel`].
-pub(crate) fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
-    b: &Cube<R>,
-    a: &Ell<Cube<R>, V>,
-    alpha: T,
-    x: &CubeBuffer<T>,
-    beta: T,
-    y: &mut CubeBuffer<T>,
-) {
-    if a.nrows == 0 {
-        return;
+/// The ELL kernels.
+pub struct EllFormat;
+
+impl FormatKernels for EllFormat {
+    type Matrix<B: BackendCore, V: Element> = Ell<B, V>;
+
+    fn spmv_cpu<V: Element, T: Scalar>(a: &Ell<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
+        let n = a.nrows;
+        y.par_chunks_mut(2048).enumerate().for_each(|(chunk, y)| {
+            for (i, yi) in y.iter_mut().enumerate() {
+                let r = chunk * 2048 + i;
+                let mut acc = T::ZERO;
+                for k in 0..a.width {
+                    let c = a.col_idx[k * n + r];
+                    if c == PAD {
+                        break;
+                    }
+                    acc += T::from_f64(a.values[k * n + r].as_f64()) * x[c as usize];
+                }
+                *yi = if beta == T::ZERO {
+                    alpha * acc
+                } else {
+                    alpha * acc + beta * *yi
+                };
+            }
+        });
     }
-    let (count, dim) = grid(b, a.nrows);
-    // SAFETY: ELL invariants (validated on conversion): width * nrows slots, columns < ncols
-    // or PAD; x has ncols and y nrows entries (checked by Ell::spmv).
-    unsafe {
-        ell_kernel::launch_unchecked::<V, T, R>(
-            b.client(),
-            count,
-            dim,
-            a.col_idx.arg(),
-            a.values.arg(),
-            scalar(alpha),
-            x.arg(),
-            scalar(beta),
-            y.arg(),
-            a.nrows,
-            a.width,
-            beta == T::ZERO,
-        )
+
+    unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Ell<Cube<R>, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        if a.nrows == 0 {
+            return Ok(());
+        }
+        let (count, dim) = b.config().grid(a.nrows);
+        let s = Scaling::new(alpha, beta);
+        b.launch::<(V, T)>(s.beta_zero, || {
+            // SAFETY: ELL invariants (validated on conversion): width * nrows slots, columns
+            // < ncols or PAD; x has ncols and y nrows entries (checked by
+            // SparseStorage::spmv).
+            unsafe {
+                ell_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    EllArraysLaunch::new(a.col_idx.arg(), a.values.arg(), a.width),
+                    AlphaBetaLaunch::new(s.alpha, s.beta),
+                    x.arg(),
+                    y.arg(),
+                    a.nrows,
+                    s.beta_zero,
+                )
+            }
+        })
     }
 }

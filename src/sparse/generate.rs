@@ -287,6 +287,7 @@ pub(crate) fn build_csr<V: Element>(
         col_idx,
         values,
         stats,
+        kernel: crate::sparse::CsrKernel::Auto,
         backend: Cpu::new(),
     })
 }

@@ -5,13 +5,19 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use crate::backend::{Backend, Cpu};
+use crate::backend::bundle::Backend;
+use crate::backend::cpu::Cpu;
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::{
-    BlockEll, BlockEllKernel, Coo, Csr, CsrKernel, Ell, FormatLimits, RowStats, Sell, SellParams,
-    StaircaseParams, StaircaseSell,
-};
+use crate::solver::{LinearOperator, OperatorCost};
+use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
+use crate::sparse::coo::Coo;
+use crate::sparse::csr::{Csr, CsrKernel};
+use crate::sparse::ell::Ell;
+use crate::sparse::ops::{sparse_cost, SparseStorage};
+use crate::sparse::sell::{Sell, SellParams};
+use crate::sparse::staircase::{StaircaseParams, StaircaseSell};
+use crate::sparse::{FormatLimits, RowStats};
 use crate::vector::Vector;
 
 /// The storage formats, as a run-time value (`"csr"`, `"ell"`, ...).
@@ -41,6 +47,18 @@ impl Format {
         Format::Staircase,
         Format::BlockEll,
     ];
+
+    /// The name of the format's SpMV, for error messages.
+    pub(crate) const fn spmv_name(self) -> &'static str {
+        match self {
+            Format::Coo => "Coo::spmv",
+            Format::Csr => "Csr::spmv",
+            Format::Ell => "Ell::spmv",
+            Format::Sell => "Sell::spmv",
+            Format::Staircase => "StaircaseSell::spmv",
+            Format::BlockEll => "BlockEll::spmv",
+        }
+    }
 
     /// The name accepted by [`FromStr`].
     pub const fn name(self) -> &'static str {
@@ -122,16 +140,30 @@ impl fmt::Display for FormatChoice {
 pub enum SparseMatrix<B: Backend, V: Element> {
     /// COO.
     Coo(Coo<B, V>),
-    /// CSR with its kernel.
-    Csr(Csr<B, V>, CsrKernel),
+    /// CSR (with its kernel choice inside).
+    Csr(Csr<B, V>),
     /// ELLPACK.
     Ell(Ell<B, V>),
     /// SELL-C-σ.
     Sell(Sell<B, V>),
     /// Staircase SELL.
     Staircase(StaircaseSell<B, V>),
-    /// Block ELL with its kernel.
-    BlockEll(BlockEll<B, V>, BlockEllKernel),
+    /// Block ELL (with its kernel choice inside).
+    BlockEll(BlockEll<B, V>),
+}
+
+/// `$body` with `$m` bound to the matrix of whichever format `$matrix` holds.
+macro_rules! each_format {
+    ($matrix:expr, $m:ident => $body:expr) => {
+        match $matrix {
+            SparseMatrix::Coo($m) => $body,
+            SparseMatrix::Csr($m) => $body,
+            SparseMatrix::Ell($m) => $body,
+            SparseMatrix::Sell($m) => $body,
+            SparseMatrix::Staircase($m) => $body,
+            SparseMatrix::BlockEll($m) => $body,
+        }
+    };
 }
 
 /// The largest block size `m ≥ 2` whose `m x m` blocks hold the matrix with at most
@@ -229,7 +261,9 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         let limits = &options.limits;
         Ok(match format {
             Format::Coo => SparseMatrix::Coo(a.to_coo().to_backend(backend)?),
-            Format::Csr => SparseMatrix::Csr(a.to_backend(backend)?, options.csr_kernel),
+            Format::Csr => {
+                SparseMatrix::Csr(a.to_backend(backend)?.with_kernel(options.csr_kernel)?)
+            }
             Format::Ell => SparseMatrix::Ell(Ell::from_csr(a, limits)?.to_backend(backend)?),
             Format::Sell => {
                 let params = options
@@ -249,8 +283,9 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
                     None => detect_block_size(a, f64::INFINITY).unwrap_or(1),
                 };
                 SparseMatrix::BlockEll(
-                    BlockEll::from_csr(a, m, limits)?.to_backend(backend)?,
-                    options.block_kernel,
+                    BlockEll::from_csr(a, m, limits)?
+                        .to_backend(backend)?
+                        .with_kernel(options.block_kernel),
                 )
             }
         })
@@ -282,7 +317,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         match Self::from_csr(backend, a, choice.format, &options) {
             Ok(m) => Ok((m, choice)),
             Err(Error::Padding { .. }) => Ok((
-                SparseMatrix::Csr(a.to_backend(backend)?, CsrKernel::Auto),
+                SparseMatrix::Csr(a.to_backend(backend)?),
                 FormatChoice {
                     format: Format::Csr,
                     params: "Auto".into(),
@@ -389,66 +424,38 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
     pub fn format(&self) -> Format {
         match self {
             SparseMatrix::Coo(_) => Format::Coo,
-            SparseMatrix::Csr(..) => Format::Csr,
+            SparseMatrix::Csr(_) => Format::Csr,
             SparseMatrix::Ell(_) => Format::Ell,
             SparseMatrix::Sell(_) => Format::Sell,
             SparseMatrix::Staircase(_) => Format::Staircase,
-            SparseMatrix::BlockEll(..) => Format::BlockEll,
+            SparseMatrix::BlockEll(_) => Format::BlockEll,
         }
     }
 
     /// Rows.
     pub fn nrows(&self) -> usize {
-        match self {
-            SparseMatrix::Coo(m) => m.nrows(),
-            SparseMatrix::Csr(m, _) => m.nrows(),
-            SparseMatrix::Ell(m) => m.nrows(),
-            SparseMatrix::Sell(m) => m.nrows(),
-            SparseMatrix::Staircase(m) => m.nrows(),
-            SparseMatrix::BlockEll(m, _) => m.nrows(),
-        }
+        each_format!(self, m => SparseStorage::nrows(m))
     }
 
     /// Columns.
     pub fn ncols(&self) -> usize {
-        match self {
-            SparseMatrix::Coo(m) => m.ncols(),
-            SparseMatrix::Csr(m, _) => m.ncols(),
-            SparseMatrix::Ell(m) => m.ncols(),
-            SparseMatrix::Sell(m) => m.ncols(),
-            SparseMatrix::Staircase(m) => m.nrows(),
-            SparseMatrix::BlockEll(m, _) => m.ncols(),
-        }
+        each_format!(self, m => SparseStorage::ncols(m))
     }
 
     /// Nonzeros.
     pub fn nnz(&self) -> usize {
-        match self {
-            SparseMatrix::Coo(m) => m.nnz(),
-            SparseMatrix::Csr(m, _) => m.nnz(),
-            SparseMatrix::Ell(m) => m.nnz(),
-            SparseMatrix::Sell(m) => m.nnz(),
-            SparseMatrix::Staircase(m) => m.nnz(),
-            SparseMatrix::BlockEll(m, _) => m.nnz(),
-        }
+        each_format!(self, m => SparseStorage::nnz(m))
     }
 
     /// Bytes of the stored arrays, padding included.
     pub fn storage_bytes(&self) -> usize {
-        match self {
-            SparseMatrix::Coo(m) => m.nnz() * (V::DTYPE.size() + 8),
-            SparseMatrix::Csr(m, _) => m.storage_bytes(),
-            SparseMatrix::Ell(m) => m.storage_bytes(),
-            SparseMatrix::Sell(m) => m.storage_bytes(),
-            SparseMatrix::Staircase(m) => m.storage_bytes(),
-            SparseMatrix::BlockEll(m, _) => m.storage_bytes(),
-        }
+        each_format!(self, m => SparseStorage::storage_bytes(m))
     }
 
     /// `y = alpha A x + beta y` in the original numbering (`y` not read when `beta = 0`).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    /// As [`SparseStorage::spmv`].
     pub fn spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -457,24 +464,52 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         y: &mut Vector<B, T>,
     ) -> Result<()> {
         match self {
-            SparseMatrix::Coo(m) => m.spmv(alpha, x, beta, y),
-            SparseMatrix::Csr(m, k) => m.spmv_with(*k, alpha, x, beta, y),
-            SparseMatrix::Ell(m) => m.spmv(alpha, x, beta, y),
-            SparseMatrix::Sell(m) => m.spmv(alpha, x, beta, y),
-            SparseMatrix::Staircase(m) => {
-                let xp = m.to_permuted(x)?;
-                let mut yp = if beta == T::ZERO {
-                    crate::error::check_len("SparseMatrix::spmv", "y", m.nrows(), y.len())?;
-                    Vector::zeros(x.backend(), m.nrows())?
-                } else {
-                    m.to_permuted(y)?
-                };
-                m.spmv(alpha, &xp, beta, &mut yp)?;
-                crate::BackendCore::synchronize(x.backend())?;
-                *y = m.from_permuted(&yp)?;
-                Ok(())
-            }
-            SparseMatrix::BlockEll(m, k) => m.spmv_with(*k, alpha, x, beta, y),
+            SparseMatrix::Staircase(m) => m.spmv_original(alpha, x, beta, y),
+            other => each_format!(other, m => SparseStorage::spmv(m, alpha, x, beta, y)),
         }
+    }
+}
+
+/// Staircase SELL's fused products stay in its permuted numbering, so it uses the plain
+/// SpMV and a dot; the other formats use their own.
+impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B, V> {
+    fn nrows(&self) -> usize {
+        SparseMatrix::nrows(self)
+    }
+    fn ncols(&self) -> usize {
+        SparseMatrix::ncols(self)
+    }
+    fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()> {
+        self.spmv(alpha, x, beta, y)
+    }
+    fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
+        match self {
+            SparseMatrix::Staircase(_) => {
+                self.spmv(S::ONE, x, S::ZERO, y)?;
+                x.dot(y)
+            }
+            other => each_format!(other, m => SparseStorage::spmv_dot(m, x, y)),
+        }
+    }
+    fn apply_dot_device(
+        &self,
+        x: &Vector<B, S>,
+        y: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+        slot: usize,
+    ) -> Result<()> {
+        match self {
+            SparseMatrix::Staircase(_) => {
+                crate::vector::check_slot("SparseMatrix::apply_dot_device", scalars.len(), slot)?;
+                self.spmv(S::ONE, x, S::ZERO, y)?;
+                crate::vector::dot_into(x, y, scalars, slot)
+            }
+            other => {
+                each_format!(other, m => SparseStorage::spmv_dot_device(m, x, y, scalars, slot))
+            }
+        }
+    }
+    fn cost(&self) -> OperatorCost {
+        each_format!(self, m => sparse_cost::<B, V, S, _>(m))
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! # Formats
 //! Every container is generic over the backend `B` and the value type `V` (any
-//! [`Element`]: f16, bf16, f32, f64). Indices are `u32`. A matrix on the
-//! [`Cpu`] backend is the host representation: build, validate and convert there,
+//! [`Element`](crate::Element): f16, bf16, f32, f64). Indices are `u32`. A matrix on the
+//! [`Cpu`](crate::Cpu) backend is the host representation: build, validate and convert there,
 //! then move it to a device with `to_backend(&device)`.
 //!
 //! | format | layout | SpMV thread mapping |
@@ -24,33 +24,39 @@
 //! ```
 //! (`*` = padding: column [`PAD`], value 0.)
 //!
+//! # Adding a format
+//! A format is one file (see [`ops`]): the container with its host constructors and
+//! invariants, a [`FormatKernels`] implementation (CPU kernel and CubeCL launch; the fused
+//! SpMV + dot default to SpMV and a dot), a [`SparseStorage`] implementation (sizes; the
+//! checked SpMV comes with it) and one `sparse_operator!` line for
+//! [`LinearOperator`](crate::solver::LinearOperator). [`SparseMatrix`] lists the formats it
+//! chooses among.
+//!
 //! # Mixed precision
 //! `spmv` computes `y = α A x + β y` with `x`, `y`, `α`, `β` and the accumulation in a
-//! [`Scalar`] `T` and the matrix values in any element type `V`: f32 values
+//! [`Scalar`](crate::Scalar) `T` and the matrix values in any element type `V`: f32 values
 //! with f64 vectors move 12 instead of 16 bytes per nonzero. When `β = 0`, `y` is not read
 //! (as in BLAS): NaN in `y` does not propagate.
 
-use crate::backend::{BackendCore, Cpu};
 use crate::error::Result;
-use crate::scalar::{Element, Scalar};
 
 pub mod block_ell;
 pub mod coo;
 pub mod csr;
-pub(crate) mod cube;
 pub mod ell;
 pub mod generate;
 pub mod matrix;
 pub mod mtx;
+pub mod ops;
 pub mod random;
 pub mod reorder;
 pub mod sell;
 pub mod staircase;
 
-pub use block_ell::{BlockEll, BlockEllKernel};
-pub use coo::Coo;
-pub use csr::{Csr, CsrKernel};
-pub use ell::Ell;
+pub use block_ell::{BlockEll, BlockEllFormat, BlockEllKernel};
+pub use coo::{Coo, CooFormat};
+pub use csr::{Csr, CsrFormat, CsrKernel};
+pub use ell::{Ell, EllFormat};
 pub use matrix::{
     choose_format, detect_block_size, Format, FormatChoice, FormatOptions, SparseMatrix,
 };
@@ -58,192 +64,9 @@ pub use mtx::{
     read_matrix_market, read_matrix_market_from, write_matrix_market, write_matrix_market_to,
     write_matrix_market_with, MatrixMarket, MatrixMarketHeader,
 };
-pub use sell::{Sell, SellParams};
-pub use staircase::{StaircaseParams, StaircaseSell};
-
-/// The sparse operator family: SpMV kernels of every format. Implemented by every backend;
-/// call it through the containers' `spmv` methods, which check the dimensions first.
-pub trait SparseOps: BackendCore {
-    /// `y = alpha A x + beta y` for a CSR matrix with the given (resolved) kernel.
-    fn csr_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Csr<Self, V>,
-        kernel: CsrKernel,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        beta: T,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-
-    /// `y = alpha A x + beta y` for a COO matrix.
-    fn coo_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Coo<Self, V>,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        beta: T,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-
-    /// `y = alpha A x + beta y` for an ELL matrix.
-    fn ell_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Ell<Self, V>,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        beta: T,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-
-    /// `y = alpha A x + beta y` for a block-ELL matrix with the given kernel.
-    fn block_ell_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &BlockEll<Self, V>,
-        kernel: BlockEllKernel,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        beta: T,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-
-    /// `y = alpha Ã x + beta y` for a Staircase SELL matrix (permuted numbering).
-    fn staircase_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &StaircaseSell<Self, V>,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        beta: T,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-
-    /// `y = A x` for a square SELL-C-σ matrix, returning `x · y` (fused on devices: the
-    /// SpMV and the inner product of CG in one pass).
-    fn sell_spmv_dot<V: Element, T: Scalar>(
-        &self,
-        a: &Sell<Self, V>,
-        x: &Self::Buffer<T>,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<T>;
-
-    /// As [`sell_spmv_dot`](Self::sell_spmv_dot) with `x · y` left on the device in
-    /// `scalars[slot]`.
-    fn sell_spmv_dot_device<V: Element, T: Scalar>(
-        &self,
-        a: &Sell<Self, V>,
-        x: &Self::Buffer<T>,
-        y: &mut Self::Buffer<T>,
-        scalars: &mut Self::Buffer<T>,
-        slot: usize,
-    ) -> Result<()>;
-
-    /// `y = alpha A x + beta y` for a SELL-C-σ matrix.
-    fn sell_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Sell<Self, V>,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        beta: T,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-}
-
-impl SparseOps for Cpu {
-    fn csr_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Csr<Cpu, V>,
-        _kernel: CsrKernel,
-        alpha: T,
-        x: &Vec<T>,
-        beta: T,
-        y: &mut Vec<T>,
-    ) -> Result<()> {
-        csr::spmv_cpu(&a.row_ptr, &a.col_idx, &a.values, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn coo_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Coo<Cpu, V>,
-        alpha: T,
-        x: &Vec<T>,
-        beta: T,
-        y: &mut Vec<T>,
-    ) -> Result<()> {
-        coo::spmv_cpu(a, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn ell_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Ell<Cpu, V>,
-        alpha: T,
-        x: &Vec<T>,
-        beta: T,
-        y: &mut Vec<T>,
-    ) -> Result<()> {
-        ell::spmv_cpu(a, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn staircase_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &StaircaseSell<Cpu, V>,
-        alpha: T,
-        x: &Vec<T>,
-        beta: T,
-        y: &mut Vec<T>,
-    ) -> Result<()> {
-        staircase::spmv_cpu(a, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn block_ell_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &BlockEll<Cpu, V>,
-        _kernel: BlockEllKernel,
-        alpha: T,
-        x: &Vec<T>,
-        beta: T,
-        y: &mut Vec<T>,
-    ) -> Result<()> {
-        block_ell::spmv_cpu(a, alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn sell_spmv_dot<V: Element, T: Scalar>(
-        &self,
-        a: &Sell<Cpu, V>,
-        x: &Vec<T>,
-        y: &mut Vec<T>,
-    ) -> Result<T> {
-        sell::spmv_cpu(a, T::ONE, x, T::ZERO, y);
-        Ok(T::from_f64(crate::vector::cpu::dot(x, y)))
-    }
-
-    fn sell_spmv_dot_device<V: Element, T: Scalar>(
-        &self,
-        a: &Sell<Cpu, V>,
-        x: &Vec<T>,
-        y: &mut Vec<T>,
-        scalars: &mut Vec<T>,
-        slot: usize,
-    ) -> Result<()> {
-        scalars[slot] = self.sell_spmv_dot(a, x, y)?;
-        Ok(())
-    }
-
-    fn sell_spmv<V: Element, T: Scalar>(
-        &self,
-        a: &Sell<Cpu, V>,
-        alpha: T,
-        x: &Vec<T>,
-        beta: T,
-        y: &mut Vec<T>,
-    ) -> Result<()> {
-        sell::spmv_cpu(a, alpha, x, beta, y);
-        Ok(())
-    }
-}
+pub use ops::{FormatKernels, SparseOps, SparseStorage};
+pub use sell::{Sell, SellFormat, SellParams};
+pub use staircase::{StaircaseFormat, StaircaseParams, StaircaseSell};
 
 /// The column index that marks a padding slot.
 pub const PAD: u32 = u32::MAX;

@@ -25,13 +25,17 @@
 use cubecl::prelude::*;
 use rayon::prelude::*;
 
+use crate::backend::core::BackendCore;
+use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
-use crate::backend::{BackendCore, Cpu};
-use crate::error::{check_len, Error, Result};
+use crate::error::{check_device, check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::cube::{grid, scalar};
-use crate::sparse::{to_u32, Csr, FormatLimits, RowStats, SparseOps, PAD};
-use crate::vector::{Vector, VectorOps};
+use crate::sparse::csr::Csr;
+use crate::sparse::ops::{
+    sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
+};
+use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
+use crate::vector::Vector;
 
 /// Parameters of a Staircase SELL matrix.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -335,12 +339,12 @@ impl<B: BackendCore, V: Element> StaircaseSell<B, V> {
     }
 }
 
-impl<B: SparseOps + VectorOps, V: Element> StaircaseSell<B, V> {
+impl<B: SparseOps, V: Element> StaircaseSell<B, V> {
     /// `y = alpha Ã x + beta y` with `x`, `y` in the permuted numbering (`y` not read when
     /// `beta = 0`). One launch per step.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` or `y` does not have `nrows` entries.
+    /// As [`SparseStorage::spmv`].
     pub fn spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -348,150 +352,233 @@ impl<B: SparseOps + VectorOps, V: Element> StaircaseSell<B, V> {
         beta: T,
         y: &mut Vector<B, T>,
     ) -> Result<()> {
-        check_len("StaircaseSell::spmv", "x", self.nrows, x.len())?;
-        check_len("StaircaseSell::spmv", "y", self.nrows, y.len())?;
-        self.backend
-            .staircase_spmv(self, alpha, x.buffer(), beta, y.buffer_mut())
+        SparseStorage::spmv(self, alpha, x, beta, y)
+    }
+
+    /// `y = alpha A x + beta y` in the original numbering: `x` permuted in, the product in
+    /// the permuted numbering, `y` permuted out (`y` not read when `beta = 0`).
+    ///
+    /// # Errors
+    /// As [`SparseStorage::spmv`].
+    pub fn spmv_original<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_len("StaircaseSell::spmv_original", "y", self.nrows, y.len())?;
+        check_device("StaircaseSell::spmv_original", &self.backend, y.backend())?;
+        let xp = self.to_permuted(x)?;
+        let mut yp = if beta == T::ZERO {
+            Vector::zeros(&self.backend, self.nrows)?
+        } else {
+            self.to_permuted(y)?
+        };
+        SparseStorage::spmv(self, alpha, &xp, beta, &mut yp)?;
+        *y = self.from_permuted(&yp)?;
+        Ok(())
     }
 
     /// `x` in the permuted numbering: `x̃[new] = x[perm[new]]`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` does not have `nrows` entries.
+    /// [`Error::DimensionMismatch`] if `x` does not have `nrows` entries;
+    /// [`Error::DeviceMismatch`] if it lives on another device.
     pub fn to_permuted<T: Element>(&self, x: &Vector<B, T>) -> Result<Vector<B, T>> {
         check_len("StaircaseSell::to_permuted", "x", self.nrows, x.len())?;
+        check_device("StaircaseSell::to_permuted", &self.backend, x.backend())?;
         let mut out = Vector::zeros(&self.backend, self.nrows)?;
-        self.backend
-            .gather(x.buffer(), &self.perm, out.buffer_mut())?;
+        // SAFETY: x, the permutation and out live on the matrix's device (checked above).
+        unsafe {
+            self.backend
+                .gather(x.buffer(), &self.perm, out.buffer_mut())?
+        };
         Ok(out)
     }
 
     /// `x` back in the original numbering: `x[perm[new]] = x̃[new]`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` does not have `nrows` entries.
+    /// As [`to_permuted`](Self::to_permuted).
     pub fn from_permuted<T: Element>(&self, x: &Vector<B, T>) -> Result<Vector<B, T>> {
         check_len("StaircaseSell::from_permuted", "x", self.nrows, x.len())?;
+        check_device("StaircaseSell::from_permuted", &self.backend, x.backend())?;
         let mut out = Vector::zeros(&self.backend, self.nrows)?;
-        self.backend
-            .scatter(x.buffer(), &self.perm, out.buffer_mut())?;
+        // SAFETY: as in to_permuted.
+        unsafe {
+            self.backend
+                .scatter(x.buffer(), &self.perm, out.buffer_mut())?
+        };
         Ok(out)
     }
 }
 
-/// CPU kernel, in the permuted numbering.
-pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
-    a: &StaircaseSell<Cpu, V>,
-    alpha: T,
-    x: &[T],
-    beta: T,
-    y: &mut [T],
-) {
-    let (n, c) = (a.nrows, a.params.slice_height as usize);
-    for step in &a.steps {
-        let rows = (step.slices * c).min(n - step.row_start);
-        y[step.row_start..step.row_start + rows]
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(t, yi)| {
-                let base = step.slot_start + (t / c) * step.len * c + t % c;
-                let mut acc = T::ZERO;
-                for k in 0..step.len {
-                    let col = a.col_idx[base + k * c];
-                    if col == PAD {
-                        break;
-                    }
-                    acc += T::from_f64(a.values[base + k * c].as_f64()) * x[col as usize];
-                }
-                *yi = if beta == T::ZERO {
-                    alpha * acc
-                } else {
-                    alpha * acc + beta * *yi
-                };
-            });
+/// The matrix acts in its permuted numbering (`Ã = P A Pᵀ`): a solver works there
+/// throughout; see [`StaircaseSell::spmv_original`] for a product in the original one.
+impl<B: SparseOps, V: Element> SparseStorage<B, V> for StaircaseSell<B, V> {
+    type Kernels = StaircaseFormat;
+    const FORMAT: Format = Format::Staircase;
+
+    fn backend(&self) -> &B {
+        &self.backend
     }
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.nrows
+    }
+    fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+    fn storage_bytes(&self) -> usize {
+        StaircaseSell::storage_bytes(self)
+    }
+}
+
+sparse_operator!(StaircaseSell);
+
+/// The stored slots, as one kernel argument.
+#[derive(CubeType, CubeLaunch)]
+struct StaircaseArrays<V: Float> {
+    col_idx: Array<u32>,
+    values: Array<V>,
+}
+
+/// One step of the staircase, as one kernel argument.
+#[derive(CubeType, CubeLaunch)]
+struct StepArgs {
+    /// Stored length of every row of the step.
+    len: usize,
+    /// First (permuted) row.
+    row_start: usize,
+    /// First slot.
+    slot_start: usize,
+    /// Rows of the step.
+    rows: usize,
+}
+
+/// Comptime parameters of [`staircase_kernel`].
+#[derive_cube_comptime]
+struct StaircaseConfig {
+    slice_height: usize,
+    beta_zero: bool,
 }
 
 /// One step: one unit per row of the step. Bytes per stored slot: value + index.
 #[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
 fn staircase_kernel<V: Float, T: Float>(
-    col_idx: &Array<u32>,
-    values: &Array<V>,
-    alpha: InputScalar,
+    a: &StaircaseArrays<V>,
+    step: &StepArgs,
+    scaling: &AlphaBeta,
     x: &Array<T>,
-    beta: InputScalar,
     y: &mut Array<T>,
     nrows: usize,
-    len: usize,
-    row_start: usize,
-    slot_start: usize,
-    step_rows: usize,
-    #[comptime] slice_height: usize,
-    #[comptime] beta_zero: bool,
+    #[comptime] cfg: StaircaseConfig,
 ) {
-    let a = alpha.get::<T>();
+    let alpha = scaling.alpha.get::<T>();
+    let c = cfg.slice_height;
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut t = ABSOLUTE_POS;
-    while t < step_rows {
-        let p = row_start + t;
-        let mut idx = slot_start + (t / slice_height) * len * slice_height + t % slice_height;
+    while t < step.rows {
+        let p = step.row_start + t;
+        let mut idx = step.slot_start + (t / c) * step.len * c + t % c;
         let mut acc = T::new(0.0);
-        for _k in 0..len {
-            let c = col_idx[idx];
-            let v = values[idx];
-            if c != PAD {
-                acc += T::cast_from(v) * x[c as usize];
+        for _k in 0..step.len {
+            let col = a.col_idx[idx];
+            let v = a.values[idx];
+            if col != PAD {
+                acc += T::cast_from(v) * x[col as usize];
             }
-            idx += slice_height;
+            idx += c;
         }
         if p < nrows {
-            if comptime![beta_zero] {
-                y[p] = a * acc;
+            if cfg.beta_zero {
+                y[p] = alpha * acc;
             } else {
-                y[p] = a * acc + beta.get::<T>() * y[p];
+                y[p] = alpha * acc + scaling.beta.get::<T>() * y[p];
             }
         }
         t += stride;
     }
 }
 
-/// Launches one [`staircase_kernel`] per step.
-pub(crate) fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
-    b: &Cube<R>,
-    a: &StaircaseSell<Cube<R>, V>,
-    alpha: T,
-    x: &CubeBuffer<T>,
-    beta: T,
-    y: &mut CubeBuffer<T>,
-) {
-    let c = a.params.slice_height as usize;
-    for step in &a.steps {
-        let rows = (step.slices * c).min(a.nrows - step.row_start);
-        let (count, dim) = grid(b, rows);
-        // SAFETY: the step structure was built on the host with the arrays: every slot of
-        // the step lies inside col_idx/values, columns are < nrows or PAD; x and y have
-        // nrows entries (checked by spmv).
-        unsafe {
-            staircase_kernel::launch_unchecked::<V, T, R>(
-                b.client(),
-                count,
-                dim,
-                a.col_idx.arg(),
-                a.values.arg(),
-                scalar(alpha),
-                x.arg(),
-                scalar(beta),
-                y.arg(),
-                a.nrows,
-                step.len,
-                step.row_start,
-                step.slot_start,
-                rows,
-                c,
-                beta == T::ZERO,
-            )
+/// The Staircase SELL kernels (in the permuted numbering).
+pub struct StaircaseFormat;
+
+impl FormatKernels for StaircaseFormat {
+    type Matrix<B: BackendCore, V: Element> = StaircaseSell<B, V>;
+
+    fn spmv_cpu<V: Element, T: Scalar>(
+        a: &StaircaseSell<Cpu, V>,
+        alpha: T,
+        x: &[T],
+        beta: T,
+        y: &mut [T],
+    ) {
+        let (n, c) = (a.nrows, a.params.slice_height as usize);
+        for step in &a.steps {
+            let rows = (step.slices * c).min(n - step.row_start);
+            y[step.row_start..step.row_start + rows]
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(t, yi)| {
+                    let base = step.slot_start + (t / c) * step.len * c + t % c;
+                    let mut acc = T::ZERO;
+                    for k in 0..step.len {
+                        let col = a.col_idx[base + k * c];
+                        if col == PAD {
+                            break;
+                        }
+                        acc += T::from_f64(a.values[base + k * c].as_f64()) * x[col as usize];
+                    }
+                    *yi = if beta == T::ZERO {
+                        alpha * acc
+                    } else {
+                        alpha * acc + beta * *yi
+                    };
+                });
         }
+    }
+
+    unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &StaircaseSell<Cube<R>, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let s = Scaling::new(alpha, beta);
+        let cfg = StaircaseConfig {
+            slice_height: a.params.slice_height as usize,
+            beta_zero: s.beta_zero,
+        };
+        for step in &a.steps {
+            let rows = (step.slices * cfg.slice_height).min(a.nrows - step.row_start);
+            let (count, dim) = b.config().grid(rows);
+            b.launch::<(V, T)>(cfg, || {
+                // SAFETY: the step structure was built on the host with the arrays: every
+                // slot of the step lies inside col_idx/values, columns are < nrows or PAD;
+                // x and y have nrows entries (checked by SparseStorage::spmv).
+                unsafe {
+                    staircase_kernel::launch_unchecked::<V, T, R>(
+                        b.client(),
+                        count,
+                        dim,
+                        StaircaseArraysLaunch::new(a.col_idx.arg(), a.values.arg()),
+                        StepArgsLaunch::new(step.len, step.row_start, step.slot_start, rows),
+                        AlphaBetaLaunch::new(s.alpha, s.beta),
+                        x.arg(),
+                        y.arg(),
+                        a.nrows,
+                        cfg,
+                    )
+                }
+            })?;
+        }
+        Ok(())
     }
 }
 

@@ -37,118 +37,26 @@ use std::fmt;
 
 use ndarray::{Array1, ArrayBase, Data, Ix1};
 
-use crate::backend::BackendCore;
-use crate::error::{check_len, Result};
+use crate::backend::core::BackendCore;
+use crate::error::{check_device, check_len, Result};
 use crate::scalar::{Element, Scalar};
 
 pub(crate) mod cpu;
 pub(crate) mod cube;
+mod ops;
 
-/// The vector operation family: implemented by every backend.
-///
-/// Implementations may assume what the [`Vector`] methods check before calling them:
-/// operands have equal lengths. Call them through [`Vector`].
-pub trait VectorOps: BackendCore {
-    /// `x = value`.
-    fn fill<T: Element>(&self, value: T, x: &mut Self::Buffer<T>) -> Result<()>;
-    /// `y = x`.
-    fn copy<T: Element>(&self, x: &Self::Buffer<T>, y: &mut Self::Buffer<T>) -> Result<()>;
-    /// `x = alpha x`.
-    fn scale<T: Scalar>(&self, alpha: T, x: &mut Self::Buffer<T>) -> Result<()>;
-    /// `y = alpha x + y`.
-    fn axpy<T: Scalar>(&self, alpha: T, x: &Self::Buffer<T>, y: &mut Self::Buffer<T>)
-        -> Result<()>;
-    /// `y = alpha x + beta y`.
-    fn axpby<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Self::Buffer<T>,
-        beta: T,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `z = x ∘ y` (element-wise product).
-    fn pointwise_mul<T: Scalar>(
-        &self,
-        x: &Self::Buffer<T>,
-        y: &Self::Buffer<T>,
-        z: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `z = x / y` (element-wise quotient).
-    fn pointwise_div<T: Scalar>(
-        &self,
-        x: &Self::Buffer<T>,
-        y: &Self::Buffer<T>,
-        z: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `x · y`.
-    fn dot<T: Scalar>(&self, x: &Self::Buffer<T>, y: &Self::Buffer<T>) -> Result<T>;
-    /// `‖x‖₂`.
-    fn nrm2<T: Scalar>(&self, x: &Self::Buffer<T>) -> Result<T>;
-    /// `max |xᵢ|` (NaN if any element is NaN, 0 if empty).
-    fn amax<T: Scalar>(&self, x: &Self::Buffer<T>) -> Result<T>;
-    /// `y = x` rounded to `D` (one rounding to nearest even).
-    fn convert<S: Element, D: Element>(
-        &self,
-        x: &Self::Buffer<S>,
-        y: &mut Self::Buffer<D>,
-    ) -> Result<()>;
-    /// `x += alpha p; r -= alpha q`, returning the new `r · r`.
-    fn cg_update<T: Scalar>(
-        &self,
-        alpha: T,
-        p: &Self::Buffer<T>,
-        q: &Self::Buffer<T>,
-        x: &mut Self::Buffer<T>,
-        r: &mut Self::Buffer<T>,
-    ) -> Result<T>;
-    /// `z = d ∘ r`, returning `r · z`.
-    fn pointwise_mul_dot<T: Scalar>(
-        &self,
-        d: &Self::Buffer<T>,
-        r: &Self::Buffer<T>,
-        z: &mut Self::Buffer<T>,
-    ) -> Result<T>;
-    /// `scalars[slot] = x · y`, the result left on the device (no read-back).
-    fn dot_device<T: Scalar>(
-        &self,
-        x: &Self::Buffer<T>,
-        y: &Self::Buffer<T>,
-        scalars: &mut Self::Buffer<T>,
-        slot: usize,
-    ) -> Result<()>;
-    /// The CG update with device-resident scalars (see [`cg_scalars`]):
-    /// `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `s[BETA] = r·r / s[RR]`; `s[RR] = r·r`.
-    fn cg_update_device<T: Scalar>(
-        &self,
-        scalars: &mut Self::Buffer<T>,
-        p: &Self::Buffer<T>,
-        q: &Self::Buffer<T>,
-        x: &mut Self::Buffer<T>,
-        r: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`](Self::cg_update_device).
-    fn xpay_device<T: Scalar>(
-        &self,
-        scalars: &Self::Buffer<T>,
-        r: &Self::Buffer<T>,
-        p: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
-    /// out of range are left unchanged (nothing is accessed out of bounds).
-    fn gather<T: Element>(
-        &self,
-        x: &Self::Buffer<T>,
-        index: &Self::Buffer<u32>,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
-    /// `y[index[i]] = x[i]` for every `i < min(len(x), len(index))`; out-of-range indices
-    /// are skipped.
-    fn scatter<T: Element>(
-        &self,
-        x: &Self::Buffer<T>,
-        index: &Self::Buffer<u32>,
-        y: &mut Self::Buffer<T>,
-    ) -> Result<()>;
+pub use ops::VectorOps;
+
+/// Checks that `other` has the length of `this` and lives on its device: what every
+/// unchecked [`VectorOps`] method needs of its operands.
+fn agree<B: BackendCore, T: Element, U: Element>(
+    op: &'static str,
+    what: &'static str,
+    this: &Vector<B, T>,
+    other: &Vector<B, U>,
+) -> Result<()> {
+    check_len(op, what, this.len(), other.len())?;
+    check_device(op, &this.backend, &other.backend)
 }
 
 /// A vector of `len` values of type `T` in the memory of backend `B`.
@@ -186,7 +94,11 @@ impl<B: BackendCore, T: Element> fmt::Debug for Vector<B, T> {
 
 impl<B: BackendCore, T: Element> Vector<B, T> {
     /// Wraps an existing buffer.
-    pub fn from_buffer(backend: &B, buffer: B::Buffer<T>) -> Self {
+    ///
+    /// # Safety
+    /// `buffer` was allocated by `backend` (or a clone of it): a buffer of another device
+    /// would reach that device's kernels through this vector's safe methods.
+    pub unsafe fn from_buffer(backend: &B, buffer: B::Buffer<T>) -> Self {
         Vector {
             backend: backend.clone(),
             buffer,
@@ -200,7 +112,8 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// [`Error::ResourceLimit`](crate::Error::ResourceLimit) if it is too large.
     pub fn zeros(backend: &B, len: usize) -> Result<Self> {
         backend.require::<T>("vectors")?;
-        Ok(Self::from_buffer(backend, backend.alloc(len)?))
+        // SAFETY: allocated by `backend`.
+        Ok(unsafe { Self::from_buffer(backend, backend.alloc(len)?) })
     }
 
     /// A vector holding a copy of `data`.
@@ -209,7 +122,8 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// As [`zeros`](Self::zeros).
     pub fn from_slice(backend: &B, data: &[T]) -> Result<Self> {
         backend.require::<T>("vectors")?;
-        Ok(Self::from_buffer(backend, backend.upload(data)?))
+        // SAFETY: uploaded by `backend`.
+        Ok(unsafe { Self::from_buffer(backend, backend.upload(data)?) })
     }
 
     /// A vector holding a copy of a one-dimensional ndarray (any strides).
@@ -243,8 +157,11 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
         &self.buffer
     }
 
-    /// The underlying buffer, mutably.
-    pub fn buffer_mut(&mut self) -> &mut B::Buffer<T> {
+    /// The underlying buffer, mutably (for kernels of other operator families).
+    ///
+    /// # Safety
+    /// The buffer may be written through, not replaced by a buffer of another device.
+    pub unsafe fn buffer_mut(&mut self) -> &mut B::Buffer<T> {
         &mut self.buffer
     }
 
@@ -305,7 +222,8 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn fill(&mut self, value: T) -> Result<()> {
-        self.backend.fill(value, &mut self.buffer)
+        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+        unsafe { self.backend.fill(value, &mut self.buffer) }
     }
 
     /// `self = x`.
@@ -313,8 +231,9 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn copy_from(&mut self, x: &Self) -> Result<()> {
-        check_len("copy", "x", self.len(), x.len())?;
-        self.backend.copy(&x.buffer, &mut self.buffer)
+        agree("copy", "x", self, x)?;
+        // SAFETY: lengths and device checked above.
+        unsafe { self.backend.copy(&x.buffer, &mut self.buffer) }
     }
 
     /// `self = x` rounded to `T` (or widened exactly): precision conversion, e.g. an f64
@@ -323,8 +242,9 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn convert_from<S: Element>(&mut self, x: &Vector<B, S>) -> Result<()> {
-        check_len("convert", "x", self.len(), x.len())?;
-        self.backend.convert(&x.buffer, &mut self.buffer)
+        agree("convert", "x", self, x)?;
+        // SAFETY: lengths and device checked above.
+        unsafe { self.backend.convert(&x.buffer, &mut self.buffer) }
     }
 
     /// A new vector holding `self` rounded to `D`.
@@ -344,7 +264,8 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn scale(&mut self, alpha: T) -> Result<()> {
-        self.backend.scale(alpha, &mut self.buffer)
+        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+        unsafe { self.backend.scale(alpha, &mut self.buffer) }
     }
 
     /// `self = alpha x + self`.
@@ -352,8 +273,9 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn axpy(&mut self, alpha: T, x: &Self) -> Result<()> {
-        check_len("axpy", "x", self.len(), x.len())?;
-        self.backend.axpy(alpha, &x.buffer, &mut self.buffer)
+        agree("axpy", "x", self, x)?;
+        // SAFETY: lengths and device checked above.
+        unsafe { self.backend.axpy(alpha, &x.buffer, &mut self.buffer) }
     }
 
     /// `self = alpha x + beta self`.
@@ -361,8 +283,9 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn axpby(&mut self, alpha: T, x: &Self, beta: T) -> Result<()> {
-        check_len("axpby", "x", self.len(), x.len())?;
-        self.backend.axpby(alpha, &x.buffer, beta, &mut self.buffer)
+        agree("axpby", "x", self, x)?;
+        // SAFETY: lengths and device checked above.
+        unsafe { self.backend.axpby(alpha, &x.buffer, beta, &mut self.buffer) }
     }
 
     /// `self = x ∘ y` (element-wise product).
@@ -370,10 +293,13 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn pointwise_mul(&mut self, x: &Self, y: &Self) -> Result<()> {
-        check_len("pointwise_mul", "x", self.len(), x.len())?;
-        check_len("pointwise_mul", "y", self.len(), y.len())?;
-        self.backend
-            .pointwise_mul(&x.buffer, &y.buffer, &mut self.buffer)
+        agree("pointwise_mul", "x", self, x)?;
+        agree("pointwise_mul", "y", self, y)?;
+        // SAFETY: lengths and devices checked above.
+        unsafe {
+            self.backend
+                .pointwise_mul(&x.buffer, &y.buffer, &mut self.buffer)
+        }
     }
 
     /// `self = x / y` (element-wise quotient).
@@ -381,10 +307,13 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn pointwise_div(&mut self, x: &Self, y: &Self) -> Result<()> {
-        check_len("pointwise_div", "x", self.len(), x.len())?;
-        check_len("pointwise_div", "y", self.len(), y.len())?;
-        self.backend
-            .pointwise_div(&x.buffer, &y.buffer, &mut self.buffer)
+        agree("pointwise_div", "x", self, x)?;
+        agree("pointwise_div", "y", self, y)?;
+        // SAFETY: lengths and devices checked above.
+        unsafe {
+            self.backend
+                .pointwise_div(&x.buffer, &y.buffer, &mut self.buffer)
+        }
     }
 
     /// `self · y`.
@@ -392,8 +321,9 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn dot(&self, y: &Self) -> Result<T> {
-        check_len("dot", "y", self.len(), y.len())?;
-        self.backend.dot(&self.buffer, &y.buffer)
+        agree("dot", "y", self, y)?;
+        // SAFETY: lengths and device checked above.
+        unsafe { self.backend.dot(&self.buffer, &y.buffer) }
     }
 
     /// `‖self‖₂`, safe from overflow and underflow of the squares.
@@ -401,7 +331,8 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn nrm2(&self) -> Result<T> {
-        self.backend.nrm2(&self.buffer)
+        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+        unsafe { self.backend.nrm2(&self.buffer) }
     }
 
     /// `max |selfᵢ|`: NaN if any element is NaN, 0 for an empty vector.
@@ -409,7 +340,8 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn amax(&self) -> Result<T> {
-        self.backend.amax(&self.buffer)
+        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+        unsafe { self.backend.amax(&self.buffer) }
     }
 }
 
@@ -436,12 +368,112 @@ pub fn cg_update<B: VectorOps, T: Scalar>(
     x: &mut Vector<B, T>,
     r: &mut Vector<B, T>,
 ) -> Result<T> {
-    let n = x.len();
-    check_len("cg_update", "p", n, p.len())?;
-    check_len("cg_update", "q", n, q.len())?;
-    check_len("cg_update", "r", n, r.len())?;
-    x.backend
-        .cg_update(alpha, &p.buffer, &q.buffer, &mut x.buffer, &mut r.buffer)
+    agree("cg_update", "p", x, p)?;
+    agree("cg_update", "q", x, q)?;
+    agree("cg_update", "r", x, r)?;
+    // SAFETY: lengths and devices checked above.
+    unsafe {
+        x.backend
+            .cg_update(alpha, &p.buffer, &q.buffer, &mut x.buffer, &mut r.buffer)
+    }
+}
+
+/// `scalars[slot] = x · y`, left on the device (no read-back): the inner products of CG with
+/// device-resident scalars.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths of `x` and
+/// `y` differ; [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `slot` is not
+/// below `scalars.len()`.
+pub fn dot_into<B: VectorOps, T: Scalar>(
+    x: &Vector<B, T>,
+    y: &Vector<B, T>,
+    scalars: &mut Vector<B, T>,
+    slot: usize,
+) -> Result<()> {
+    agree("dot_into", "y", x, y)?;
+    check_slot("dot_into", scalars.len(), slot)?;
+    check_device("dot_into", &x.backend, &scalars.backend)?;
+    // SAFETY: x and y have equal lengths, slot < len(scalars), one device: checked above.
+    unsafe {
+        x.backend
+            .dot_device(&x.buffer, &y.buffer, &mut scalars.buffer, slot)
+    }
+}
+
+/// The CG update with device-resident scalars (see [`cg_scalars`]):
+/// `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `s[BETA] = r·r / s[RR]`; `s[RR] = r·r`.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
+/// differ or `scalars` has fewer than [`cg_scalars::LEN`] entries.
+pub fn cg_update_device<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    p: &Vector<B, T>,
+    q: &Vector<B, T>,
+    x: &mut Vector<B, T>,
+    r: &mut Vector<B, T>,
+) -> Result<()> {
+    agree("cg_update_device", "p", x, p)?;
+    agree("cg_update_device", "q", x, q)?;
+    agree("cg_update_device", "r", x, r)?;
+    check_scalars("cg_update_device", scalars.len())?;
+    check_device("cg_update_device", &x.backend, &scalars.backend)?;
+    // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
+    unsafe {
+        x.backend.cg_update_device(
+            &mut scalars.buffer,
+            &p.buffer,
+            &q.buffer,
+            &mut x.buffer,
+            &mut r.buffer,
+        )
+    }
+}
+
+/// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`].
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
+/// `scalars` has fewer than [`cg_scalars::LEN`] entries.
+pub fn xpay_device<B: VectorOps, T: Scalar>(
+    scalars: &Vector<B, T>,
+    r: &Vector<B, T>,
+    p: &mut Vector<B, T>,
+) -> Result<()> {
+    agree("xpay_device", "r", p, r)?;
+    check_scalars("xpay_device", scalars.len())?;
+    check_device("xpay_device", &p.backend, &scalars.backend)?;
+    // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
+    unsafe {
+        p.backend
+            .xpay_device(&scalars.buffer, &r.buffer, &mut p.buffer)
+    }
+}
+
+/// Checks that `slot` indexes a vector of `len` device scalars.
+pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()> {
+    if slot < len {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidArgument {
+            op,
+            name: "slot",
+            reason: format!("slot {slot} is not below the {len} device scalars"),
+        })
+    }
+}
+
+fn check_scalars(op: &'static str, len: usize) -> Result<()> {
+    if len < cg_scalars::LEN {
+        return Err(crate::Error::dims(
+            op,
+            "scalars (at least cg_scalars::LEN)",
+            cg_scalars::LEN,
+            len,
+        ));
+    }
+    Ok(())
 }
 
 /// The fused diagonal preconditioner step in one pass: `z = d ∘ r`, returning `r · z`.
@@ -453,128 +485,11 @@ pub fn pointwise_mul_dot<B: VectorOps, T: Scalar>(
     r: &Vector<B, T>,
     z: &mut Vector<B, T>,
 ) -> Result<T> {
-    check_len("pointwise_mul_dot", "d", z.len(), d.len())?;
-    check_len("pointwise_mul_dot", "r", z.len(), r.len())?;
-    z.backend
-        .pointwise_mul_dot(&d.buffer, &r.buffer, &mut z.buffer)
-}
-
-impl VectorOps for crate::backend::Cpu {
-    fn fill<T: Element>(&self, value: T, x: &mut Vec<T>) -> Result<()> {
-        cpu::fill(x, value);
-        Ok(())
-    }
-
-    fn copy<T: Element>(&self, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        cpu::copy(x, y);
-        Ok(())
-    }
-
-    fn scale<T: Scalar>(&self, alpha: T, x: &mut Vec<T>) -> Result<()> {
-        cpu::scale(alpha, x);
-        Ok(())
-    }
-
-    fn axpy<T: Scalar>(&self, alpha: T, x: &Vec<T>, y: &mut Vec<T>) -> Result<()> {
-        cpu::axpy(alpha, x, y);
-        Ok(())
-    }
-
-    fn axpby<T: Scalar>(&self, alpha: T, x: &Vec<T>, beta: T, y: &mut Vec<T>) -> Result<()> {
-        cpu::axpby(alpha, x, beta, y);
-        Ok(())
-    }
-
-    fn pointwise_mul<T: Scalar>(&self, x: &Vec<T>, y: &Vec<T>, z: &mut Vec<T>) -> Result<()> {
-        cpu::pointwise_mul(x, y, z);
-        Ok(())
-    }
-
-    fn pointwise_div<T: Scalar>(&self, x: &Vec<T>, y: &Vec<T>, z: &mut Vec<T>) -> Result<()> {
-        cpu::pointwise_div(x, y, z);
-        Ok(())
-    }
-
-    fn dot<T: Scalar>(&self, x: &Vec<T>, y: &Vec<T>) -> Result<T> {
-        Ok(T::from_f64(cpu::dot(x, y)))
-    }
-
-    fn nrm2<T: Scalar>(&self, x: &Vec<T>) -> Result<T> {
-        Ok(T::from_f64(cpu::nrm2(x)))
-    }
-
-    fn amax<T: Scalar>(&self, x: &Vec<T>) -> Result<T> {
-        Ok(T::from_f64(cpu::amax(x)))
-    }
-
-    fn convert<S: Element, D: Element>(&self, x: &Vec<S>, y: &mut Vec<D>) -> Result<()> {
-        cpu::convert(x, y);
-        Ok(())
-    }
-
-    fn cg_update<T: Scalar>(
-        &self,
-        alpha: T,
-        p: &Vec<T>,
-        q: &Vec<T>,
-        x: &mut Vec<T>,
-        r: &mut Vec<T>,
-    ) -> Result<T> {
-        Ok(T::from_f64(cpu::cg_update(alpha, p, q, x, r)))
-    }
-
-    fn pointwise_mul_dot<T: Scalar>(&self, d: &Vec<T>, r: &Vec<T>, z: &mut Vec<T>) -> Result<T> {
-        Ok(T::from_f64(cpu::pointwise_mul_dot(d, r, z)))
-    }
-
-    fn dot_device<T: Scalar>(
-        &self,
-        x: &Vec<T>,
-        y: &Vec<T>,
-        scalars: &mut Vec<T>,
-        slot: usize,
-    ) -> Result<()> {
-        scalars[slot] = T::from_f64(cpu::dot(x, y));
-        Ok(())
-    }
-
-    fn cg_update_device<T: Scalar>(
-        &self,
-        scalars: &mut Vec<T>,
-        p: &Vec<T>,
-        q: &Vec<T>,
-        x: &mut Vec<T>,
-        r: &mut Vec<T>,
-    ) -> Result<()> {
-        use cg_scalars::{BETA, PQ, RR};
-        let alpha = scalars[RR] / scalars[PQ];
-        let rr = T::from_f64(cpu::cg_update(alpha, p, q, x, r));
-        scalars[BETA] = rr / scalars[RR];
-        scalars[RR] = rr;
-        Ok(())
-    }
-
-    fn xpay_device<T: Scalar>(&self, scalars: &Vec<T>, r: &Vec<T>, p: &mut Vec<T>) -> Result<()> {
-        cpu::axpby(T::ONE, r, scalars[cg_scalars::BETA], p);
-        Ok(())
-    }
-
-    fn gather<T: Element>(&self, x: &Vec<T>, index: &Vec<u32>, y: &mut Vec<T>) -> Result<()> {
-        use rayon::prelude::*;
-        y.par_iter_mut().zip(index.par_iter()).for_each(|(y, &j)| {
-            if let Some(&v) = x.get(j as usize) {
-                *y = v;
-            }
-        });
-        Ok(())
-    }
-
-    fn scatter<T: Element>(&self, x: &Vec<T>, index: &Vec<u32>, y: &mut Vec<T>) -> Result<()> {
-        for (&v, &j) in x.iter().zip(index) {
-            if let Some(slot) = y.get_mut(j as usize) {
-                *slot = v;
-            }
-        }
-        Ok(())
+    agree("pointwise_mul_dot", "d", z, d)?;
+    agree("pointwise_mul_dot", "r", z, r)?;
+    // SAFETY: lengths and devices checked above.
+    unsafe {
+        z.backend
+            .pointwise_mul_dot(&d.buffer, &r.buffer, &mut z.buffer)
     }
 }

@@ -3,7 +3,7 @@
 
 use galerkin::batched::{
     cholesky, cholesky_inverse, cholesky_solve, gemm, gemv, inverse, lu, lu_solve,
-    triangular_solve, Batch, Diagonal, Op, Triangle,
+    triangular_solve, Batch, Diagonal, GemmParams, Op, Pivoting, Triangle,
 };
 use galerkin::verify::{poison, random_vec, Rng};
 use galerkin::{Backend, Element, Scalar};
@@ -53,6 +53,17 @@ fn matrices(count: usize, n: usize, spd: bool, seed: u64) -> Vec<f64> {
         out.extend(m);
     }
     out
+}
+
+/// GEMM parameters with the given scalars and transposes.
+fn params<T: Scalar>(alpha: f64, beta: f64, ta: bool, tb: bool) -> GemmParams<T> {
+    let op = |t| if t { Op::Transpose } else { Op::None };
+    GemmParams {
+        alpha: T::from_f64(alpha),
+        beta: T::from_f64(beta),
+        op_a: op(ta),
+        op_b: op(tb),
+    }
 }
 
 fn to_t<T: Element>(v: &[f64]) -> Vec<T> {
@@ -106,10 +117,9 @@ fn batched_gemm<B: Backend, T: Scalar>(b: &B) {
             for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
                 let a = Batch::from_slice(b, count, n, n, &av).unwrap();
                 let bb = Batch::from_slice(b, count, n, n, &bv).unwrap();
-                let op = |t| if t { Op::Transpose } else { Op::None };
                 // β = 0 on a poisoned C.
                 let mut c = Batch::from_slice(b, count, n, n, &poison::<T>(count * n * n)).unwrap();
-                gemm(T::from_f64(1.5), &a, op(ta), &bb, op(tb), T::ZERO, &mut c).unwrap();
+                gemm(&params::<T>(1.5, 0.0, ta, tb), &a, &bb, &mut c).unwrap();
                 let expected: Vec<f64> =
                     naive_gemm(&widen(&av), (ta, false), &widen(&bv), (tb, false), n, count)
                         .iter()
@@ -152,16 +162,7 @@ fn batched_gemm<B: Backend, T: Scalar>(b: &B) {
                 .unwrap();
                 let b_host = widen(&bb.to_vec().unwrap());
                 let mut c = Batch::from_slice(b, count, n, n, &cv).unwrap();
-                gemm(
-                    T::from_f64(-0.5),
-                    &a,
-                    Op::None,
-                    &bb,
-                    Op::None,
-                    T::from_f64(2.0),
-                    &mut c,
-                )
-                .unwrap();
+                gemm(&params::<T>(-0.5, 2.0, false, false), &a, &bb, &mut c).unwrap();
                 let ab = naive_gemm(&a_host, (false, sa), &b_host, (false, sb), n, count);
                 let expected: Vec<f64> = ab
                     .iter()
@@ -184,7 +185,7 @@ fn batched_gemm<B: Backend, T: Scalar>(b: &B) {
     let a = Batch::from_slice(b, count, m, k, &av).unwrap();
     let x = Batch::from_slice(b, count, k, 1, &xv).unwrap();
     let mut y = Batch::from_slice(b, count, m, 1, &poison::<T>(count * m)).unwrap();
-    gemv(T::ONE, &a, Op::None, &x, T::ZERO, &mut y).unwrap();
+    gemv(&GemmParams::<T>::default(), &a, &x, &mut y).unwrap();
     let expected: Vec<f64> = (0..count * m)
         .map(|e| {
             let (mat, i) = (e / m, e % m);
@@ -196,7 +197,7 @@ fn batched_gemm<B: Backend, T: Scalar>(b: &B) {
     assert_close(&y.to_vec().unwrap(), &expected, k, "gemv 7x5");
     // Mismatched shapes are errors.
     let mut c = Batch::<B, T>::zeros(b, count, m, m).unwrap();
-    assert!(gemm(T::ONE, &a, Op::None, &a, Op::None, T::ZERO, &mut c).is_err());
+    assert!(gemm(&GemmParams::<T>::default(), &a, &a, &mut c).is_err());
 }
 
 /// ‖A X − I‖ / (‖A‖ ‖X‖) and friends: residuals relative to the data, scaled by ε_T.
@@ -209,13 +210,13 @@ fn batched_lu_inverse<B: Backend, T: Scalar>(b: &B) {
         for count in COUNTS.map(|c| count_for(n, c)) {
             let host = matrices(count, n, false, 10 + n as u64);
             let data = to_t::<T>(&host);
-            for pivoting in [true, false] {
+            for pivoting in [Pivoting::Partial, Pivoting::None] {
                 let f = lu::<B, T, T>(Batch::from_slice(b, count, n, n, &data).unwrap(), pivoting)
                     .unwrap();
                 assert!(
-                    f.status.all_ok().unwrap(),
+                    f.status().all_ok().unwrap(),
                     "n={n}: {:?}",
-                    f.status.failures()
+                    f.status().failures()
                 );
                 // Solve with 3 right-hand sides: ‖A X − B‖ small.
                 let rhs = to_t::<T>(&random_vec::<f64>(count * n * 3, 7));
@@ -233,7 +234,7 @@ fn batched_lu_inverse<B: Backend, T: Scalar>(b: &B) {
                     let r = rel_residual(&am, &xm, &bm);
                     assert!(
                         r <= 32.0 * n as f64 * T::EPS * cond.max(1.0),
-                        "lu_solve n={n} matrix {m} pivoting={pivoting}: {r:e}, cond {cond:.1}"
+                        "lu_solve n={n} matrix {m} pivoting={pivoting:?}: {r:e}, cond {cond:.1}"
                     );
                 }
             }
@@ -358,9 +359,7 @@ fn batched_gemm_rectangular<B: Backend, T: Scalar>(b: &B) {
                 let a = Batch::from_slice(b, ca, ar, ac, &av).unwrap();
                 let bb = Batch::from_slice(b, cb, br, bc, &bv).unwrap();
                 let mut c = Batch::from_slice(b, count, m, n, &cv).unwrap();
-                let op = |t| if t { Op::Transpose } else { Op::None };
-                let (alpha, beta) = (T::from_f64(0.75), T::from_f64(-1.25));
-                gemm(alpha, &a, op(ta), &bb, op(tb), beta, &mut c).unwrap();
+                gemm(&params::<T>(0.75, -1.25, ta, tb), &a, &bb, &mut c).unwrap();
                 let mut expected = vec![0.0; count * m * n];
                 for mat in 0..count {
                     let (abase, bbase) = (
@@ -549,19 +548,19 @@ fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
         let clean = matrices(count, n, false, 31);
         let f = lu::<B, T, T>(
             Batch::from_slice(b, count, n, n, &to_t::<T>(&host)).unwrap(),
-            true,
+            Pivoting::Partial,
         )
         .unwrap();
         let g = lu::<B, T, T>(
             Batch::from_slice(b, count, n, n, &to_t::<T>(&clean)).unwrap(),
-            true,
+            Pivoting::Partial,
         )
         .unwrap();
-        let failures = f.status.failures().unwrap();
+        let failures = f.status().failures().unwrap();
         assert_eq!(failures.len(), 1, "{failures:?}");
         assert_eq!(failures[0].0, 3);
         assert!(failures[0].1 >= 1 && failures[0].1 <= n as i32);
-        let (fs, gs) = (f.factors.to_vec().unwrap(), g.factors.to_vec().unwrap());
+        let (fs, gs) = (f.factors().to_vec().unwrap(), g.factors().to_vec().unwrap());
         for m in (0..count).filter(|&m| m != 3) {
             assert_eq!(
                 fs[m * n * n..(m + 1) * n * n],
@@ -662,3 +661,170 @@ fn batched_mixed_precision<B: Backend, T: Scalar>(b: &B) {
 }
 
 backend_tests!(batched_mixed_precision);
+
+/// The kinds of matrix of the status test: well conditioned, exactly singular in four ways,
+/// and nearly singular (a duplicated row perturbed well above the singularity threshold).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    Regular,
+    DuplicateRow,
+    ScaledRow,
+    DuplicateColumn,
+    ZeroRow,
+    NearlyDuplicate,
+}
+
+impl Kind {
+    const ALL: [Kind; 6] = [
+        Kind::Regular,
+        Kind::DuplicateRow,
+        Kind::ScaledRow,
+        Kind::DuplicateColumn,
+        Kind::ZeroRow,
+        Kind::NearlyDuplicate,
+    ];
+
+    /// Whether matrices of this kind and size are singular (too small for their pattern,
+    /// they get a zero row instead).
+    fn singular(self, n: usize) -> bool {
+        match self {
+            Kind::Regular => false,
+            Kind::NearlyDuplicate => n == 1,
+            _ => true,
+        }
+    }
+}
+
+/// `count` matrices of `kind`: small integers (exact in every precision), so the exact
+/// singular ones are singular in every precision; the rows involved vary per matrix. (A
+/// row that is the sum of two others is singular too, but elimination leaves a pivot of a
+/// few hundred ε there, not a few ε: see the Status section of `galerkin::batched`.)
+fn status_matrices<T: Scalar>(count: usize, n: usize, kind: Kind, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(count * n * n);
+    // Perturbation of the nearly singular kind: far above n ε, far below 1.
+    let delta = if T::EPS < 1e-10 { 1e-6 } else { 1e-2 };
+    for _ in 0..count {
+        let mut m: Vec<f64> = (0..n * n)
+            .map(|_| (rng.below(9) as f64 - 4.0).max(-4.0))
+            .collect();
+        for i in 0..n {
+            m[i * n + i] += 4.0 * n as f64; // well conditioned unless made singular below
+        }
+        let (i, j) = (rng.below(n), rng.below(n));
+        let (i, j) = if i == j { (i, (i + 1) % n) } else { (i, j) };
+        match kind {
+            Kind::Regular => {}
+            Kind::DuplicateRow | Kind::NearlyDuplicate if n > 1 => {
+                for c in 0..n {
+                    m[j * n + c] = m[i * n + c];
+                    if kind == Kind::NearlyDuplicate {
+                        m[j * n + c] += delta * (1.0 + (c % 3) as f64) * n as f64;
+                    }
+                }
+            }
+            Kind::ScaledRow if n > 1 => {
+                for c in 0..n {
+                    m[j * n + c] = -2.0 * m[i * n + c];
+                }
+            }
+            Kind::DuplicateColumn if n > 1 => {
+                for r in 0..n {
+                    m[r * n + j] = m[r * n + i];
+                }
+            }
+            Kind::ZeroRow => m[i * n..(i + 1) * n].fill(0.0),
+            _ => m[i * n..(i + 1) * n].fill(0.0), // too small for the pattern: a zero row
+        }
+        out.extend(m);
+    }
+    out
+}
+
+/// Gram matrices `G = M Mᵀ` (+ a regularising multiple of I unless `singular`): positive
+/// definite, or semidefinite with a duplicated row of `M` (exactly, in integers).
+fn gram_matrices(count: usize, n: usize, singular: bool, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    let mut out = Vec::with_capacity(count * n * n);
+    for _ in 0..count {
+        let mut m: Vec<f64> = (0..n * n).map(|_| rng.below(5) as f64 - 2.0).collect();
+        if singular {
+            let i = rng.below(n);
+            let j = (i + 1 + rng.below(n.max(2) - 1)) % n;
+            if i != j {
+                for c in 0..n {
+                    m[j * n + c] = m[i * n + c];
+                }
+            } else {
+                m.fill(0.0);
+            }
+        }
+        for r in 0..n {
+            for c in 0..n {
+                let g: f64 = (0..n).map(|k| m[r * n + k] * m[c * n + k]).sum();
+                out.push(g + if !singular && r == c { n as f64 } else { 0.0 });
+            }
+        }
+    }
+    out
+}
+
+/// The status codes of LU (with and without pivoting), the inverse (the register
+/// Gauss–Jordan kernel for n <= 8 on GPUs, LU elsewhere) and Cholesky are the same on every
+/// backend as on the CPU, for regular, exactly singular and nearly singular matrices at
+/// every size and kernel path (registers, shared memory with the scale column, and the
+/// 64 x 64 f64 path without one on 32 KiB devices).
+fn batched_status_same_on_every_backend<B: Backend, T: Scalar>(b: &B) {
+    let cpu = galerkin::Cpu::new();
+    let sizes: Vec<usize> = (1..=9).chain([16, 33, 63, 64]).collect();
+    for n in sizes {
+        let count = if n > 16 { 7 } else { 33 };
+        for kind in Kind::ALL {
+            let host = to_t::<T>(&status_matrices::<T>(count, n, kind, 1000 + n as u64));
+            let on = |backend: &B| Batch::from_slice(backend, count, n, n, &host).unwrap();
+            let on_cpu = || Batch::from_slice(&cpu, count, n, n, &host).unwrap();
+            for pivoting in [Pivoting::Partial, Pivoting::None] {
+                let got = lu::<B, T, T>(on(b), pivoting)
+                    .unwrap()
+                    .status()
+                    .codes()
+                    .unwrap();
+                let want = lu::<_, T, T>(on_cpu(), pivoting)
+                    .unwrap()
+                    .status()
+                    .codes()
+                    .unwrap();
+                assert_eq!(got, want, "LU ({pivoting:?}) n = {n}, {kind:?}");
+                if pivoting == Pivoting::Partial {
+                    let flagged = want.iter().all(|&c| c != 0);
+                    assert_eq!(flagged, kind.singular(n), "n = {n}, {kind:?}: {want:?}");
+                }
+            }
+            let (_, got) = inverse::<B, T, T>(&on(b)).unwrap();
+            let (_, want) = inverse::<_, T, T>(&on_cpu()).unwrap();
+            let (got, want) = (got.codes().unwrap(), want.codes().unwrap());
+            assert_eq!(got, want, "inverse n = {n}, {kind:?}");
+            assert_eq!(
+                want.iter().all(|&c| c != 0),
+                kind.singular(n),
+                "inverse n = {n}, {kind:?}: {want:?}"
+            );
+        }
+        for singular in [false, true] {
+            let host = to_t::<T>(&gram_matrices(count, n, singular, 2000 + n as u64));
+            let (_, got) =
+                cholesky::<B, T, T>(Batch::from_slice(b, count, n, n, &host).unwrap()).unwrap();
+            let (_, want) =
+                cholesky::<_, T, T>(Batch::from_slice(&cpu, count, n, n, &host).unwrap()).unwrap();
+            let (got, want) = (got.codes().unwrap(), want.codes().unwrap());
+            assert_eq!(got, want, "Cholesky n = {n}, singular {singular}");
+            assert_eq!(
+                want.iter().all(|&c| c != 0),
+                singular,
+                "Cholesky n = {n}, singular {singular}: {want:?}"
+            );
+        }
+    }
+}
+
+backend_tests!(batched_status_same_on_every_backend);

@@ -120,15 +120,15 @@ fn every_solver_on_spd<B: Backend, T: Scalar>(b: &B) {
         ),
         (
             "pcg jacobi",
-            Box::new(|x| pcg(&a, &jacobi, &bv, x, &params).unwrap()),
+            Box::new(|x| pcg(&a, Some(&jacobi), &bv, x, &params).unwrap()),
         ),
         (
             "pcg block-jacobi",
-            Box::new(|x| pcg(&a, &block, &bv, x, &params).unwrap()),
+            Box::new(|x| pcg(&a, Some(&block), &bv, x, &params).unwrap()),
         ),
         (
             "pcg chebyshev",
-            Box::new(|x| pcg(&a, &cheb, &bv, x, &params).unwrap()),
+            Box::new(|x| pcg(&a, Some(&cheb), &bv, x, &params).unwrap()),
         ),
         (
             "bicgstab",
@@ -520,7 +520,7 @@ fn mixed_precision<B: Backend, T: Scalar>(b: &B) {
         ..quiet(1e-10, 1000)
     };
     let mut x = Vector::zeros(b, n).unwrap();
-    let r = pcg(&a64, &mixed, &bv, &mut x, &flexible).unwrap();
+    let r = pcg(&a64, Some(&mixed), &bv, &mut x, &flexible).unwrap();
     check_report(
         &r,
         &a64_host,
@@ -574,3 +574,268 @@ fn mixed_precision<B: Backend, T: Scalar>(b: &B) {
 }
 
 backend_tests!(mixed_precision);
+
+/// A 2D five-point diffusion matrix on an `n x n` grid (Dirichlet) whose cell coefficients
+/// jump over `decades` orders of magnitude at random (harmonic means on the faces): SPD,
+/// condition ≥ 1e6 for the sizes used here, and rounding its values to f32 moves the
+/// solution far more than an f64 tolerance allows.
+fn jumping_diffusion(n: usize, decades: f64, seed: u64) -> Csr<Cpu, f64> {
+    let mut rng = galerkin::verify::Rng::new(seed);
+    // Coefficients constant on 4 x 4 blocks of cells, so the jumps form channels.
+    let blocks = n.div_ceil(4);
+    let kb: Vec<f64> = (0..blocks * blocks)
+        .map(|_| 10f64.powf(rng.range(-decades / 2.0, decades / 2.0)))
+        .collect();
+    let k = |i: usize, j: usize| kb[(i / 4) * blocks + j / 4];
+    let face = |a: f64, b: f64| 2.0 * a * b / (a + b);
+    let mut coo = Coo::with_capacity(n * n, n * n, 5 * n * n);
+    let id = |i: usize, j: usize| i * n + j;
+    for i in 0..n {
+        for j in 0..n {
+            let kij = k(i, j);
+            let mut diag = 0.0;
+            let neighbours = [
+                (i > 0).then(|| (i - 1, j)),
+                (i + 1 < n).then(|| (i + 1, j)),
+                (j > 0).then(|| (i, j - 1)),
+                (j + 1 < n).then(|| (i, j + 1)),
+            ];
+            for nb in neighbours {
+                match nb {
+                    Some((p, q)) => {
+                        let t = face(kij, k(p, q));
+                        diag += t;
+                        coo.push(id(i, j), id(p, q), -t).unwrap();
+                    }
+                    None => diag += 2.0 * kij, // Dirichlet face at half a cell
+                }
+            }
+            coo.push(id(i, j), id(i, j), diag).unwrap();
+        }
+    }
+    coo.to_csr().unwrap()
+}
+
+/// Mixed precision answers the f64 system as given: on a matrix whose f32 rounding matters
+/// (solving the rounded matrix misses 1e-8 by orders of magnitude), every mixed path
+/// (FGMRES or flexible CG around an f32 inner solve, iterative refinement) reaches 1e-8 in
+/// the f64 residual, checked independently; and a mixed solve that cannot get there does
+/// not say `Converged`.
+fn mixed_precision_meets_the_f64_tolerance<B: Backend, T: Scalar>(b: &B) {
+    use galerkin::solver::{mixed_solve, InnerSolver, MixedOuter, MixedParams};
+    if T::EPS > 1e-10 || !b.info().supports_f64() {
+        return; // once per backend: mixed precision is about f64 answers
+    }
+    let a64_host = jumping_diffusion(48, 6.0, 7);
+    let kappa = condition_lower_bound(&a64_host);
+    assert!(kappa >= 1e6, "condition number only {kappa:e}");
+    let a32_host: Csr<Cpu, f32> = a64_host.convert();
+    let n = a64_host.nrows();
+    let (a64, a32) = (
+        a64_host.to_backend(b).unwrap(),
+        a32_host.to_backend(b).unwrap(),
+    );
+    // b ≡ 1 (a constant source): x = A⁻¹ b is large next to b, ‖b‖ ≈ λ_min ‖x‖, so the
+    // f32 rounding error δA x is of the order κ ε₃₂ ‖b‖.
+    let rhs = vec![1.0f64; n];
+    let bv = Vector::from_slice(b, &rhs).unwrap();
+    let tol = 1e-8;
+
+    // The trap: f64 CG on the f32 values solves the rounded matrix.
+    let mut x = Vector::zeros(b, n).unwrap();
+    let rounded = cg(
+        &a32 as &dyn LinearOperator<B, f64>,
+        &bv,
+        &mut x,
+        &quiet(tol, 5000),
+    )
+    .unwrap();
+    let miss = independent_residual(&a64_host, &rhs, &x.to_vec().unwrap());
+    assert!(
+        miss > 1000.0 * tol,
+        "the test matrix must be one whose f32 rounding matters: {miss:e} ({rounded})"
+    );
+
+    let jac32 = Jacobi::<B, f32>::new(b, &a32_host).unwrap();
+    for (outer, inner) in [
+        (MixedOuter::Fgmres, InnerSolver::Cg),
+        (MixedOuter::FlexibleCg, InnerSolver::Cg),
+        (MixedOuter::Fgmres, InnerSolver::Gmres),
+        (MixedOuter::Refinement, InnerSolver::Cg),
+    ] {
+        let mixed = MixedParams {
+            outer,
+            inner,
+            ..MixedParams::default()
+        };
+        let mut x = Vector::zeros(b, n).unwrap();
+        let report = mixed_solve(
+            &a64,
+            &a32,
+            Some(&jac32),
+            &bv,
+            &mut x,
+            &quiet(tol, 200),
+            &mixed,
+        )
+        .unwrap();
+        let res = independent_residual(&a64_host, &rhs, &x.to_vec().unwrap());
+        if outer == MixedOuter::Refinement && !report.converged() {
+            // A stationary refinement diverges when κ ε₃₂ is not small: it must say so.
+            assert!(res > tol, "{outer:?}: {report}, independent {res:e}");
+            assert!((report.relative_residual() - res).abs() <= 0.05 * res);
+            continue;
+        }
+        assert!(report.converged(), "{outer:?}/{inner:?}: {report}");
+        assert!(
+            res <= 1.01 * tol,
+            "{outer:?}/{inner:?}: independent {res:e}; {report}"
+        );
+        assert!(
+            (report.relative_residual() - res).abs() <= 0.05 * res,
+            "{outer:?}/{inner:?}: reported {:e} vs independent {res:e}",
+            report.relative_residual()
+        );
+        assert!(
+            report.operator_applications > report.iterations,
+            "the inner f32 applications are counted: {report}"
+        );
+    }
+
+    // Too few outer iterations for 1e-14: the report says so, with the true residual.
+    let mut x = Vector::zeros(b, n).unwrap();
+    let report = mixed_solve(
+        &a64,
+        &a32,
+        Some(&jac32),
+        &bv,
+        &mut x,
+        &quiet(1e-14, 2),
+        &MixedParams::default(),
+    )
+    .unwrap();
+    let res = independent_residual(&a64_host, &rhs, &x.to_vec().unwrap());
+    assert!(!report.converged(), "{report}");
+    assert!(res > 1e-14, "{res:e}");
+    assert!((report.relative_residual() - res).abs() <= 0.05 * res);
+}
+
+backend_tests!(mixed_precision_meets_the_f64_tolerance);
+
+/// A lower bound of the condition number of an SPD matrix: the Rayleigh quotients of a few
+/// power iterations (≤ λ_max) over those of a few inverse iterations (≥ λ_min).
+fn condition_lower_bound(a: &Csr<Cpu, f64>) -> f64 {
+    let cpu = Cpu::new();
+    let n = a.nrows();
+    let rayleigh = |v: &Vector<Cpu, f64>| {
+        let mut av = Vector::zeros(&cpu, n).unwrap();
+        a.spmv(1.0, v, 0.0, &mut av).unwrap();
+        v.dot(&av).unwrap() / v.dot(v).unwrap()
+    };
+    let mut v = Vector::from_slice(&cpu, &random_vec::<f64>(n, 3)).unwrap();
+    for _ in 0..100 {
+        let mut w = Vector::zeros(&cpu, n).unwrap();
+        a.spmv(1.0, &v, 0.0, &mut w).unwrap();
+        let norm = w.nrm2().unwrap();
+        w.scale(1.0 / norm).unwrap();
+        v = w;
+    }
+    let lambda_max = rayleigh(&v);
+    let mut u = Vector::full(&cpu, n, 1.0).unwrap();
+    for _ in 0..4 {
+        let mut w = Vector::zeros(&cpu, n).unwrap();
+        cg(a, &u, &mut w, &quiet(1e-12, 20_000)).unwrap();
+        let norm = w.nrm2().unwrap();
+        w.scale(1.0 / norm).unwrap();
+        u = w;
+    }
+    lambda_max / rayleigh(&u)
+}
+
+/// An operator whose fused product (CG's iteration uses it) is `factor · A` while its plain
+/// application (the true residual uses it) is `A`: the recursive residual converges for the
+/// wrong system. The solver must not trust it: it restarts from the true residual, which
+/// converges when the mismatch contracts fast enough (`factor` near 1) and otherwise ends in
+/// `ResidualGap` — never `Converged` with a true residual above the tolerance.
+struct Mismatched<'a, B: Backend> {
+    a: &'a dyn LinearOperator<B, f64>,
+    factor: f64,
+}
+
+impl<B: Backend> LinearOperator<B, f64> for Mismatched<'_, B> {
+    fn nrows(&self) -> usize {
+        self.a.nrows()
+    }
+    fn ncols(&self) -> usize {
+        self.a.ncols()
+    }
+    fn apply_add(
+        &self,
+        alpha: f64,
+        x: &Vector<B, f64>,
+        beta: f64,
+        y: &mut Vector<B, f64>,
+    ) -> galerkin::Result<()> {
+        self.a.apply_add(alpha, x, beta, y)
+    }
+    fn apply_dot(&self, x: &Vector<B, f64>, y: &mut Vector<B, f64>) -> galerkin::Result<f64> {
+        self.a.apply_add(self.factor, x, 0.0, y)?;
+        x.dot(y)
+    }
+    fn apply_dot_device(
+        &self,
+        x: &Vector<B, f64>,
+        y: &mut Vector<B, f64>,
+        scalars: &mut Vector<B, f64>,
+        slot: usize,
+    ) -> galerkin::Result<()> {
+        self.a.apply_add(self.factor, x, 0.0, y)?;
+        galerkin::vector::dot_into(x, y, scalars, slot)
+    }
+}
+
+fn residual_gap_is_never_converged<B: Backend, T: Scalar>(b: &B) {
+    if T::EPS > 1e-10 || !b.info().supports_f64() {
+        return;
+    }
+    let a_host = poisson3d_7pt(10).unwrap();
+    let a = a_host.to_backend(b).unwrap();
+    let n = a_host.nrows();
+    let rhs = random_vec::<f64>(n, 5);
+    let bv = Vector::from_slice(b, &rhs).unwrap();
+    // factor 1 + 1e-4: each restart multiplies the true residual by 1e-4, so three
+    // replacements reach 1e-10; factor 1.5: by 1/3, so they cannot.
+    for (factor, converges) in [(1.0 + 1e-4, true), (1.5, false)] {
+        let op = Mismatched { a: &a, factor };
+        for solver in ["cg", "pcg"] {
+            let mut x = Vector::zeros(b, n).unwrap();
+            let params = quiet(1e-10, 5_000);
+            let report = match solver {
+                "cg" => cg(&op, &bv, &mut x, &params),
+                _ => pcg(&op, None, &bv, &mut x, &params),
+            }
+            .unwrap();
+            let res = independent_residual(&a_host, &rhs, &x.to_vec().unwrap());
+            assert_eq!(
+                report.converged(),
+                converges,
+                "{solver}, {factor}: {report}"
+            );
+            if converges {
+                assert!(
+                    res <= 1.01e-10,
+                    "{solver}: converged with {res:e}: {report}"
+                );
+            } else {
+                assert!(
+                    matches!(report.reason, StopReason::ResidualGap { .. }),
+                    "{solver}, {factor}: {report}"
+                );
+                assert!(res > 1e-10, "{solver}: {res:e}");
+                assert!((report.relative_residual() - res).abs() <= 0.01 * res);
+            }
+        }
+    }
+}
+
+backend_tests!(residual_gap_is_never_converged);

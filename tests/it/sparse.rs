@@ -3,8 +3,8 @@
 
 use galerkin::sparse::random::{random_csr, RandomPattern};
 use galerkin::sparse::{
-    BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, FormatLimits, Sell, SellParams, StaircaseParams,
-    StaircaseSell,
+    BlockEll, BlockEllKernel, Csr, CsrKernel, Ell, FormatLimits, Sell, SellParams, SparseStorage,
+    StaircaseParams, StaircaseSell,
 };
 use galerkin::verify::Rng;
 use galerkin::verify::{poison, random_vec};
@@ -120,7 +120,9 @@ fn csr_spmv<B: Backend, T: Scalar>(b: &B) {
         CsrKernel::Vector { group: 32 },
     ] {
         check_spmv::<B, T, T>(b, &format!("csr {kernel:?}"), |a, alpha, x, beta, y| {
-            a.to_backend(b)?.spmv_with(kernel, alpha, x, beta, y)
+            a.to_backend(b)?
+                .with_kernel(kernel)?
+                .spmv(alpha, x, beta, y)
         });
     }
 }
@@ -168,7 +170,8 @@ fn block_ell_spmv<B: Backend, T: Scalar>(b: &B) {
                     };
                     BlockEll::from_csr(a, m, &limits)?
                         .to_backend(b)?
-                        .spmv_with(kernel, alpha, x, beta, y)
+                        .with_kernel(kernel)
+                        .spmv(alpha, x, beta, y)
                 },
             );
         }

@@ -2,29 +2,46 @@
 //!
 //! # Buffers
 //! A [`CubeBuffer<T>`](CubeBuffer) of length `len` owns `⌈len/4⌉·4` elements (at least 4):
-//! kernels read and write whole vectors of [`LINE`] elements, and the padding elements are
+//! kernels read and write whole vectors of `LINE` (4) elements, and the padding elements are
 //! kept at zero by every kernel that writes a buffer (see `mask_tail` in the vector kernels).
 //! So reductions over the padded length equal reductions over `len`.
 //!
 //! # Errors
 //! Launches are asynchronous; a device failure is reported by the next call that waits for
-//! the device (a download, a reduction, [`synchronize`](BackendCore::synchronize)).
+//! the device (a download, a reduction, [`synchronize`](BackendCore::synchronize)). A
+//! kernel that fails to expand or compile is reported by the launch itself the first time
+//! each launch site runs with a given configuration ([`Cube::launch`]), and by the next
+//! wait otherwise; it never silently leaves its outputs as they were.
 
 use std::any::{Any, TypeId};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 
-use super::{BackendCore, BackendInfo, BackendKind};
+use crate::backend::core::{sealed::Sealed, BackendCore, BackendInfo, BackendKind};
 use crate::error::{check_len, Error, Result};
-use crate::scalar::{DType, Storable};
+use crate::scalar::{DType, Element, Storable};
 
-/// Elements per vectorised load/store in the device kernels; buffer lengths are padded to it.
-pub const LINE: usize = 4;
+mod buffer;
+mod failures;
+mod runtime;
+
+pub use buffer::CubeBuffer;
+pub(crate) use buffer::{line_size, padded_len};
+
+/// The wgpu backend: Vulkan, Metal, DX12 or WebGPU. f64 only where the adapter has
+/// `SHADER_F64` (most desktop Vulkan drivers and lavapipe; not Metal).
+#[cfg(feature = "wgpu")]
+pub type Wgpu = Cube<cubecl::wgpu::WgpuRuntime>;
+
+/// The CUDA backend (NVIDIA GPUs; needs the driver and NVRTC at run time).
+#[cfg(feature = "cuda")]
+pub type Cuda = Cube<cubecl::cuda::CudaRuntime>;
 
 /// A cubecl runtime that `galerkin` can drive: how to connect to a device and what it can do.
 pub trait CubeRuntime: Runtime {
@@ -53,9 +70,13 @@ pub struct Cube<R: CubeRuntime> {
 }
 
 struct Inner<R: CubeRuntime> {
+    /// A process-unique number of this device connection, stamped on its buffers.
+    id: u64,
     client: ComputeClient<R>,
     info: BackendInfo,
     config: LaunchConfig,
+    /// Launch sites and configurations whose kernel is known to compile ([`Cube::launch`]).
+    validated: Mutex<HashSet<u64>>,
 }
 
 impl<R: CubeRuntime> Clone for Cube<R> {
@@ -97,6 +118,47 @@ impl LaunchConfig {
             reduce_cubes: 8192,
         }
     }
+
+    /// Cube count and dim of a grid-stride launch over `units` units (at most
+    /// [`max_cubes`](Self::max_cubes) cubes; the kernel loops over the rest).
+    pub(crate) fn grid(&self, units: usize) -> (CubeCount, CubeDim) {
+        let cubes = units
+            .div_ceil(self.cube_dim as usize)
+            .clamp(1, self.max_cubes as usize);
+        (
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(self.cube_dim),
+        )
+    }
+
+    /// The first pass of a reduction over `units` units: the number of cubes (one partial
+    /// each, at most [`reduce_cubes`](Self::reduce_cubes)), their count and dim.
+    pub(crate) fn reduce(&self, units: usize) -> (usize, CubeCount, CubeDim) {
+        let cubes = units
+            .div_ceil(self.cube_dim as usize)
+            .clamp(1, self.reduce_cubes as usize);
+        (
+            cubes,
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(self.cube_dim),
+        )
+    }
+}
+
+/// A scalar kernel argument of the element type `T`.
+pub(crate) fn scalar<T: Element>(value: T) -> InputScalar {
+    InputScalar::new(value.as_f64(), T::cube_type())
+}
+
+/// Zeroes a whole buffer, padding included (fresh allocations).
+#[cube(launch_unchecked)]
+fn zero_kernel<T: Numeric, N: Size>(x: &mut Array<Vector<T, N>>) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < x.len() {
+        x[i] = Vector::new(T::from_int(0));
+        i += stride;
+    }
 }
 
 /// Process-wide cache of connected backends, keyed by runtime type and device.
@@ -128,6 +190,7 @@ impl<R: CubeRuntime> Cube<R> {
                 return Ok(Cube { inner });
             }
         }
+        failures::install_hook();
         let (client, device_name) = R::connect(&device)?;
         let props = client.properties();
         let hw = &props.hardware;
@@ -153,10 +216,13 @@ impl<R: CubeRuntime> Cube<R> {
             atomic_f64,
         };
         let config = LaunchConfig::default_for(&info);
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let inner = Arc::new(Inner {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             client,
             info,
             config,
+            validated: Mutex::new(HashSet::new()),
         });
         registry.insert(key, inner.clone());
         Ok(Cube { inner })
@@ -180,9 +246,89 @@ impl<R: CubeRuntime> Cube<R> {
         }
     }
 
-    /// Submits queued work and reports any launch or compilation error.
+    /// Submits queued work and reports any launch or compilation error since the last
+    /// wait: the ones cubecl returns, and the expansion panics it only logs.
     pub(crate) fn flush(&self) -> Result<()> {
-        self.inner.client.flush().map_err(|e| self.device_error(e))
+        let flushed = self.inner.client.flush().map_err(|e| self.device_error(e));
+        let panics = failures::take();
+        if !panics.is_empty() {
+            return Err(Error::KernelCompilation {
+                backend: self.inner.info.to_string(),
+                message: panics.join("; "),
+            });
+        }
+        flushed
+    }
+
+    /// Runs `launch` (one kernel launch). The first time this launch site (the caller's
+    /// source location) runs with the generic types `G` and the configuration `key`, the
+    /// device is flushed right after and a failure to expand or compile the kernel is
+    /// returned here; afterwards the launch only queues (a failure would be reported by the
+    /// next wait, as any device error).
+    ///
+    /// # Errors
+    /// [`Error::KernelCompilation`] or [`Error::Device`] on the validating launch.
+    #[track_caller]
+    pub(crate) fn launch<G: 'static>(&self, key: impl Hash, launch: impl FnOnce()) -> Result<()> {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        std::panic::Location::caller().hash(&mut hasher);
+        TypeId::of::<G>().hash(&mut hasher);
+        key.hash(&mut hasher);
+        let id = hasher.finish();
+        let known = self
+            .inner
+            .validated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&id);
+        launch();
+        if known {
+            return Ok(());
+        }
+        self.flush()?;
+        self.inner
+            .validated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id);
+        Ok(())
+    }
+
+    /// A buffer of `len` values over `handle`, which this device allocated with room for
+    /// `padded_len(len)` of them.
+    pub(crate) fn wrap<T: Storable>(&self, handle: Handle, len: usize) -> CubeBuffer<T> {
+        CubeBuffer {
+            handle,
+            len,
+            device: self.inner.id,
+            _t: PhantomData,
+        }
+    }
+
+    /// Checks that `buffer` belongs to this device.
+    fn check_own<T: Storable>(&self, op: &'static str, buffer: &CubeBuffer<T>) -> Result<()> {
+        if buffer.device == self.inner.id {
+            Ok(())
+        } else {
+            Err(Error::DeviceMismatch {
+                op,
+                left: self.inner.info.to_string(),
+                right: format!("another device connection (#{})", buffer.device),
+            })
+        }
+    }
+
+    /// Zeroes `buffer`, padding included.
+    fn zero<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<()> {
+        let line = line_size::<T>();
+        let (count, dim) = self.config().grid(buffer.padded_len() / line);
+        self.launch::<T>(line, || {
+            // SAFETY: the grid-stride loop stays below the buffer's length in vectors of
+            // `line` elements, which the handle owns (padded length, a multiple of `line`).
+            unsafe {
+                zero_kernel::launch_unchecked::<T, R>(self.client(), count, dim, line, buffer.arg())
+            }
+        })
     }
 
     /// Reads `handle` (at least `len` values of `T`) to the host.
@@ -221,66 +367,6 @@ impl<R: CubeRuntime> Cube<R> {
     }
 }
 
-/// Elements per vector in the vector kernels for element type `T`: 16-byte vectors (four
-/// f32, two f64) capped at [`LINE`]. Measured on an H200, 32-byte vectors of f64 ran 15-20%
-/// below 16-byte ones in streaming kernels.
-pub(crate) fn line_size<T: Storable>() -> usize {
-    (16 / T::DTYPE.size()).clamp(1, LINE)
-}
-
-/// The padded number of elements a buffer of `len` values owns.
-pub(crate) fn padded_len(len: usize) -> usize {
-    len.div_ceil(LINE).max(1) * LINE
-}
-
-/// A typed buffer in device memory: `len` values of `T`, padded with zeros to a whole
-/// number of 4-element vectors.
-pub struct CubeBuffer<T: Storable> {
-    pub(crate) handle: Handle,
-    pub(crate) len: usize,
-    pub(crate) _t: PhantomData<T>,
-}
-
-impl<T: Storable> CubeBuffer<T> {
-    /// The number of values.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer holds no values.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The number of stored elements, padding included (a multiple of 4).
-    pub fn padded_len(&self) -> usize {
-        padded_len(self.len)
-    }
-
-    /// The cubecl handle, for launching kernels of other operator families.
-    pub fn handle(&self) -> &Handle {
-        &self.handle
-    }
-
-    /// An array argument over the whole padded buffer.
-    ///
-    /// # Safety
-    /// The kernel must not access beyond the padded length.
-    pub(crate) unsafe fn arg<R: Runtime>(&self) -> ArrayArg<R> {
-        // SAFETY: the handle owns padded_len() elements of T (invariant of CubeBuffer).
-        unsafe { ArrayArg::from_raw_parts(self.handle.clone(), self.padded_len()) }
-    }
-}
-
-impl<T: Storable> fmt::Debug for CubeBuffer<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CubeBuffer")
-            .field("dtype", &T::DTYPE)
-            .field("len", &self.len)
-            .finish()
-    }
-}
-
 impl<R: CubeRuntime> BackendCore for Cube<R> {
     type Buffer<T: Storable> = CubeBuffer<T>;
 
@@ -296,23 +382,15 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         let padded = padded_len(len);
         let bytes = self.check_size::<T>(padded)?;
         let handle = self.inner.client.empty(bytes);
-        let buffer = CubeBuffer {
-            handle,
-            len,
-            _t: PhantomData,
-        };
-        crate::vector::cube::zero(self, &buffer);
+        let buffer = self.wrap(handle, len);
+        self.zero(&buffer)?;
         Ok(buffer)
     }
 
     fn alloc_uninit<T: Storable>(&self, len: usize) -> Result<CubeBuffer<T>> {
         let padded = padded_len(len);
         let bytes = self.check_size::<T>(padded)?;
-        Ok(CubeBuffer {
-            handle: self.inner.client.empty(bytes),
-            len,
-            _t: PhantomData,
-        })
+        Ok(self.wrap(self.inner.client.empty(bytes), len))
     }
 
     fn upload<T: Storable>(&self, data: &[T]) -> Result<CubeBuffer<T>> {
@@ -326,18 +404,16 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
             staged.resize(padded, T::default());
             self.inner.client.create_from_slice(T::as_bytes(&staged))
         };
-        Ok(CubeBuffer {
-            handle,
-            len: data.len(),
-            _t: PhantomData,
-        })
+        Ok(self.wrap(handle, data.len()))
     }
 
     fn download<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<Vec<T>> {
+        self.check_own("download", buffer)?;
         self.read(&buffer.handle, buffer.len)
     }
 
     fn write<T: Storable>(&self, buffer: &mut CubeBuffer<T>, data: &[T]) -> Result<()> {
+        self.check_own("write", buffer)?;
         check_len("write", "data", buffer.len, data.len())?;
         *buffer = self.upload(data)?;
         Ok(())
@@ -347,127 +423,14 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         buffer.len
     }
 
+    fn same_device(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     fn synchronize(&self) -> Result<()> {
         self.flush()?;
         cubecl::future::block_on(self.inner.client.sync()).map_err(|e| self.device_error(e))
     }
 }
 
-/// Runs `f`, turning a panic inside the runtime into [`Error::BackendUnavailable`].
-#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
-fn catch_runtime_panic<T>(backend: &str, f: impl FnOnce() -> T) -> Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
-        let reason = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "the runtime panicked while connecting".to_string());
-        Error::BackendUnavailable {
-            backend: backend.to_string(),
-            reason,
-        }
-    })
-}
-
-#[cfg(feature = "wgpu")]
-mod wgpu_runtime {
-    use super::*;
-    use cubecl::wgpu::{AutoGraphicsApi, RuntimeOptions, WgpuDevice, WgpuRuntime};
-
-    impl CubeRuntime for WgpuRuntime {
-        const KIND: BackendKind = BackendKind::Wgpu;
-
-        fn default_device() -> WgpuDevice {
-            WgpuDevice::DefaultDevice
-        }
-
-        fn connect(device: &WgpuDevice) -> Result<(ComputeClient<Self>, String)> {
-            catch_runtime_panic("wgpu", || {
-                let setup =
-                    cubecl::wgpu::init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default());
-                let adapter = setup.adapter.get_info();
-                let client = WgpuRuntime::client(device);
-                let name = format!(
-                    "{} [{:?}, {:?}, {}]",
-                    adapter.name,
-                    adapter.backend,
-                    adapter.device_type,
-                    WgpuRuntime::name(&client)
-                );
-                (client, name)
-            })
-        }
-
-        fn dtypes(client: &ComputeClient<Self>) -> Vec<DType> {
-            let props = client.properties();
-            let mut dtypes = vec![DType::U32, DType::I32, DType::F32];
-            if props.supports_type(f64::cube_type()) {
-                dtypes.push(DType::F64);
-            }
-            if props.supports_type(half::f16::cube_type()) {
-                dtypes.push(DType::F16);
-            }
-            if props.supports_type(half::bf16::cube_type()) {
-                dtypes.push(DType::BF16);
-            }
-            dtypes.sort();
-            dtypes
-        }
-    }
-
-    /// The wgpu backend: Vulkan, Metal, DX12 or WebGPU. f64 only where the adapter has
-    /// `SHADER_F64` (most desktop Vulkan drivers and lavapipe; not Metal).
-    pub type Wgpu = Cube<WgpuRuntime>;
-}
-
-#[cfg(feature = "wgpu")]
-pub use wgpu_runtime::Wgpu;
-
-#[cfg(feature = "cuda")]
-mod cuda_runtime {
-    use super::*;
-    use cubecl::cuda::{CudaDevice, CudaRuntime};
-
-    fn device_name(index: usize) -> String {
-        use cudarc::driver::result;
-        let name = result::init()
-            .and_then(|_| result::device::get(index as i32))
-            .and_then(result::device::get_name);
-        match name {
-            Ok(name) => format!("{name} [CUDA device {index}]"),
-            Err(_) => format!("CUDA device {index}"),
-        }
-    }
-
-    impl CubeRuntime for CudaRuntime {
-        const KIND: BackendKind = BackendKind::Cuda;
-
-        fn default_device() -> CudaDevice {
-            CudaDevice { index: 0 }
-        }
-
-        fn connect(device: &CudaDevice) -> Result<(ComputeClient<Self>, String)> {
-            let index = device.index;
-            catch_runtime_panic("cuda", || (CudaRuntime::client(device), device_name(index)))
-        }
-
-        fn dtypes(_client: &ComputeClient<Self>) -> Vec<DType> {
-            // cubecl 0.10 does not list f64 among CUDA's types, yet f64 kernels compile and
-            // run (gpu/CAPABILITIES.md): every CUDA device since sm_13 has binary64.
-            vec![
-                DType::F16,
-                DType::BF16,
-                DType::F32,
-                DType::F64,
-                DType::U32,
-                DType::I32,
-            ]
-        }
-    }
-
-    /// The CUDA backend (NVIDIA GPUs; needs the driver and NVRTC at run time).
-    pub type Cuda = Cube<CudaRuntime>;
-}
-
-#[cfg(feature = "cuda")]
-pub use cuda_runtime::Cuda;
+impl<R: CubeRuntime> Sealed for Cube<R> {}

@@ -14,13 +14,18 @@
 //! units per row reduced through plane shuffles or shared memory (long rows); the default
 //! picks from the row-length statistics.
 
-use rayon::prelude::*;
-
-use crate::backend::{BackendCore, Cpu};
-use crate::error::{check_len, Error, Result};
+use crate::backend::core::BackendCore;
+use crate::backend::cpu::Cpu;
+use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::{to_u32, Coo, RowStats, SparseOps};
+use crate::sparse::coo::Coo;
+use crate::sparse::ops::{sparse_operator, SparseOps, SparseStorage};
+use crate::sparse::{to_u32, Format, RowStats};
 use crate::vector::Vector;
+
+mod kernels;
+
+pub use kernels::CsrFormat;
 
 /// A sparse matrix in compressed sparse row format. See the [module docs](self).
 pub struct Csr<B: BackendCore, V: Element> {
@@ -30,6 +35,7 @@ pub struct Csr<B: BackendCore, V: Element> {
     pub(crate) col_idx: B::Buffer<u32>,
     pub(crate) values: B::Buffer<V>,
     pub(crate) stats: RowStats,
+    pub(crate) kernel: CsrKernel,
     pub(crate) backend: B,
 }
 
@@ -84,6 +90,7 @@ impl<V: Element> Csr<Cpu, V> {
             col_idx,
             values,
             stats,
+            kernel: CsrKernel::Auto,
             backend: Cpu::new(),
         })
     }
@@ -142,6 +149,7 @@ impl<V: Element> Csr<Cpu, V> {
             col_idx,
             values,
             stats,
+            kernel: CsrKernel::Auto,
             backend: Cpu::new(),
         })
     }
@@ -201,6 +209,7 @@ impl<V: Element> Csr<Cpu, V> {
             col_idx: self.col_idx.clone(),
             values: self.values.iter().map(|v| v.convert::<W>()).collect(),
             stats: self.stats,
+            kernel: self.kernel,
             backend: Cpu::new(),
         }
     }
@@ -235,6 +244,7 @@ impl<V: Element> Csr<Cpu, V> {
             col_idx,
             values,
             stats,
+            kernel: CsrKernel::Auto,
             backend: Cpu::new(),
         }
     }
@@ -363,6 +373,7 @@ impl<B: BackendCore, V: Element> Csr<B, V> {
             col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
             values: backend.upload(&self.backend.download(&self.values)?)?,
             stats: self.stats,
+            kernel: self.kernel,
             backend: backend.clone(),
         })
     }
@@ -376,12 +387,47 @@ impl<B: BackendCore, V: Element> Csr<B, V> {
     }
 }
 
-impl<B: SparseOps, V: Element> Csr<B, V> {
-    /// `y = alpha A x + beta y` with the kernel chosen from the row statistics.
-    /// When `beta = 0`, `y` is not read.
+impl<B: BackendCore, V: Element> Csr<B, V> {
+    /// The SpMV kernel the matrix uses (default [`CsrKernel::Auto`]).
+    pub fn kernel(&self) -> CsrKernel {
+        self.kernel
+    }
+
+    /// Chooses the SpMV kernel.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    /// [`Error::InvalidArgument`] for a group size that is not a power of two in 2..=32
+    /// (the kernel is left as it was).
+    pub fn set_kernel(&mut self, kernel: CsrKernel) -> Result<()> {
+        if let CsrKernel::Vector { group } = kernel {
+            if !(2..=32).contains(&group) || !group.is_power_of_two() {
+                return Err(Error::InvalidArgument {
+                    op: "Csr::set_kernel",
+                    name: "group",
+                    reason: format!("{group} units per row: must be a power of two in 2..=32"),
+                });
+            }
+        }
+        self.kernel = kernel;
+        Ok(())
+    }
+
+    /// The matrix with another SpMV kernel (see [`set_kernel`](Self::set_kernel)).
+    ///
+    /// # Errors
+    /// As [`set_kernel`](Self::set_kernel).
+    pub fn with_kernel(mut self, kernel: CsrKernel) -> Result<Self> {
+        self.set_kernel(kernel)?;
+        Ok(self)
+    }
+}
+
+impl<B: SparseOps, V: Element> Csr<B, V> {
+    /// `y = alpha A x + beta y` with the matrix's kernel ([`SparseStorage::spmv`]); `y` is
+    /// not read when `beta = 0`.
+    ///
+    /// # Errors
+    /// As [`SparseStorage::spmv`].
     pub fn spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -389,71 +435,29 @@ impl<B: SparseOps, V: Element> Csr<B, V> {
         beta: T,
         y: &mut Vector<B, T>,
     ) -> Result<()> {
-        self.spmv_with(CsrKernel::Auto, alpha, x, beta, y)
-    }
-
-    /// As [`spmv`](Self::spmv) with an explicit kernel choice.
-    ///
-    /// # Errors
-    /// As [`spmv`](Self::spmv); [`Error::InvalidArgument`] for a group size that is not a
-    /// power of two in 2..=32.
-    pub fn spmv_with<T: Scalar>(
-        &self,
-        kernel: CsrKernel,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        check_len("Csr::spmv", "x", self.ncols, x.len())?;
-        check_len("Csr::spmv", "y", self.nrows, y.len())?;
-        let kernel = kernel.resolve(&self.stats);
-        if let CsrKernel::Vector { group } = kernel {
-            if !(2..=32).contains(&group) || !group.is_power_of_two() {
-                return Err(Error::InvalidArgument {
-                    op: "Csr::spmv",
-                    name: "group",
-                    reason: format!("{group} units per row: must be a power of two in 2..=32"),
-                });
-            }
-        }
-        self.backend
-            .csr_spmv(self, kernel, alpha, x.buffer(), beta, y.buffer_mut())
+        SparseStorage::spmv(self, alpha, x, beta, y)
     }
 }
 
-/// CPU kernel: `y = alpha A x + beta y`, one row at a time, accumulating in `T` in the
-/// order of the stored entries.
-pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
-    row_ptr: &[u32],
-    col_idx: &[u32],
-    values: &[V],
-    alpha: T,
-    x: &[T],
-    beta: T,
-    y: &mut [T],
-) {
-    const ROWS: usize = 2048;
-    let body = |start: usize, y: &mut [T]| {
-        let offsets = &row_ptr[start..=start + y.len()];
-        for (yi, w) in y.iter_mut().zip(offsets.windows(2)) {
-            let (s, e) = (w[0] as usize, w[1] as usize);
-            let mut acc = T::ZERO;
-            for (&c, v) in col_idx[s..e].iter().zip(&values[s..e]) {
-                acc += T::from_f64(v.as_f64()) * x[c as usize];
-            }
-            *yi = if beta == T::ZERO {
-                alpha * acc
-            } else {
-                alpha * acc + beta * *yi
-            };
-        }
-    };
-    if y.len() < 4 * ROWS {
-        body(0, y);
-    } else {
-        y.par_chunks_mut(ROWS)
-            .enumerate()
-            .for_each(|(c, y)| body(c * ROWS, y));
+impl<B: SparseOps, V: Element> SparseStorage<B, V> for Csr<B, V> {
+    type Kernels = CsrFormat;
+    const FORMAT: Format = Format::Csr;
+
+    fn backend(&self) -> &B {
+        &self.backend
+    }
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn nnz(&self) -> usize {
+        self.stats.nnz
+    }
+    fn storage_bytes(&self) -> usize {
+        Csr::storage_bytes(self)
     }
 }
+
+sparse_operator!(Csr);

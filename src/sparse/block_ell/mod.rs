@@ -18,16 +18,20 @@
 //! inflated vector `X[k + q l] = x[neighbour(l, k / m) m + k % m]` (`q = s m`), then the
 //! batched small matrix-vector product `y[u] = Σ_k A[u + m r k] X[k + q l]`.
 
-use cubecl::prelude::*;
 use rayon::prelude::*;
 
-use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
-use crate::backend::{BackendCore, Cpu};
-use crate::error::{check_len, Error, Result};
+use crate::backend::core::BackendCore;
+use crate::backend::cpu::Cpu;
+use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::cube::{grid, scalar};
-use crate::sparse::{to_u32, Csr, FormatLimits, SparseOps, PAD};
+use crate::sparse::csr::Csr;
+use crate::sparse::ops::{sparse_operator, SparseOps, SparseStorage};
+use crate::sparse::{to_u32, Format, FormatLimits, PAD};
 use crate::vector::Vector;
+
+mod kernels;
+
+pub use kernels::BlockEllFormat;
 
 /// The largest supported block size.
 pub const MAX_BLOCK_SIZE: usize = 64;
@@ -52,6 +56,7 @@ pub struct BlockEll<B: BackendCore, V: Element> {
     pub(crate) values: B::Buffer<V>,
     pub(crate) nnz: usize,
     pub(crate) blocks: usize,
+    pub(crate) kernel: BlockEllKernel,
     pub(crate) backend: B,
 }
 
@@ -125,6 +130,7 @@ impl<V: Element> BlockEll<Cpu, V> {
             values,
             nnz: a.nnz(),
             blocks,
+            kernel: BlockEllKernel::Direct,
             backend: Cpu::new(),
         })
     }
@@ -211,6 +217,7 @@ impl<V: Element> BlockEll<Cpu, V> {
             values,
             nnz,
             blocks: r,
+            kernel: BlockEllKernel::Direct,
             backend: Cpu::new(),
         })
     }
@@ -273,6 +280,7 @@ impl<B: BackendCore, V: Element> BlockEll<B, V> {
             values: backend.upload(&self.backend.download(&self.values)?)?,
             nnz: self.nnz,
             blocks: self.blocks,
+            kernel: self.kernel,
             backend: backend.clone(),
         })
     }
@@ -286,11 +294,29 @@ impl<B: BackendCore, V: Element> BlockEll<B, V> {
     }
 }
 
+impl<B: BackendCore, V: Element> BlockEll<B, V> {
+    /// The SpMV kernel the matrix uses (default [`BlockEllKernel::Direct`]).
+    pub fn kernel(&self) -> BlockEllKernel {
+        self.kernel
+    }
+
+    /// Chooses the SpMV kernel.
+    pub fn set_kernel(&mut self, kernel: BlockEllKernel) {
+        self.kernel = kernel;
+    }
+
+    /// The matrix with another SpMV kernel.
+    pub fn with_kernel(mut self, kernel: BlockEllKernel) -> Self {
+        self.kernel = kernel;
+        self
+    }
+}
+
 impl<B: SparseOps, V: Element> BlockEll<B, V> {
-    /// `y = alpha A x + beta y` with the direct kernel (`y` not read when `beta = 0`).
+    /// `y = alpha A x + beta y` with the matrix's kernel (`y` not read when `beta = 0`).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] if `x` does not have `ncols` or `y` `nrows` entries.
+    /// As [`SparseStorage::spmv`].
     pub fn spmv<T: Scalar>(
         &self,
         alpha: T,
@@ -298,303 +324,34 @@ impl<B: SparseOps, V: Element> BlockEll<B, V> {
         beta: T,
         y: &mut Vector<B, T>,
     ) -> Result<()> {
-        self.spmv_with(BlockEllKernel::Direct, alpha, x, beta, y)
-    }
-
-    /// As [`spmv`](Self::spmv) with an explicit kernel.
-    ///
-    /// # Errors
-    /// As [`spmv`](Self::spmv).
-    pub fn spmv_with<T: Scalar>(
-        &self,
-        kernel: BlockEllKernel,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        check_len("BlockEll::spmv", "x", self.ncols, x.len())?;
-        check_len("BlockEll::spmv", "y", self.nrows, y.len())?;
-        self.backend
-            .block_ell_spmv(self, kernel, alpha, x.buffer(), beta, y.buffer_mut())
+        SparseStorage::spmv(self, alpha, x, beta, y)
     }
 }
 
-/// CPU kernel: block rows in parallel, the small dense products row by row.
-pub(crate) fn spmv_cpu<V: Element, T: Scalar>(
-    a: &BlockEll<Cpu, V>,
-    alpha: T,
-    x: &[T],
-    beta: T,
-    y: &mut [T],
-) {
-    let (m, s) = (a.block_size, a.slots);
-    let big_m = a.nrows.div_ceil(m) * m;
-    y.par_chunks_mut(m).enumerate().for_each(|(l, yb)| {
-        for (i, yi) in yb.iter_mut().enumerate() {
-            let u = l * m + i;
-            let mut acc = T::ZERO;
-            for slot in 0..s {
-                let bc = a.neighbours[l * s + slot];
-                if bc == PAD {
-                    continue;
-                }
-                for j in 0..m {
-                    let c = bc as usize * m + j;
-                    if c < a.ncols {
-                        acc += T::from_f64(a.values[u + big_m * (slot * m + j)].as_f64()) * x[c];
-                    }
-                }
-            }
-            *yi = if beta == T::ZERO {
-                alpha * acc
-            } else {
-                alpha * acc + beta * *yi
-            };
-        }
-    });
-}
+impl<B: SparseOps, V: Element> SparseStorage<B, V> for BlockEll<B, V> {
+    type Kernels = BlockEllFormat;
+    const FORMAT: Format = Format::BlockEll;
 
-/// One product `A[v] x[c]`, zero for a padded column `c >= ncols` (only when `ragged`).
-#[cube]
-fn block_term<V: Float, T: Float>(
-    values: &Array<V>,
-    x: &Array<T>,
-    v: usize,
-    c: usize,
-    ncols: usize,
-    #[comptime] ragged: bool,
-) -> T {
-    let mut term = T::new(0.0);
-    if comptime![ragged] {
-        if c < ncols {
-            term = T::cast_from(values[v]) * x[c];
-        }
-    } else {
-        term = T::cast_from(values[v]) * x[c];
+    fn backend(&self) -> &B {
+        &self.backend
     }
-    term
-}
-
-/// Direct kernel: one unit per row `u` (`m` units per block row, sharing their `x` reads);
-/// `m` is comptime so the inner product over a block row unrolls. Bytes per stored block
-/// value: the value (coalesced) + `x` (cached, read by `m` units).
-#[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-fn block_ell_direct_kernel<V: Float, T: Float>(
-    neighbours: &Array<u32>,
-    values: &Array<V>,
-    alpha: InputScalar,
-    x: &Array<T>,
-    beta: InputScalar,
-    y: &mut Array<T>,
-    nrows: usize,
-    ncols: usize,
-    padded_rows: usize,
-    slots: usize,
-    #[comptime] m: usize,
-    #[comptime] unroll: usize,
-    #[comptime] ragged: bool,
-    #[comptime] beta_zero: bool,
-) {
-    let a = alpha.get::<T>();
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut u = ABSOLUTE_POS;
-    while u < padded_rows {
-        let l = u / m;
-        let mut acc = T::new(0.0);
-        for slot in 0..slots {
-            let bc = neighbours[l * slots + slot];
-            if bc != PAD {
-                let xbase = bc as usize * m;
-                let vbase = u + padded_rows * slot * m;
-                // Unrolled in chunks of `unroll` columns: a fully unrolled block row of 35 or
-                // 64 columns costs registers (occupancy) without adding bandwidth.
-                for chunk in 0..comptime![m / unroll] {
-                    #[unroll]
-                    for jj in 0..unroll {
-                        let j = chunk * unroll + jj;
-                        acc += block_term::<V, T>(
-                            values,
-                            x,
-                            vbase + padded_rows * j,
-                            xbase + j,
-                            ncols,
-                            ragged,
-                        );
-                    }
-                }
-                #[unroll]
-                for jj in 0..comptime![m % unroll] {
-                    let j = comptime![m / unroll * unroll] + jj;
-                    acc += block_term::<V, T>(
-                        values,
-                        x,
-                        vbase + padded_rows * j,
-                        xbase + j,
-                        ncols,
-                        ragged,
-                    );
-                }
-            }
-        }
-        if u < nrows {
-            if comptime![beta_zero] {
-                y[u] = a * acc;
-            } else {
-                y[u] = a * acc + beta.get::<T>() * y[u];
-            }
-        }
-        u += stride;
+    fn nrows(&self) -> usize {
+        self.nrows
+    }
+    fn ncols(&self) -> usize {
+        self.ncols
+    }
+    fn nnz(&self) -> usize {
+        self.nnz
+    }
+    fn storage_bytes(&self) -> usize {
+        BlockEll::storage_bytes(self)
+    }
+    /// Every stored block value is multiplied, zero or not.
+    fn spmv_flops(&self) -> f64 {
+        let m = self.block_size;
+        2.0 * (self.nrows.div_ceil(m) * self.slots * m * m) as f64
     }
 }
 
-/// Inflation: `X[k + q l] = x[neighbour(l, k / m) m + k % m]`, 0 for padding slots and
-/// padded columns. One unit per entry of `X`.
-#[cube(launch_unchecked)]
-fn block_ell_inflate_kernel<T: Float>(
-    neighbours: &Array<u32>,
-    x: &Array<T>,
-    inflated: &mut Array<T>,
-    ncols: usize,
-    slots: usize,
-    total: usize,
-    #[comptime] m: usize,
-) {
-    let q = slots * m;
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut e = ABSOLUTE_POS;
-    while e < total {
-        let l = e / q;
-        let k = e % q;
-        let bc = neighbours[l * slots + k / m];
-        let c = bc as usize * m + k % m;
-        let mut v = T::new(0.0);
-        if bc != PAD && c < ncols {
-            v = x[c];
-        }
-        inflated[e] = v;
-        e += stride;
-    }
-}
-
-/// Contraction: `y[u] = α Σ_k A[u + M k] X[k + q l] + β y[u]`, one unit per row.
-#[cube(launch_unchecked)]
-#[allow(clippy::too_many_arguments)]
-fn block_ell_contract_kernel<V: Float, T: Float>(
-    values: &Array<V>,
-    inflated: &Array<T>,
-    alpha: InputScalar,
-    beta: InputScalar,
-    y: &mut Array<T>,
-    nrows: usize,
-    padded_rows: usize,
-    q: usize,
-    #[comptime] m: usize,
-    #[comptime] beta_zero: bool,
-) {
-    let a = alpha.get::<T>();
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut u = ABSOLUTE_POS;
-    while u < nrows {
-        let xbase = (u / m) * q;
-        let mut acc = T::new(0.0);
-        for k in 0..q {
-            acc += T::cast_from(values[u + padded_rows * k]) * inflated[xbase + k];
-        }
-        if comptime![beta_zero] {
-            y[u] = a * acc;
-        } else {
-            y[u] = a * acc + beta.get::<T>() * y[u];
-        }
-        u += stride;
-    }
-}
-
-/// Launches the chosen block-ELL kernel(s).
-pub(crate) fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
-    b: &Cube<R>,
-    a: &BlockEll<Cube<R>, V>,
-    kernel: BlockEllKernel,
-    alpha: T,
-    x: &CubeBuffer<T>,
-    beta: T,
-    y: &mut CubeBuffer<T>,
-) -> Result<()> {
-    if a.nrows == 0 {
-        return Ok(());
-    }
-    let m = a.block_size;
-    let padded_rows = a.nrows.div_ceil(m) * m;
-    let beta_zero = beta == T::ZERO;
-    match kernel {
-        BlockEllKernel::Direct => {
-            let (count, dim) = grid(b, padded_rows);
-            // SAFETY: block-ELL invariants (built on the host): neighbours has r * slots
-            // entries (block columns < ⌈ncols/m⌉ or PAD), values r m * slots m; padded columns
-            // are guarded by `ragged`; x has ncols and y nrows entries (checked by spmv).
-            unsafe {
-                block_ell_direct_kernel::launch_unchecked::<V, T, R>(
-                    b.client(),
-                    count,
-                    dim,
-                    a.neighbours.arg(),
-                    a.values.arg(),
-                    scalar(alpha),
-                    x.arg(),
-                    scalar(beta),
-                    y.arg(),
-                    a.nrows,
-                    a.ncols,
-                    padded_rows,
-                    a.slots,
-                    m,
-                    if m <= 16 { m } else { 8 },
-                    !a.ncols.is_multiple_of(m),
-                    beta_zero,
-                )
-            }
-        }
-        BlockEllKernel::InflateContract => {
-            let q = a.slots * m;
-            let total = (padded_rows / m) * q;
-            let inflated = crate::BackendCore::alloc::<T>(b, total)?;
-            let (count, dim) = grid(b, total);
-            // SAFETY: as above; `inflated` holds (r) * q entries, one per unit.
-            unsafe {
-                block_ell_inflate_kernel::launch_unchecked::<T, R>(
-                    b.client(),
-                    count,
-                    dim,
-                    a.neighbours.arg(),
-                    x.arg(),
-                    inflated.arg(),
-                    a.ncols,
-                    a.slots,
-                    total,
-                    m,
-                )
-            }
-            let (count, dim) = grid(b, a.nrows);
-            // SAFETY: as above; every row reads q inflated entries of its block row.
-            unsafe {
-                block_ell_contract_kernel::launch_unchecked::<V, T, R>(
-                    b.client(),
-                    count,
-                    dim,
-                    a.values.arg(),
-                    inflated.arg(),
-                    scalar(alpha),
-                    scalar(beta),
-                    y.arg(),
-                    a.nrows,
-                    padded_rows,
-                    q,
-                    m,
-                    beta_zero,
-                )
-            }
-        }
-    }
-    Ok(())
-}
+sparse_operator!(BlockEll);

@@ -1,0 +1,200 @@
+//! The foundation of every backend: typed buffers, their movement to and from the host,
+//! and what the device can do. The operator families build on [`BackendCore`].
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, Result};
+use crate::scalar::{DType, Storable};
+
+/// Seals the operator-family traits: only this crate's backends implement them, and their
+/// unchecked methods are reached only through the checked containers.
+pub(crate) mod sealed {
+    /// Implemented by [`Cpu`](crate::Cpu) and [`Cube<R>`](crate::Cube) only.
+    pub trait Sealed {}
+}
+
+/// What a backend provides beneath every operator family: typed device buffers and their
+/// movement to and from the host.
+///
+/// Buffers belong to the backend value that made them (and its clones); passing a buffer
+/// to another device's backend is an error where it can be detected.
+pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
+    /// A buffer of `len` values of type `T` in the backend's memory.
+    type Buffer<T: Storable>: Send + Sync + fmt::Debug;
+
+    /// Which kind of backend this is.
+    fn kind(&self) -> BackendKind;
+
+    /// Device name, precision support and limits.
+    fn info(&self) -> &BackendInfo;
+
+    /// Whether buffers of `dtype` can be created and computed on.
+    fn supports(&self, dtype: DType) -> bool {
+        self.info().supports(dtype)
+    }
+
+    /// A buffer of `len` zeros.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if the device lacks `T`; [`Error::ResourceLimit`] if the
+    /// buffer exceeds the device's largest allocation.
+    fn alloc<T: Storable>(&self, len: usize) -> Result<Self::Buffer<T>>;
+
+    /// A buffer of `len` values with unspecified contents (padding included), for a result
+    /// that a kernel overwrites entirely, padding included; saves the zero fill of
+    /// [`alloc`](Self::alloc). Defaults to `alloc`.
+    ///
+    /// # Errors
+    /// As [`alloc`](Self::alloc).
+    #[doc(hidden)]
+    fn alloc_uninit<T: Storable>(&self, len: usize) -> Result<Self::Buffer<T>> {
+        self.alloc(len)
+    }
+
+    /// A buffer holding a copy of `data`.
+    ///
+    /// # Errors
+    /// As [`alloc`](Self::alloc).
+    fn upload<T: Storable>(&self, data: &[T]) -> Result<Self::Buffer<T>>;
+
+    /// The contents of `buffer`, copied to the host. Waits for pending work on the buffer.
+    ///
+    /// # Errors
+    /// [`Error::Device`] if the device fails while reading; [`Error::DeviceMismatch`] if the
+    /// buffer belongs to another device.
+    fn download<T: Storable>(&self, buffer: &Self::Buffer<T>) -> Result<Vec<T>>;
+
+    /// Overwrites `buffer` with `data` (same length).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if the lengths differ; [`Error::DeviceMismatch`] if the
+    /// buffer belongs to another device.
+    fn write<T: Storable>(&self, buffer: &mut Self::Buffer<T>, data: &[T]) -> Result<()>;
+
+    /// The number of values in `buffer`.
+    fn len<T: Storable>(buffer: &Self::Buffer<T>) -> usize;
+
+    /// Whether `other` drives the same device as `self` (buffers of one may be used with the
+    /// other). Clones of a backend do.
+    fn same_device(&self, other: &Self) -> bool;
+
+    /// Blocks until all work submitted to the device has finished.
+    ///
+    /// # Errors
+    /// [`Error::Device`] if the device reports a failure.
+    fn synchronize(&self) -> Result<()>;
+
+    /// Checks that `T` is supported, with an error naming `what` otherwise.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if the device lacks `T`.
+    fn require<T: Storable>(&self, what: &str) -> Result<()> {
+        if self.supports(T::DTYPE) {
+            Ok(())
+        } else {
+            Err(Error::Unsupported {
+                backend: self.info().to_string(),
+                what: format!("{what} in {}", T::DTYPE),
+                reason: format!("the device does not support {}", T::DTYPE),
+            })
+        }
+    }
+}
+
+/// The kinds of backend, for choosing one at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// [`Cpu`].
+    Cpu,
+    /// [`Wgpu`]: Vulkan, Metal, DX12 or WebGPU through wgpu.
+    Wgpu,
+    /// [`Cuda`]: NVIDIA GPUs through CUDA.
+    Cuda,
+}
+
+impl BackendKind {
+    /// Every kind, compiled in or not.
+    pub const ALL: [BackendKind; 3] = [BackendKind::Cpu, BackendKind::Wgpu, BackendKind::Cuda];
+
+    /// The name accepted by [`FromStr`]: `"cpu"`, `"wgpu"` or `"cuda"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+
+    /// Whether this kind was compiled in (its cargo feature is on).
+    pub const fn is_compiled(self) -> bool {
+        match self {
+            BackendKind::Cpu => true,
+            BackendKind::Wgpu => cfg!(feature = "wgpu"),
+            BackendKind::Cuda => cfg!(feature = "cuda"),
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = Error;
+
+    /// Parses `"cpu"`, `"wgpu"` or `"cuda"` (case-insensitive).
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cpu" => Ok(BackendKind::Cpu),
+            "wgpu" => Ok(BackendKind::Wgpu),
+            "cuda" => Ok(BackendKind::Cuda),
+            _ => Err(Error::UnknownBackend(s.to_string())),
+        }
+    }
+}
+
+/// What a backend reports about its device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BackendInfo {
+    /// The kind of backend.
+    pub kind: BackendKind,
+    /// The device name as the runtime reports it (e.g. `"NVIDIA H100 80GB HBM3"`).
+    pub device: String,
+    /// Element types the device computes on.
+    pub dtypes: Vec<DType>,
+    /// Whether plane (subgroup/warp) operations are available to kernels.
+    pub plane_ops: bool,
+    /// Plane size range `(min, max)`; `(1, 1)` on the CPU.
+    pub plane_size: (u32, u32),
+    /// Largest single buffer, in bytes.
+    pub max_buffer_bytes: u64,
+    /// Shared (workgroup) memory per cube, in bytes; 0 on the CPU.
+    pub max_shared_bytes: usize,
+    /// Largest number of units in one cube (workgroup); the thread count on the CPU.
+    pub max_units_per_cube: u32,
+    /// Largest cube count per grid dimension `(x, y, z)`.
+    pub max_cube_count: (u32, u32, u32),
+    /// Whether f64 atomic add is available (an optimisation; never required).
+    pub atomic_f64: bool,
+}
+
+impl BackendInfo {
+    /// Whether `dtype` is among the supported types.
+    pub fn supports(&self, dtype: DType) -> bool {
+        self.dtypes.contains(&dtype)
+    }
+
+    /// Whether f64 arithmetic is supported.
+    pub fn supports_f64(&self) -> bool {
+        self.supports(DType::F64)
+    }
+}
+
+impl fmt::Display for BackendInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.kind, self.device)
+    }
+}

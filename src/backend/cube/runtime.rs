@@ -1,0 +1,118 @@
+//! The runtimes galerkin drives: wgpu and CUDA.
+
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+use cubecl::prelude::*;
+
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+use crate::backend::core::BackendKind;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+use crate::backend::cube::CubeRuntime;
+use crate::error::{Error, Result};
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+use crate::scalar::DType;
+
+/// Runs `f`, turning a panic inside the runtime into [`Error::BackendUnavailable`].
+#[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
+fn catch_runtime_panic<T>(backend: &str, f: impl FnOnce() -> T) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        let reason = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the runtime panicked while connecting".to_string());
+        Error::BackendUnavailable {
+            backend: backend.to_string(),
+            reason,
+        }
+    })
+}
+
+#[cfg(feature = "wgpu")]
+mod wgpu_runtime {
+    use super::*;
+    use cubecl::wgpu::{AutoGraphicsApi, RuntimeOptions, WgpuDevice, WgpuRuntime};
+
+    impl CubeRuntime for WgpuRuntime {
+        const KIND: BackendKind = BackendKind::Wgpu;
+
+        fn default_device() -> WgpuDevice {
+            WgpuDevice::DefaultDevice
+        }
+
+        fn connect(device: &WgpuDevice) -> Result<(ComputeClient<Self>, String)> {
+            catch_runtime_panic("wgpu", || {
+                let setup =
+                    cubecl::wgpu::init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default());
+                let adapter = setup.adapter.get_info();
+                let client = WgpuRuntime::client(device);
+                let name = format!(
+                    "{} [{:?}, {:?}, {}]",
+                    adapter.name,
+                    adapter.backend,
+                    adapter.device_type,
+                    WgpuRuntime::name(&client)
+                );
+                (client, name)
+            })
+        }
+
+        fn dtypes(client: &ComputeClient<Self>) -> Vec<DType> {
+            let props = client.properties();
+            let mut dtypes = vec![DType::U32, DType::I32, DType::F32];
+            if props.supports_type(f64::cube_type()) {
+                dtypes.push(DType::F64);
+            }
+            if props.supports_type(half::f16::cube_type()) {
+                dtypes.push(DType::F16);
+            }
+            if props.supports_type(half::bf16::cube_type()) {
+                dtypes.push(DType::BF16);
+            }
+            dtypes.sort();
+            dtypes
+        }
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod cuda_runtime {
+    use super::*;
+    use cubecl::cuda::{CudaDevice, CudaRuntime};
+
+    fn device_name(index: usize) -> String {
+        use cudarc::driver::result;
+        let name = result::init()
+            .and_then(|_| result::device::get(index as i32))
+            .and_then(result::device::get_name);
+        match name {
+            Ok(name) => format!("{name} [CUDA device {index}]"),
+            Err(_) => format!("CUDA device {index}"),
+        }
+    }
+
+    impl CubeRuntime for CudaRuntime {
+        const KIND: BackendKind = BackendKind::Cuda;
+
+        fn default_device() -> CudaDevice {
+            CudaDevice { index: 0 }
+        }
+
+        fn connect(device: &CudaDevice) -> Result<(ComputeClient<Self>, String)> {
+            let index = device.index;
+            catch_runtime_panic("cuda", || (CudaRuntime::client(device), device_name(index)))
+        }
+
+        fn dtypes(_client: &ComputeClient<Self>) -> Vec<DType> {
+            // cubecl 0.10 does not list f64 among CUDA's types, yet f64 kernels compile and
+            // run (gpu/CAPABILITIES.md): every CUDA device since sm_13 has binary64.
+            vec![
+                DType::F16,
+                DType::BF16,
+                DType::F32,
+                DType::F64,
+                DType::U32,
+                DType::I32,
+            ]
+        }
+    }
+}

@@ -1,0 +1,318 @@
+//! Block-ELL SpMV kernels: the rayon reference and the two CubeCL forms (direct, and the
+//! seed's inflate + contract), behind [`BlockEllFormat`].
+
+use cubecl::prelude::*;
+use rayon::prelude::*;
+
+use crate::backend::core::BackendCore;
+use crate::backend::cpu::Cpu;
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::error::Result;
+use crate::scalar::{Element, Scalar};
+use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
+use crate::sparse::ops::{AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
+use crate::sparse::PAD;
+
+/// The block-ELL arrays and sizes, as one kernel argument.
+#[derive(CubeType, CubeLaunch)]
+struct BlockArrays<V: Float> {
+    neighbours: Array<u32>,
+    values: Array<V>,
+    nrows: usize,
+    ncols: usize,
+    /// Rows padded to whole blocks.
+    padded_rows: usize,
+    slots: usize,
+}
+
+/// Comptime parameters of the block-ELL kernels.
+#[derive_cube_comptime]
+struct BlockConfig {
+    /// The block size `m`.
+    m: usize,
+    /// Columns unrolled at a time (the direct kernel).
+    unroll: usize,
+    /// `ncols` is not a multiple of `m`: guard the padded columns.
+    ragged: bool,
+    /// `β = 0`: `y` is not read.
+    beta_zero: bool,
+}
+
+/// One product `A[v] x[c]`, zero for a padded column `c >= ncols` (only when `ragged`).
+#[cube]
+fn block_term<V: Float, T: Float>(
+    values: &Array<V>,
+    x: &Array<T>,
+    v: usize,
+    c: usize,
+    ncols: usize,
+    #[comptime] ragged: bool,
+) -> T {
+    let mut term = T::new(0.0);
+    if ragged {
+        if c < ncols {
+            term = T::cast_from(values[v]) * x[c];
+        }
+    } else {
+        term = T::cast_from(values[v]) * x[c];
+    }
+    term
+}
+
+/// Direct kernel: one unit per row `u` (`m` units per block row, sharing their `x` reads);
+/// `m` is comptime so the inner product over a block row unrolls. Bytes per stored block
+/// value: the value (coalesced) + `x` (cached, read by `m` units).
+#[cube(launch_unchecked)]
+fn block_ell_direct_kernel<V: Float, T: Float>(
+    a: &BlockArrays<V>,
+    scaling: &AlphaBeta,
+    x: &Array<T>,
+    y: &mut Array<T>,
+    #[comptime] cfg: BlockConfig,
+) {
+    let alpha = scaling.alpha.get::<T>();
+    let m = cfg.m;
+    let unroll = cfg.unroll;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut u = ABSOLUTE_POS;
+    while u < a.padded_rows {
+        let l = u / m;
+        let mut acc = T::new(0.0);
+        for slot in 0..a.slots {
+            let bc = a.neighbours[l * a.slots + slot];
+            if bc != PAD {
+                let xbase = bc as usize * m;
+                let vbase = u + a.padded_rows * slot * m;
+                // Unrolled in chunks of `unroll` columns: a fully unrolled block row of 35 or
+                // 64 columns costs registers (occupancy) without adding bandwidth.
+                for chunk in 0..comptime![m / unroll] {
+                    #[unroll]
+                    for jj in 0..unroll {
+                        let j = chunk * unroll + jj;
+                        acc += block_term::<V, T>(
+                            &a.values,
+                            x,
+                            vbase + a.padded_rows * j,
+                            xbase + j,
+                            a.ncols,
+                            cfg.ragged,
+                        );
+                    }
+                }
+                #[unroll]
+                for jj in 0..comptime![m % unroll] {
+                    let j = comptime![m / unroll * unroll] + jj;
+                    acc += block_term::<V, T>(
+                        &a.values,
+                        x,
+                        vbase + a.padded_rows * j,
+                        xbase + j,
+                        a.ncols,
+                        cfg.ragged,
+                    );
+                }
+            }
+        }
+        if u < a.nrows {
+            if cfg.beta_zero {
+                y[u] = alpha * acc;
+            } else {
+                y[u] = alpha * acc + scaling.beta.get::<T>() * y[u];
+            }
+        }
+        u += stride;
+    }
+}
+
+/// Inflation: `X[k + q l] = x[neighbour(l, k / m) m + k % m]`, 0 for padding slots and
+/// padded columns. One unit per entry of `X`.
+#[cube(launch_unchecked)]
+fn block_ell_inflate_kernel<V: Float, T: Float>(
+    a: &BlockArrays<V>,
+    x: &Array<T>,
+    inflated: &mut Array<T>,
+    #[comptime] m: usize,
+) {
+    let q = a.slots * m;
+    let total = (a.padded_rows / m) * q;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut e = ABSOLUTE_POS;
+    while e < total {
+        let l = e / q;
+        let k = e % q;
+        let bc = a.neighbours[l * a.slots + k / m];
+        let c = bc as usize * m + k % m;
+        let mut v = T::new(0.0);
+        if bc != PAD && c < a.ncols {
+            v = x[c];
+        }
+        inflated[e] = v;
+        e += stride;
+    }
+}
+
+/// Contraction: `y[u] = α Σ_k A[u + M k] X[k + q l] + β y[u]`, one unit per row.
+#[cube(launch_unchecked)]
+fn block_ell_contract_kernel<V: Float, T: Float>(
+    a: &BlockArrays<V>,
+    inflated: &Array<T>,
+    scaling: &AlphaBeta,
+    y: &mut Array<T>,
+    #[comptime] cfg: BlockConfig,
+) {
+    let alpha = scaling.alpha.get::<T>();
+    let m = cfg.m;
+    let q = a.slots * m;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut u = ABSOLUTE_POS;
+    while u < a.nrows {
+        let xbase = (u / m) * q;
+        let mut acc = T::new(0.0);
+        for k in 0..q {
+            acc += T::cast_from(a.values[u + a.padded_rows * k]) * inflated[xbase + k];
+        }
+        if cfg.beta_zero {
+            y[u] = alpha * acc;
+        } else {
+            y[u] = alpha * acc + scaling.beta.get::<T>() * y[u];
+        }
+        u += stride;
+    }
+}
+
+/// The launch argument of the block-ELL arrays.
+///
+/// # Safety
+/// The kernel must index them within the block-ELL invariants.
+unsafe fn arrays<R: CubeRuntime, V: Element>(a: &BlockEll<Cube<R>, V>) -> BlockArraysLaunch<V, R> {
+    let padded_rows = a.nrows.div_ceil(a.block_size) * a.block_size;
+    // SAFETY: the caller's contract.
+    unsafe {
+        BlockArraysLaunch::new(
+            a.neighbours.arg(),
+            a.values.arg(),
+            a.nrows,
+            a.ncols,
+            padded_rows,
+            a.slots,
+        )
+    }
+}
+
+/// The block-ELL kernels.
+pub struct BlockEllFormat;
+
+impl FormatKernels for BlockEllFormat {
+    type Matrix<B: BackendCore, V: Element> = BlockEll<B, V>;
+
+    /// Block rows in parallel, the small dense products row by row.
+    fn spmv_cpu<V: Element, T: Scalar>(
+        a: &BlockEll<Cpu, V>,
+        alpha: T,
+        x: &[T],
+        beta: T,
+        y: &mut [T],
+    ) {
+        let (m, s) = (a.block_size, a.slots);
+        let big_m = a.nrows.div_ceil(m) * m;
+        y.par_chunks_mut(m).enumerate().for_each(|(l, yb)| {
+            for (i, yi) in yb.iter_mut().enumerate() {
+                let u = l * m + i;
+                let mut acc = T::ZERO;
+                for slot in 0..s {
+                    let bc = a.neighbours[l * s + slot];
+                    if bc == PAD {
+                        continue;
+                    }
+                    for j in 0..m {
+                        let c = bc as usize * m + j;
+                        if c < a.ncols {
+                            acc +=
+                                T::from_f64(a.values[u + big_m * (slot * m + j)].as_f64()) * x[c];
+                        }
+                    }
+                }
+                *yi = if beta == T::ZERO {
+                    alpha * acc
+                } else {
+                    alpha * acc + beta * *yi
+                };
+            }
+        });
+    }
+
+    unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &BlockEll<Cube<R>, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        if a.nrows == 0 {
+            return Ok(());
+        }
+        let m = a.block_size;
+        let padded_rows = a.nrows.div_ceil(m) * m;
+        let s = Scaling::new(alpha, beta);
+        let cfg = BlockConfig {
+            m,
+            unroll: if m <= 16 { m } else { 8 },
+            ragged: !a.ncols.is_multiple_of(m),
+            beta_zero: s.beta_zero,
+        };
+        // SAFETY (all launches): block-ELL invariants (built on the host): neighbours has
+        // r * slots entries (block columns < ⌈ncols/m⌉ or PAD), values r m * slots m; padded
+        // columns are guarded by `ragged` or `c < ncols`; x has ncols and y nrows entries
+        // (checked by SparseStorage::spmv).
+        match a.kernel {
+            BlockEllKernel::Direct => {
+                let (count, dim) = b.config().grid(padded_rows);
+                b.launch::<(V, T)>(cfg, || unsafe {
+                    block_ell_direct_kernel::launch_unchecked::<V, T, R>(
+                        b.client(),
+                        count,
+                        dim,
+                        arrays(a),
+                        AlphaBetaLaunch::new(s.alpha, s.beta),
+                        x.arg(),
+                        y.arg(),
+                        cfg,
+                    )
+                })
+            }
+            BlockEllKernel::InflateContract => {
+                let q = a.slots * m;
+                let total = (padded_rows / m) * q;
+                let inflated = crate::BackendCore::alloc::<T>(b, total)?;
+                let (count, dim) = b.config().grid(total);
+                // `inflated` holds r q entries, one per unit of the inflation.
+                b.launch::<(V, T)>(m, || unsafe {
+                    block_ell_inflate_kernel::launch_unchecked::<V, T, R>(
+                        b.client(),
+                        count,
+                        dim,
+                        arrays(a),
+                        x.arg(),
+                        inflated.arg(),
+                        m,
+                    )
+                })?;
+                let (count, dim) = b.config().grid(a.nrows);
+                // Every row reads the q inflated entries of its block row.
+                b.launch::<(V, T)>(cfg, || unsafe {
+                    block_ell_contract_kernel::launch_unchecked::<V, T, R>(
+                        b.client(),
+                        count,
+                        dim,
+                        arrays(a),
+                        inflated.arg(),
+                        AlphaBetaLaunch::new(s.alpha, s.beta),
+                        y.arg(),
+                        cfg,
+                    )
+                })
+            }
+        }
+    }
+}

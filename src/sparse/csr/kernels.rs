@@ -1,0 +1,236 @@
+//! CSR SpMV kernels: the rayon reference and two CubeCL kernels (a unit per row, a group
+//! of units per row), behind [`CsrFormat`].
+
+use cubecl::prelude::*;
+use rayon::prelude::*;
+
+use crate::backend::cpu::Cpu;
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::error::Result;
+use crate::scalar::{Element, Scalar};
+use crate::sparse::csr::{Csr, CsrKernel};
+use crate::sparse::ops::{AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
+
+/// The CSR arrays, as one kernel argument.
+#[derive(CubeType, CubeLaunch)]
+pub(crate) struct CsrArrays<V: Float> {
+    row_ptr: Array<u32>,
+    col_idx: Array<u32>,
+    values: Array<V>,
+}
+
+/// Comptime parameters of [`csr_vector_kernel`].
+#[derive_cube_comptime]
+struct VectorConfig {
+    /// Units per row (a power of two, at most 32).
+    group: u32,
+    /// Reduce the row sums by plane shuffles (else through shared memory).
+    use_plane: bool,
+    /// `β = 0`: `y` is not read.
+    beta_zero: bool,
+    /// Units per cube (the shared-memory size).
+    cube_dim: usize,
+}
+
+/// CSR, one unit per row. Bytes per nonzero: value + column index + (cached) x; per row:
+/// two offsets and y.
+#[cube(launch_unchecked)]
+fn csr_scalar_kernel<V: Float, T: Float>(
+    a: &CsrArrays<V>,
+    scaling: &AlphaBeta,
+    x: &Array<T>,
+    y: &mut Array<T>,
+    nrows: usize,
+    #[comptime] beta_zero: bool,
+) {
+    let alpha = scaling.alpha.get::<T>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut row = ABSOLUTE_POS;
+    while row < nrows {
+        let start = a.row_ptr[row] as usize;
+        let end = a.row_ptr[row + 1] as usize;
+        let mut acc = T::new(0.0);
+        for k in start..end {
+            acc += T::cast_from(a.values[k]) * x[a.col_idx[k] as usize];
+        }
+        if beta_zero {
+            y[row] = alpha * acc;
+        } else {
+            y[row] = alpha * acc + scaling.beta.get::<T>() * y[row];
+        }
+        row += stride;
+    }
+}
+
+/// CSR, `group` units per row: lanes stride through the row, then reduce by plane
+/// shuffles (`use_plane`) or a shared-memory tree. Every unit runs the same number of
+/// iterations so that shuffles and barriers stay in uniform control flow.
+#[cube(launch_unchecked)]
+#[allow(clippy::manual_div_ceil)]
+fn csr_vector_kernel<V: Float, T: Float>(
+    a: &CsrArrays<V>,
+    scaling: &AlphaBeta,
+    x: &Array<T>,
+    y: &mut Array<T>,
+    nrows: usize,
+    #[comptime] cfg: VectorConfig,
+) {
+    let alpha = scaling.alpha.get::<T>();
+    let group = cfg.group;
+    let lane = UNIT_POS % group;
+    let groups_per_cube = (CUBE_DIM / group) as usize;
+    let total_groups = CUBE_COUNT * groups_per_cube;
+    let group_id = CUBE_POS * groups_per_cube + (UNIT_POS / group) as usize;
+    let iterations = (nrows + total_groups - 1) / total_groups;
+    let mut shared = SharedMemory::<T>::new(cfg.cube_dim);
+    for it in 0..iterations {
+        let row = group_id + it * total_groups;
+        let mut acc = T::new(0.0);
+        if row < nrows {
+            let end = a.row_ptr[row + 1] as usize;
+            let mut k = a.row_ptr[row] as usize + lane as usize;
+            while k < end {
+                acc += T::cast_from(a.values[k]) * x[a.col_idx[k] as usize];
+                k += group as usize;
+            }
+        }
+        let half = comptime![group / 2];
+        if cfg.use_plane {
+            let mut offset = half.runtime();
+            while offset > 0 {
+                acc += plane_shuffle_xor(acc, offset);
+                offset /= 2;
+            }
+        } else {
+            let unit = UNIT_POS as usize;
+            shared[unit] = acc;
+            sync_cube();
+            let mut offset = half.runtime();
+            while offset > 0 {
+                if lane < offset {
+                    shared[unit] = shared[unit] + shared[unit + offset as usize];
+                }
+                sync_cube();
+                offset /= 2;
+            }
+            acc = shared[unit];
+            sync_cube();
+        }
+        if lane == 0 && row < nrows {
+            if cfg.beta_zero {
+                y[row] = alpha * acc;
+            } else {
+                y[row] = alpha * acc + scaling.beta.get::<T>() * y[row];
+            }
+        }
+    }
+}
+
+/// The launch argument of the CSR arrays.
+///
+/// # Safety
+/// The kernel must index them within the CSR invariants.
+unsafe fn arrays<R: CubeRuntime, V: Element>(a: &Csr<Cube<R>, V>) -> CsrArraysLaunch<V, R> {
+    // SAFETY: the caller's contract.
+    unsafe { CsrArraysLaunch::new(a.row_ptr.arg(), a.col_idx.arg(), a.values.arg()) }
+}
+
+/// The CSR kernels.
+pub struct CsrFormat;
+
+impl FormatKernels for CsrFormat {
+    type Matrix<B: crate::backend::BackendCore, V: Element> = Csr<B, V>;
+
+    /// `y = alpha A x + beta y`, one row at a time, accumulating in `T` in the order of the
+    /// stored entries; rayon tasks of 2048 rows.
+    fn spmv_cpu<V: Element, T: Scalar>(a: &Csr<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
+        const ROWS: usize = 2048;
+        let (row_ptr, col_idx, values) = (&a.row_ptr, &a.col_idx, &a.values);
+        let body = |start: usize, y: &mut [T]| {
+            let offsets = &row_ptr[start..=start + y.len()];
+            for (yi, w) in y.iter_mut().zip(offsets.windows(2)) {
+                let (s, e) = (w[0] as usize, w[1] as usize);
+                let mut acc = T::ZERO;
+                for (&c, v) in col_idx[s..e].iter().zip(&values[s..e]) {
+                    acc += T::from_f64(v.as_f64()) * x[c as usize];
+                }
+                *yi = if beta == T::ZERO {
+                    alpha * acc
+                } else {
+                    alpha * acc + beta * *yi
+                };
+            }
+        };
+        if y.len() < 4 * ROWS {
+            body(0, y);
+        } else {
+            y.par_chunks_mut(ROWS)
+                .enumerate()
+                .for_each(|(c, y)| body(c * ROWS, y));
+        }
+    }
+
+    unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Csr<Cube<R>, V>,
+        alpha: T,
+        x: &CubeBuffer<T>,
+        beta: T,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        if a.nrows == 0 {
+            return Ok(());
+        }
+        let s = Scaling::new(alpha, beta);
+        match a.kernel.resolve(&a.stats) {
+            CsrKernel::Vector { group } => {
+                let info = crate::BackendCore::info(b);
+                let (count, dim) = b.config().grid(a.nrows * group as usize);
+                let cfg = VectorConfig {
+                    group,
+                    use_plane: info.plane_ops && info.plane_size.0 >= group,
+                    beta_zero: s.beta_zero,
+                    cube_dim: dim.x as usize,
+                };
+                b.launch::<(V, T)>(cfg, || {
+                    // SAFETY: the CSR invariants (validated on the host, unchanged since)
+                    // keep every offset below nnz and every column below ncols; x has ncols
+                    // and y nrows entries (checked by SparseStorage::spmv); the group size
+                    // is a power of two in 2..=32 (checked by Csr::set_kernel).
+                    unsafe {
+                        csr_vector_kernel::launch_unchecked::<V, T, R>(
+                            b.client(),
+                            count,
+                            dim,
+                            arrays(a),
+                            AlphaBetaLaunch::new(s.alpha, s.beta),
+                            x.arg(),
+                            y.arg(),
+                            a.nrows,
+                            cfg,
+                        )
+                    }
+                })
+            }
+            _ => {
+                let (count, dim) = b.config().grid(a.nrows);
+                b.launch::<(V, T)>(s.beta_zero, || {
+                    // SAFETY: as for the vector kernel.
+                    unsafe {
+                        csr_scalar_kernel::launch_unchecked::<V, T, R>(
+                            b.client(),
+                            count,
+                            dim,
+                            arrays(a),
+                            AlphaBetaLaunch::new(s.alpha, s.beta),
+                            x.arg(),
+                            y.arg(),
+                            a.nrows,
+                            s.beta_zero,
+                        )
+                    }
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The fused updates of the conjugate gradient solvers: one pass over the vectors instead
+//! of three, the reduction of the next inner product folded in.
+
+use cubecl::prelude::*;
+
+use crate::backend::cube::{line_size, scalar, Cube, CubeBuffer, CubeRuntime};
+use crate::error::Result;
+use crate::scalar::Scalar;
+use crate::vector::cg_scalars::{BETA, PQ, RR};
+use crate::vector::cube::mask_tail;
+use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, lane_sum, partials, Finish};
+
+/// `x += α p; r −= α q` over this unit's vectors; returns the unit's share of `r · r`.
+#[cube]
+fn cg_update_body<F: Float, N: Size>(
+    a: Vector<F, N>,
+    p: &Array<Vector<F, N>>,
+    q: &Array<Vector<F, N>>,
+    x: &mut Array<Vector<F, N>>,
+    r: &mut Array<Vector<F, N>>,
+    len: usize,
+) -> F {
+    let mut acc = Vector::<F, N>::new(F::new(0.0));
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < x.len() {
+        // All loads before any store: the compiler cannot prove that x, r and p, q do not
+        // alias, so a store between loads would serialise them.
+        let xi = x[i];
+        let pi = p[i];
+        let ri = r[i];
+        let qi = q[i];
+        let r_new = mask_tail::<F, N>(ri - a * qi, i, len);
+        x[i] = mask_tail::<F, N>(xi + a * pi, i, len);
+        r[i] = r_new;
+        acc += r_new * r_new;
+        i += stride;
+    }
+    lane_sum::<F, N>(acc)
+}
+
+/// `x += α p; r −= α q` and partial sums of `r · r`.
+#[cube(launch_unchecked)]
+fn cg_update_kernel<F: Float, N: Size>(
+    alpha: InputScalar,
+    p: &Array<Vector<F, N>>,
+    q: &Array<Vector<F, N>>,
+    x: &mut Array<Vector<F, N>>,
+    r: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    len: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let a = Vector::<F, N>::new(alpha.get::<F>());
+    let share = cg_update_body::<F, N>(a, p, q, x, r, len);
+    cube_sum_to::<F>(share, partials, cube_dim);
+}
+
+/// As [`cg_update_kernel`] with `α = s[RR] / s[PQ]` read from the device scalars.
+#[cube(launch_unchecked)]
+fn cg_update_device_kernel<F: Float, N: Size>(
+    scalars: &Array<F>,
+    p: &Array<Vector<F, N>>,
+    q: &Array<Vector<F, N>>,
+    x: &mut Array<Vector<F, N>>,
+    r: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    len: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let a = Vector::<F, N>::new(scalars[RR] / scalars[PQ]);
+    let share = cg_update_body::<F, N>(a, p, q, x, r, len);
+    cube_sum_to::<F>(share, partials, cube_dim);
+}
+
+/// `p = r + s[BETA] p`.
+#[cube(launch_unchecked)]
+fn xpay_device_kernel<F: Float, N: Size>(
+    scalars: &Array<F>,
+    r: &Array<Vector<F, N>>,
+    p: &mut Array<Vector<F, N>>,
+    len: usize,
+) {
+    let b = Vector::<F, N>::new(scalars[BETA]);
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < p.len() {
+        p[i] = mask_tail::<F, N>(r[i] + b * p[i], i, len);
+        i += stride;
+    }
+}
+
+/// `z = d ∘ r` and partial sums of `r · z`.
+#[cube(launch_unchecked)]
+fn pointwise_mul_dot_kernel<F: Float, N: Size>(
+    d: &Array<Vector<F, N>>,
+    r: &Array<Vector<F, N>>,
+    z: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    len: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let mut acc = Vector::<F, N>::new(F::new(0.0));
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < z.len() {
+        let ri = r[i];
+        let zi = mask_tail::<F, N>(d[i] * ri, i, len);
+        z[i] = zi;
+        acc += ri * zi;
+        i += stride;
+    }
+    cube_sum_to::<F>(lane_sum::<F, N>(acc), partials, cube_dim);
+}
+
+/// Where the step length `α` of [`update`] comes from.
+pub(crate) enum Alpha<'a, T: Scalar> {
+    /// Given by the host.
+    Host(T),
+    /// `s[RR] / s[PQ]` of these device scalars.
+    Device(&'a CubeBuffer<T>),
+}
+
+/// `x += α p; r −= α q`; the partial sums of the new `r · r`.
+///
+/// # Safety
+/// `p`, `q`, `x`, `r` have the same length; device scalars hold `cg_scalars::LEN` values.
+unsafe fn update_partials<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    alpha: Alpha<'_, T>,
+    p: &CubeBuffer<T>,
+    q: &CubeBuffer<T>,
+    x: &mut CubeBuffer<T>,
+    r: &mut CubeBuffer<T>,
+) -> Result<CubeBuffer<T>> {
+    let line = line_size::<T>();
+    let (cubes, count, dim) = b.config().reduce(x.padded_len() / line);
+    let out = partials::<R, T>(b, cubes);
+    match alpha {
+        Alpha::Host(alpha) => b.launch::<T>((line, false, dim.x), || {
+            // SAFETY: equal lengths (the caller's contract), so equal padded lengths; `out`
+            // holds one slot per cube.
+            unsafe {
+                cg_update_kernel::launch_unchecked::<T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    line,
+                    scalar(alpha),
+                    p.arg(),
+                    q.arg(),
+                    x.arg(),
+                    r.arg(),
+                    out.arg(),
+                    x.len,
+                    dim.x as usize,
+                )
+            }
+        })?,
+        Alpha::Device(scalars) => b.launch::<T>((line, true, dim.x), || {
+            // SAFETY: as above, and the scalars hold RR and PQ (the caller's contract).
+            unsafe {
+                cg_update_device_kernel::launch_unchecked::<T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    line,
+                    scalars.arg(),
+                    p.arg(),
+                    q.arg(),
+                    x.arg(),
+                    r.arg(),
+                    out.arg(),
+                    x.len,
+                    dim.x as usize,
+                )
+            }
+        })?,
+    }
+    Ok(out)
+}
+
+/// `x += α p; r −= α q`, returning the new `r · r` to the host.
+///
+/// # Safety
+/// `p`, `q`, `x`, `r` have the same length.
+pub(crate) unsafe fn update<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    alpha: Alpha<'_, T>,
+    p: &CubeBuffer<T>,
+    q: &CubeBuffer<T>,
+    x: &mut CubeBuffer<T>,
+    r: &mut CubeBuffer<T>,
+) -> Result<T> {
+    // SAFETY: the caller's contract.
+    let out = unsafe { update_partials(b, alpha, p, q, x, r)? };
+    Ok(T::from_f64(finish_sum(b, &out)?))
+}
+
+/// The CG update with device-resident scalars: `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`;
+/// `s[BETA] = r·r / s[RR]`; `s[RR] = r·r`.
+///
+/// # Safety
+/// `p`, `q`, `x`, `r` have the same length; `scalars` holds `cg_scalars::LEN` values.
+pub(crate) unsafe fn update_device<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    scalars: &mut CubeBuffer<T>,
+    p: &CubeBuffer<T>,
+    q: &CubeBuffer<T>,
+    x: &mut CubeBuffer<T>,
+    r: &mut CubeBuffer<T>,
+) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        let out = update_partials(b, Alpha::Device(scalars), p, q, x, r)?;
+        finish(b, &out, scalars, 0, Finish::CgStep)
+    }
+}
+
+/// `p = r + s[BETA] p`.
+///
+/// # Safety
+/// `r` and `p` have the same length; `scalars` holds `cg_scalars::LEN` values.
+pub(crate) unsafe fn xpay_device<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    scalars: &CubeBuffer<T>,
+    r: &CubeBuffer<T>,
+    p: &mut CubeBuffer<T>,
+) -> Result<()> {
+    let line = line_size::<T>();
+    let (count, dim) = b.config().grid(p.padded_len() / line);
+    b.launch::<T>(line, || {
+        // SAFETY: equal lengths and the scalar slots (the caller's contract).
+        unsafe {
+            xpay_device_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                count,
+                dim,
+                line,
+                scalars.arg(),
+                r.arg(),
+                p.arg(),
+                p.len,
+            )
+        }
+    })
+}
+
+/// `z = d ∘ r`, returning `r · z` to the host.
+///
+/// # Safety
+/// `d`, `r`, `z` have the same length.
+pub(crate) unsafe fn pointwise_mul_dot<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    d: &CubeBuffer<T>,
+    r: &CubeBuffer<T>,
+    z: &mut CubeBuffer<T>,
+) -> Result<T> {
+    let line = line_size::<T>();
+    let (cubes, count, dim) = b.config().reduce(z.padded_len() / line);
+    let out = partials::<R, T>(b, cubes);
+    b.launch::<T>((line, dim.x), || {
+        // SAFETY: equal lengths (the caller's contract); `out` holds one slot per cube.
+        unsafe {
+            pointwise_mul_dot_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                count,
+                dim,
+                line,
+                d.arg(),
+                r.arg(),
+                z.arg(),
+                out.arg(),
+                z.len,
+                dim.x as usize,
+            )
+        }
+    })?;
+    Ok(T::from_f64(finish_sum(b, &out)?))
+}
