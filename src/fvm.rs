@@ -204,9 +204,11 @@ fn vertex_centred(points: &[[f64; 3]], mut tets: Tets) -> Result<Csr<Cpu, f64>> 
                         continue;
                     };
                     let s = dual_area(points, tet, a, b);
-                    let slot = adj.binary_search(&q).expect("q is adjacent to p");
-                    for d in 0..3 {
-                        area[slot][d] += s[d];
+                    // q shares an edge with p, so it is in p's adjacency list.
+                    if let Ok(slot) = adj.binary_search(&q) {
+                        for d in 0..3 {
+                            area[slot][d] += s[d];
+                        }
                     }
                 }
                 for (k, &n) in neighbors[t as usize].iter().enumerate() {

@@ -416,8 +416,16 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
                 best = Some((m, t));
             }
         }
-        let (m, _) = best.expect("CSR is always a candidate");
-        Ok((m, results))
+        match best {
+            Some((m, _)) => Ok((m, results)),
+            // CSR is always a candidate and never refused for padding: unreachable, but an
+            // error rather than a panic.
+            None => Err(Error::InvalidArgument {
+                op: "SparseMatrix::tune",
+                name: "a",
+                reason: "no format could hold the matrix".into(),
+            }),
+        }
     }
 
     /// The format.

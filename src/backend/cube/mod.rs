@@ -434,3 +434,81 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
 }
 
 impl<R: CubeRuntime> Sealed for Cube<R> {}
+
+#[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+mod tests {
+    use super::*;
+
+    /// Writes 1 everywhere, or (`broken`) panics while being expanded — as a kernel with a
+    /// comptime error would.
+    #[cube(launch_unchecked)]
+    fn maybe_broken_kernel(out: &mut Array<f32>, #[comptime] broken: bool) {
+        if broken {
+            panic!("a deliberately broken kernel");
+        }
+        if ABSOLUTE_POS < out.len() {
+            out[ABSOLUTE_POS] = 1.0;
+        }
+    }
+
+    fn launch_maybe_broken<R: CubeRuntime>(
+        backend: &Cube<R>,
+        out: &mut CubeBuffer<f32>,
+        broken: bool,
+    ) -> Result<()> {
+        backend.launch::<()>(broken, || {
+            // SAFETY: one unit per padded element; the kernel checks the length.
+            unsafe {
+                maybe_broken_kernel::launch_unchecked::<R>(
+                    backend.client(),
+                    CubeCount::Static(1, 1, 1),
+                    CubeDim::new_1d(out.padded_len() as u32),
+                    out.arg(),
+                    broken,
+                )
+            }
+        })
+    }
+
+    /// A kernel whose expansion panics is an error of the launch, its output is left as it
+    /// was, and the device goes on working.
+    fn compile_failure_is_an_error<R: CubeRuntime>(backend: Cube<R>) {
+        let mut out = backend.upload(&[7.0f32; 5]).unwrap();
+        let err = launch_maybe_broken(&backend, &mut out, true).unwrap_err();
+        assert!(
+            matches!(&err, Error::KernelCompilation { message, .. }
+                if message.contains("deliberately broken")),
+            "{err}"
+        );
+        assert_eq!(backend.download(&out).unwrap(), [7.0; 5]);
+        // Not cached as valid: a second try is an error again.
+        assert!(launch_maybe_broken(&backend, &mut out, true).is_err());
+        launch_maybe_broken(&backend, &mut out, false).unwrap();
+        assert_eq!(backend.download(&out).unwrap(), [1.0; 5]);
+    }
+
+    fn required(kind: &str) -> bool {
+        std::env::var("GALERKIN_REQUIRE_BACKENDS")
+            .is_ok_and(|v| v.split(',').any(|k| k.trim().eq_ignore_ascii_case(kind)))
+    }
+
+    #[cfg(feature = "wgpu")]
+    #[test]
+    fn wgpu_compile_failure_is_an_error() {
+        match Wgpu::new() {
+            Ok(backend) => compile_failure_is_an_error(backend),
+            Err(e) if required("wgpu") => panic!("wgpu is required: {e}"),
+            Err(e) => eprintln!("[galerkin tests] skipping: no wgpu device: {e}"),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn cuda_compile_failure_is_an_error() {
+        match Cuda::new() {
+            Ok(backend) => compile_failure_is_an_error(backend),
+            Err(e) if required("cuda") => panic!("cuda is required: {e}"),
+            Err(e) => eprintln!("[galerkin tests] skipping: no CUDA device: {e}"),
+        }
+    }
+}

@@ -111,12 +111,11 @@ impl<V: Element> BlockEll<Cpu, V> {
             for row in l * m..((l + 1) * m).min(a.nrows) {
                 let (rc, rv) = a.row(row);
                 for (&c, &v) in rc.iter().zip(rv) {
-                    let slot = cols
-                        .iter()
-                        .position(|&b| b == c / m as u32)
-                        .expect("block listed");
-                    let k = slot * m + c as usize % m;
-                    values[row + big_m * k] = v;
+                    // Every block column of the row was listed above.
+                    if let Some(slot) = cols.iter().position(|&b| b == c / m as u32) {
+                        let k = slot * m + c as usize % m;
+                        values[row + big_m * k] = v;
+                    }
                 }
             }
         }

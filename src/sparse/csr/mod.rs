@@ -120,7 +120,7 @@ impl<V: Element> Csr<Cpu, V> {
         // Within each row: stable sort by column, then sum runs of equal columns.
         let mut row_ptr = Vec::with_capacity(coo.nrows + 1);
         let mut col_idx = Vec::with_capacity(nnz_in);
-        let mut values = Vec::with_capacity(nnz_in);
+        let mut values: Vec<V> = Vec::with_capacity(nnz_in);
         row_ptr.push(0u32);
         let mut scratch: Vec<u32> = Vec::new();
         for r in 0..coo.nrows {
@@ -130,13 +130,16 @@ impl<V: Element> Csr<Cpu, V> {
             let mut last_col = None;
             for &k in &scratch {
                 let (c, v) = (coo.cols[k as usize], coo.values[k as usize]);
-                if last_col == Some(c) {
-                    let last: &mut V = values.last_mut().expect("a previous entry exists");
-                    *last = V::from_f64(last.as_f64() + v.as_f64());
-                } else {
-                    col_idx.push(c);
-                    values.push(v);
-                    last_col = Some(c);
+                match values.last_mut() {
+                    // A repeated column adds to the entry just pushed for it.
+                    Some(last) if last_col == Some(c) => {
+                        *last = V::from_f64(last.as_f64() + v.as_f64());
+                    }
+                    _ => {
+                        col_idx.push(c);
+                        values.push(v);
+                        last_col = Some(c);
+                    }
                 }
             }
             row_ptr.push(col_idx.len() as u32);

@@ -181,7 +181,8 @@ impl<'a> Graph<'a> {
         (u64::from(self.degree[v as usize]) << 32) | u64::from(v)
     }
 
-    /// The node of least key in `nodes` (not empty).
+    /// The node of least key in `nodes`; `nodes[0]` (or node 0) if none is less, which
+    /// covers the empty list that a component never is.
     fn min_key(&self, nodes: &[u32]) -> u32 {
         let key = |&v: &u32| self.key(v);
         let least = if nodes.len() >= Levels::PARALLEL {
@@ -189,7 +190,8 @@ impl<'a> Graph<'a> {
         } else {
             nodes.iter().map(key).min()
         };
-        least.expect("a component is never empty") as u32
+        // The low 32 bits of the key are the node.
+        least.map_or(nodes.first().copied().unwrap_or(0), |k| k as u32)
     }
 
     /// The Cuthill–McKee order (`new_to_old`), component by component. Large levels are
@@ -519,7 +521,8 @@ fn merge_rows(
                     j += 1;
                     y
                 }
-                (None, None) => unreachable!("the loop condition excludes it"),
+                // The loop condition leaves one of the two lists unfinished.
+                (None, None) => break,
             };
             if c != skip {
                 emit(c);
