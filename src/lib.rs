@@ -21,6 +21,7 @@ pub mod batched;
 pub mod error;
 pub mod fvm;
 pub mod mesh;
+pub mod random;
 pub mod scalar;
 pub mod solver;
 pub mod sparse;

@@ -105,11 +105,11 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
 /// The kinds of backend, for choosing one at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackendKind {
-    /// [`Cpu`].
+    /// [`Cpu`](crate::Cpu).
     Cpu,
-    /// [`Wgpu`]: Vulkan, Metal, DX12 or WebGPU through wgpu.
+    /// `Wgpu`: Vulkan, Metal, DX12 or WebGPU through wgpu.
     Wgpu,
-    /// [`Cuda`]: NVIDIA GPUs through CUDA.
+    /// `Cuda`: NVIDIA GPUs through CUDA.
     Cuda,
 }
 

@@ -15,8 +15,8 @@
 //! Implementations:
 //! - [`Cpu`]: host memory and rayon. Always compiled, the default, and the reference every
 //!   device kernel is verified against.
-//! - [`Cube<R>`](Cube) for any `cubecl` runtime `R`, with the aliases [`Cuda`] (feature
-//!   `cuda`) and [`Wgpu`] (feature `wgpu`; Vulkan, Metal, DX12, WebGPU).
+//! - [`Cube<R>`](Cube) for any `cubecl` runtime `R`, with the aliases `Cuda` (feature
+//!   `cuda`) and `Wgpu` (feature `wgpu`; Vulkan, Metal, DX12, WebGPU).
 //!
 //! Generic code takes `B: Backend`; code that picks the backend at run time from a string
 //! (examples, command-line tools) uses [`BackendKind`] and [`with_backend`].

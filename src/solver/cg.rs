@@ -64,7 +64,7 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
         a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
         t.applications += 1;
         cg_update_device(&mut scalars, &p, &q, x, &mut r)?;
-        if (k - k0) % check_every == 0 || k >= params.max_iter {
+        if (k - k0).is_multiple_of(check_every) || k >= params.max_iter {
             let s = scalars.to_vec()?;
             let pq = s[PQ].as_f64();
             if !pq.is_finite() {

@@ -7,16 +7,27 @@
 //! | [`bicgstab`] | nonsymmetric | 2 SpMV, 2 preconditioner applications |
 //! | [`gmres`] | nonsymmetric, restarted GMRES(m), right preconditioning | 1 SpMV, modified Gram–Schmidt |
 //! | [`fgmres`] | as GMRES, the preconditioner may change between iterations | stores `Z` as well as `V` |
+//! | [`mixed_solve`] | f64 accuracy with the work in f32 | FGMRES / flexible CG (f64) around an f32 inner Krylov solve |
 //! | [`iterative_refinement`] | f64 accuracy from a low-precision inner solver | f64 residual, inner solve |
 //!
-//! Every solver takes the operator as `&dyn` [`LinearOperator`], stops when
-//! `‖r‖₂ ≤ max(rtol ‖b‖₂, atol)`, and returns a [`SolveReport`] with the iterations, the
-//! residual history (the recursive residual), the *true* final residual `‖b − A x‖₂`
-//! recomputed at the end, and a [`StopReason`]. Bad sizes are errors; numerical trouble
-//! (breakdown, indefiniteness, NaN, stagnation) is a reason in the report, never a hang.
+//! Every solver takes the operator as `&dyn` [`LinearOperator`] and the preconditioner as
+//! `Option<&dyn` [`Preconditioner`]`>`, stops when `‖r‖₂ ≤ max(rtol ‖b‖₂, atol)`, and returns
+//! a [`SolveReport`] with the iterations, the residual history (the recursive residual), the
+//! *true* final residual `‖b − A x‖₂` recomputed at the end, and a [`StopReason`].
+//! `Converged` is only reported when that true residual meets the tolerance: a recursive
+//! residual that drifted from it restarts the iteration from the true residual (at most
+//! [`MAX_RESIDUAL_REPLACEMENTS`] times), and ends in [`StopReason::ResidualGap`] otherwise.
+//! Bad sizes are errors; numerical trouble (breakdown, indefiniteness, NaN, stagnation) is a
+//! reason in the report, never a hang.
 //!
-//! Scalars the algorithms need (α, β, norms) come back to the host once per reduction;
-//! everything else stays on the device.
+//! Where the scalars live: plain [`cg`] keeps α, β and the norms on the device and reads them
+//! every `check_every` iterations; [`pcg`], [`bicgstab`] and the GMRES family bring each
+//! inner product to the host (their recurrences branch on them). Vectors stay on the device.
+//!
+//! Mixed precision means the work (storage, an inner solve, a preconditioner) in f32 and the
+//! answer to the tolerance of the f64 system as given: see [`mixed_solve`]. A matrix with f32
+//! values used directly as an f64 [`LinearOperator`] is the rounded matrix; a solver given it
+//! solves that matrix.
 //!
 //! ```
 //! use galerkin::solver::{cg, SolverParams, StopReason};

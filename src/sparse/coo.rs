@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Entries may come in any order and may repeat (finite-element assembly adds element
-//! contributions to the same entry); [`Csr::from_coo`] sorts them and sums duplicates.
+//! contributions to the same entry); [`Csr::from_coo`](crate::sparse::Csr::from_coo) sorts them and sums duplicates.
 //! Nothing is dropped: explicitly stored zeros are kept.
 
 use cubecl::prelude::*;
@@ -17,7 +17,6 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
     sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
 };
@@ -123,14 +122,6 @@ impl<V: Element> Coo<Cpu, V> {
     /// The values.
     pub fn values(&self) -> &[V] {
         &self.values
-    }
-
-    /// Converts to CSR, sorting and summing duplicates. Same as [`Csr::from_coo`].
-    ///
-    /// # Errors
-    /// [`Error::InvalidMatrix`] if the matrix has 2³² or more entries.
-    pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
-        Csr::from_coo(self)
     }
 }
 

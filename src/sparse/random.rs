@@ -2,9 +2,9 @@
 
 use crate::backend::Cpu;
 use crate::error::Result;
+use crate::random::Rng;
 use crate::scalar::Element;
 use crate::sparse::Csr;
-use crate::verify::Rng;
 
 /// The shape of a random sparsity pattern.
 #[derive(Clone, Copy, Debug, PartialEq)]

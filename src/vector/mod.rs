@@ -26,9 +26,10 @@
 //!   pairwise; f64 accumulation for every element type (the thread count does not matter).
 //! - Devices: each unit sums its strided share (at most a few hundred terms, in independent
 //!   vector lanes) in the working precision, then a fixed-shape tree in shared memory per
-//!   cube; a second one-cube pass adds the per-cube partials (each unit a strided share, then
-//!   a tree) on the device — blocked pairwise summation; the host reads one value. An f32
-//!   dot product of 10⁸ elements is within 1e-6 relative of the f64 value.
+//!   cube gives one partial per cube; the partials are added by a second one-cube pass on the
+//!   device when the result stays there or there are more than 256 of them, else pairwise in
+//!   f64 on the host (blocked pairwise summation either way). An f32 dot product of 10⁸
+//!   elements is within 1e-6 relative of the f64 value.
 //!
 //! `nrm2` is computed as `√(Σ xᵢ²)` and recomputed with scaling by `max |xᵢ|` when the sum of
 //! squares overflows or underflows. `amax` returns NaN when any element is NaN.

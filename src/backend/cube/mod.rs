@@ -61,7 +61,7 @@ pub trait CubeRuntime: Runtime {
     fn dtypes(client: &ComputeClient<Self>) -> Vec<DType>;
 }
 
-/// The CubeCL backend on runtime `R`: [`Cuda`] or [`Wgpu`].
+/// The CubeCL backend on runtime `R`: `Cuda` or `Wgpu`.
 ///
 /// Cloning is cheap; clones share the device connection. [`Cube::new`] and [`Cube::on`]
 /// connect once per device and process and return the same backend afterwards.
@@ -148,6 +148,13 @@ impl LaunchConfig {
 /// A scalar kernel argument of the element type `T`.
 pub(crate) fn scalar<T: Element>(value: T) -> InputScalar {
     InputScalar::new(value.as_f64(), T::cube_type())
+}
+
+/// `⌈a / b⌉` inside a kernel (`usize::div_ceil` is not available to `#[cube]` code).
+#[cube]
+#[allow(clippy::manual_div_ceil)]
+pub(crate) fn ceil_div(a: usize, b: usize) -> usize {
+    (a + b - 1) / b
 }
 
 /// Zeroes a whole buffer, padding included (fresh allocations).

@@ -5,7 +5,7 @@
 use cubecl::prelude::*;
 
 use crate::backend::core::BackendCore;
-use crate::backend::cube::{Cube, CubeRuntime};
+use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::batched::cube::stage::{groups_shape, in_flight, IN_FLIGHT, SMALL};
 use crate::batched::{Batch, GemmParams, Op};
 use crate::error::Result;
@@ -92,7 +92,6 @@ fn gemm_kernel<V: Float, T: Float>(
 /// `kc` columns of A / rows of B with coalesced loads. Shared rows are `ka = kc | 1` and
 /// `nb = n | 1` apart (odd strides: the transposed loads do not hit one bank).
 #[cube(launch_unchecked)]
-#[allow(clippy::manual_div_ceil)]
 fn gemm_tiled_kernel<V: Float, T: Float>(
     a: &Array<V>,
     b: &Array<V>,
@@ -123,7 +122,7 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
     let sa_base = local * comptime![shape.m * shape.ka];
     let sb_base = local * comptime![shape.kc * shape.nb];
     let al = scaling.alpha.get::<T>();
-    let groups = (count + mats - 1) / mats;
+    let groups = ceil_div(count, mats);
     let mut tmp = Array::<T>::new(IN_FLIGHT);
     let mut g = CUBE_POS;
     while g < groups {
@@ -132,7 +131,7 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
         for q in 0..t * t {
             acc[q] = T::new(0.0);
         }
-        for chunk in 0..comptime![(shape.k + shape.kc - 1) / shape.kc] {
+        for chunk in 0..comptime![shape.k.div_ceil(shape.kc)] {
             let k0 = chunk * kc;
             // Stage the chunk of A (m x kc) and B (kc x n) of every matrix of the group, in
             // the order of global memory.

@@ -5,7 +5,7 @@ use cubecl::prelude::*;
 use rayon::prelude::*;
 
 use crate::backend::cpu::Cpu;
-use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::backend::cube::{ceil_div, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::{Csr, CsrKernel};
@@ -66,7 +66,6 @@ fn csr_scalar_kernel<V: Float, T: Float>(
 /// shuffles (`use_plane`) or a shared-memory tree. Every unit runs the same number of
 /// iterations so that shuffles and barriers stay in uniform control flow.
 #[cube(launch_unchecked)]
-#[allow(clippy::manual_div_ceil)]
 fn csr_vector_kernel<V: Float, T: Float>(
     a: &CsrArrays<V>,
     scaling: &AlphaBeta,
@@ -81,7 +80,7 @@ fn csr_vector_kernel<V: Float, T: Float>(
     let groups_per_cube = (CUBE_DIM / group) as usize;
     let total_groups = CUBE_COUNT * groups_per_cube;
     let group_id = CUBE_POS * groups_per_cube + (UNIT_POS / group) as usize;
-    let iterations = (nrows + total_groups - 1) / total_groups;
+    let iterations = ceil_div(nrows, total_groups);
     let mut shared = SharedMemory::<T>::new(cfg.cube_dim);
     for it in 0..iterations {
         let row = group_id + it * total_groups;

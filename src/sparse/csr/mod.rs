@@ -390,6 +390,16 @@ impl<B: BackendCore, V: Element> Csr<B, V> {
     }
 }
 
+impl<V: Element> Coo<Cpu, V> {
+    /// Converts to CSR, sorting and summing duplicates. Same as [`Csr::from_coo`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidMatrix`] if the matrix has 2³² or more entries.
+    pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
+        Csr::from_coo(self)
+    }
+}
+
 impl<B: BackendCore, V: Element> Csr<B, V> {
     /// The SpMV kernel the matrix uses (default [`CsrKernel::Auto`]).
     pub fn kernel(&self) -> CsrKernel {

@@ -1,0 +1,212 @@
+//! Batched factorizations: LU (with and without pivoting), the one-pass Gauss–Jordan
+//! inverse and Cholesky. `n <= 8`: one matrix per unit in registers (every index comptime),
+//! the group moved between global and shared memory coalesced. `n > 8`: `per_cube` matrices
+//! per cube, one unit per row (or per column for row swaps), the matrices in shared memory
+//! with an odd row stride.
+//!
+//! The singularity test (see "Status" in [`crate::batched`]): step `k` fails when the pivot
+//! is at most `n ε` times the scale of its original row (LU) or its original diagonal
+//! (Cholesky), the same decision as the CPU's.
+
+use cubecl::prelude::*;
+
+use crate::backend::core::BackendCore;
+use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
+use crate::batched::cpu::singular_factor;
+use crate::batched::cube::stage::{groups_shape, SMALL};
+use crate::batched::{Batch, Pivoting};
+use crate::error::Result;
+use crate::scalar::{Element, Scalar};
+
+mod registers;
+mod shared;
+
+use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
+use shared::{cholesky_kernel, lu_kernel, per_cube};
+
+/// The comptime shape of a factorization kernel: side `n`, shared-memory row stride `ld`,
+/// matrices per cube, and (LU) whether to pivot.
+#[derive_cube_comptime]
+pub(crate) struct FactorShape {
+    n: usize,
+    ld: usize,
+    per_cube: usize,
+    pivoting: bool,
+}
+
+/// The shape of a factorization of `n x n` matrices in precision `T` on this device: the
+/// register kernels up to [`SMALL`], the shared-memory ones above.
+fn factor_shape<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    n: usize,
+    pivoting: bool,
+) -> Result<FactorShape> {
+    if n <= SMALL {
+        Ok(FactorShape {
+            n,
+            ld: n * n + 1,
+            per_cube: small_per_cube::<R, T>(b, n)?,
+            pivoting,
+        })
+    } else {
+        let (per_cube, ld) = per_cube::<R, T>(b, n)?;
+        Ok(FactorShape {
+            n,
+            ld,
+            per_cube,
+            pivoting,
+        })
+    }
+}
+
+/// LU of every matrix in place; the pivots and status codes.
+///
+/// # Safety
+/// `a` holds square `n x n` matrices, `n <= 64` (checked by [`lu`](crate::batched::lu)).
+pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &mut Batch<Cube<R>, V>,
+    pivoting: Pivoting,
+) -> Result<(CubeBuffer<u32>, CubeBuffer<i32>)> {
+    let n = a.nrows;
+    let pivots = b.alloc::<u32>(a.count * n)?;
+    let info = b.alloc::<i32>(a.count)?;
+    if a.count == 0 || n == 0 {
+        return Ok((pivots, info));
+    }
+    let shape = factor_shape::<R, T>(b, n, pivoting == Pivoting::Partial)?;
+    let singular = scalar(singular_factor::<T>(n));
+    if n <= SMALL {
+        let (count, dim) = groups_shape(a.count, shape.per_cube, 1);
+        b.launch::<(V, T)>(shape, || {
+            // SAFETY: one matrix per unit, groups of `per_cube` below count; pivots and info
+            // hold n and 1 entries per matrix; shared memory per_cube (n² + 1 + n) entries,
+            // sized by small_per_cube to the device.
+            unsafe {
+                lu_small_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    pivots.arg(),
+                    info.arg(),
+                    singular,
+                    a.count,
+                    shape,
+                )
+            }
+        })?;
+    } else {
+        let (count, dim) = groups_shape(a.count, shape.per_cube, n);
+        b.launch::<(V, T)>(shape, || {
+            // SAFETY: the group loop stays below count matrices of n x n; pivots and info
+            // hold n and 1 entries per matrix; shared memory per cube was sized by per_cube.
+            unsafe {
+                lu_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    pivots.arg(),
+                    info.arg(),
+                    singular,
+                    a.count,
+                    shape,
+                )
+            }
+        })?;
+    }
+    Ok((pivots, info))
+}
+
+/// The inverse of every matrix into `x` by the register Gauss–Jordan kernel (`n <= 8`);
+/// `None` for larger matrices (then LU and solves do it).
+///
+/// # Safety
+/// `a` holds square `n x n` matrices and `x` has `a`'s shape.
+pub(crate) unsafe fn inverse<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Batch<Cube<R>, V>,
+    x: &mut Batch<Cube<R>, V>,
+) -> Result<Option<CubeBuffer<i32>>> {
+    let n = a.nrows;
+    if n == 0 || n > SMALL {
+        return Ok(None);
+    }
+    let info = b.alloc::<i32>(a.count)?;
+    if a.count > 0 {
+        let shape = factor_shape::<R, T>(b, n, true)?;
+        let singular = scalar(singular_factor::<T>(n));
+        let (count, dim) = groups_shape(a.count, shape.per_cube, 1);
+        b.launch::<(V, T)>(shape, || {
+            // SAFETY: as for the small LU kernel; `x` has the shape of `a` (the contract).
+            unsafe {
+                inverse_small_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    x.data.arg(),
+                    info.arg(),
+                    singular,
+                    a.count,
+                    shape,
+                )
+            }
+        })?;
+    }
+    Ok(Some(info))
+}
+
+/// Cholesky of every matrix in place; the status codes.
+///
+/// # Safety
+/// As [`lu`].
+pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &mut Batch<Cube<R>, V>,
+) -> Result<CubeBuffer<i32>> {
+    let n = a.nrows;
+    let info = b.alloc::<i32>(a.count)?;
+    if a.count == 0 || n == 0 {
+        return Ok(info);
+    }
+    let shape = factor_shape::<R, T>(b, n, false)?;
+    let singular = scalar(singular_factor::<T>(n));
+    let units = if n <= SMALL { 1 } else { n };
+    let (count, dim) = groups_shape(a.count, shape.per_cube, units);
+    if n <= SMALL {
+        b.launch::<(V, T)>(shape, || {
+            // SAFETY: as for the small LU kernel.
+            unsafe {
+                cholesky_small_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    info.arg(),
+                    singular,
+                    a.count,
+                    shape,
+                )
+            }
+        })?;
+    } else {
+        b.launch::<(V, T)>(shape, || {
+            // SAFETY: as for the shared-memory LU kernel.
+            unsafe {
+                cholesky_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    info.arg(),
+                    singular,
+                    a.count,
+                    shape,
+                )
+            }
+        })?;
+    }
+    Ok(info)
+}

@@ -1,0 +1,335 @@
+//! The register kernels (`n <= 8`): one matrix per unit, every index comptime, the group
+//! of matrices moved between global and shared memory coalesced.
+
+use cubecl::prelude::*;
+
+use crate::backend::core::BackendCore;
+use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
+use crate::batched::cube::factor::FactorShape;
+use crate::batched::cube::stage::{load_group, store_group};
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+
+/// Matrices (units) per cube of the register kernels at most.
+pub(crate) const SMALL_PER_CUBE: usize = 64;
+
+/// Matrices per cube of the register kernels (`n <= 8`): as many as the device's shared
+/// memory holds (`n² + 1` entries of `T` and `n` pivots each), at most [`SMALL_PER_CUBE`].
+pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<usize> {
+    let info = b.info();
+    let bytes = (n * n + 1) * T::DTYPE.size() + n * size_of::<u32>();
+    let fit = info.max_shared_bytes / bytes;
+    if fit == 0 {
+        return Err(Error::Unsupported {
+            backend: info.to_string(),
+            what: format!("batched factorization of {n} x {n} {} matrices", T::DTYPE),
+            reason: format!(
+                "one matrix needs {bytes} bytes of shared memory; the device has {}",
+                info.max_shared_bytes
+            ),
+        });
+    }
+    Ok(fit.min(SMALL_PER_CUBE))
+}
+
+/// Partial pivoting at step `k` of an `n x n` matrix held in registers: finds the row
+/// `p >= k` with the largest `|m[p][k]|` (the first on ties) and swaps rows `k` and `p`, and
+/// their scales in `s`, through a comptime loop of selects (no dynamic index, so `m` stays
+/// in registers). Returns `p`.
+#[cube]
+fn pivot_rows<T: Float>(
+    m: &mut Array<T>,
+    s: &mut Array<T>,
+    #[comptime] n: usize,
+    #[comptime] k: usize,
+) -> usize {
+    let mut p = k.runtime();
+    let mut best = T::abs(m[k * n + k]);
+    #[unroll]
+    for i in k + 1..n {
+        let v = T::abs(m[i * n + k]);
+        if v > best {
+            best = v;
+            p = i;
+        }
+    }
+    #[unroll]
+    for r in k + 1..n {
+        if r == p {
+            #[unroll]
+            for j in 0..n {
+                let tmp = m[k * n + j];
+                m[k * n + j] = m[r * n + j];
+                m[r * n + j] = tmp;
+            }
+            let tmp = s[k];
+            s[k] = s[r];
+            s[r] = tmp;
+        }
+    }
+    p
+}
+
+/// `s[i] = max_j |m[i][j]|` of an `n x n` matrix in registers: the row scales of the
+/// singularity test (a pivot `|d| <= n ε s` of its row counts as zero).
+#[cube]
+fn row_scales<T: Float>(m: &Array<T>, #[comptime] n: usize) -> Array<T> {
+    let mut s = Array::<T>::new(n);
+    #[unroll]
+    for i in 0..n {
+        let mut v = T::new(0.0);
+        #[unroll]
+        for j in 0..n {
+            v = T::max(v, T::abs(m[i * n + j]));
+        }
+        s[i] = v;
+    }
+    s
+}
+
+/// LU of one small matrix per unit, in registers (`n <= 8`): every index is comptime; the
+/// pivot row is swapped in by a comptime loop of selects rather than a dynamic index. The
+/// group of `per_cube` matrices moves between global and shared memory coalesced (a unit
+/// reading its own matrix from global memory touches a new line per entry).
+#[cube(launch_unchecked)]
+pub(crate) fn lu_small_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    pivots: &mut Array<u32>,
+    info: &mut Array<i32>,
+    singular: InputScalar,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, ld, per_cube, pivoting) =
+        comptime![(shape.n, shape.ld, shape.per_cube, shape.pivoting)];
+    let mut sh = SharedMemory::<T>::new(per_cube * ld);
+    let mut piv = SharedMemory::<u32>::new(per_cube * n);
+    let unit = UNIT_POS as usize;
+    let groups = ceil_div(count, per_cube);
+    let mut g = CUBE_POS;
+    while g < groups {
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
+        sync_cube();
+        let mut m = Array::<T>::new(comptime![n * n]);
+        #[unroll]
+        for t in 0..n * n {
+            m[t] = sh[unit * ld + t];
+        }
+        let mut code = 0i32;
+        let tol = singular.get::<T>();
+        let mut s = row_scales::<T>(&m, n);
+        #[unroll]
+        for k in 0..n {
+            let mut p = k.runtime();
+            if comptime![pivoting] {
+                p = pivot_rows::<T>(&mut m, &mut s, n, k);
+            }
+            piv[unit * n + k] = p as u32;
+            let d = m[k * n + k];
+            if T::abs(d) <= tol * s[k] {
+                if code == 0 {
+                    code = (k + 1) as i32;
+                }
+            } else {
+                #[unroll]
+                for i in k + 1..n {
+                    let l = m[i * n + k] / d;
+                    m[i * n + k] = l;
+                    #[unroll]
+                    for j in k + 1..n {
+                        let ukj = m[k * n + j];
+                        m[i * n + j] -= l * ukj;
+                    }
+                }
+            }
+        }
+        #[unroll]
+        for t in 0..n * n {
+            sh[unit * ld + t] = m[t];
+        }
+        let e = g * per_cube + unit;
+        if e < count {
+            info[e] = code;
+        }
+        sync_cube();
+        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
+        let mut t = unit;
+        while t < per_cube * n {
+            if g * per_cube * n + t < count * n {
+                pivots[g * per_cube * n + t] = piv[t];
+            }
+            t += CUBE_DIM as usize;
+        }
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Inverse (into `x`) of one small matrix per unit by Gauss-Jordan elimination with partial pivoting
+/// in registers (`n <= 8`), staged like [`lu_small_kernel`]: one pass over the data instead
+/// of a factorization and `n` solves. The status is LU's (the pivots are the same).
+#[cube(launch_unchecked)]
+pub(crate) fn inverse_small_kernel<V: Float, T: Float>(
+    a: &Array<V>,
+    x: &mut Array<V>,
+    info: &mut Array<i32>,
+    singular: InputScalar,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, ld, per_cube) = comptime![(shape.n, shape.ld, shape.per_cube)];
+    let mut sh = SharedMemory::<T>::new(per_cube * ld);
+    let unit = UNIT_POS as usize;
+    let groups = ceil_div(count, per_cube);
+    let mut g = CUBE_POS;
+    while g < groups {
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
+        sync_cube();
+        let mut m = Array::<T>::new(comptime![n * n]);
+        let mut perm = Array::<u32>::new(n);
+        #[unroll]
+        for t in 0..n * n {
+            m[t] = sh[unit * ld + t];
+        }
+        let mut code = 0i32;
+        let tol = singular.get::<T>();
+        let mut s = row_scales::<T>(&m, n);
+        #[unroll]
+        for k in 0..n {
+            let p = pivot_rows::<T>(&mut m, &mut s, n, k);
+            perm[k] = p as u32;
+            let d = m[k * n + k];
+            if T::abs(d) <= tol * s[k] {
+                if code == 0 {
+                    code = (k + 1) as i32;
+                }
+            } else {
+                // Eliminate with the multipliers `l = m[i][k] / d` and the unscaled row k
+                // (the order of LU: rows below k get LU's values, so the pivots, and the
+                // status, are LU's), the slot (k, k) standing for the identity's 1; then
+                // row k becomes row k of the inverse-in-progress, divided by the pivot.
+                m[k * n + k] = T::new(1.0);
+                #[unroll]
+                for i in 0..n {
+                    if comptime![i != k] {
+                        let l = m[i * n + k] / d;
+                        m[i * n + k] = T::new(0.0);
+                        #[unroll]
+                        for j in 0..n {
+                            let v = m[k * n + j];
+                            m[i * n + j] -= l * v;
+                        }
+                    }
+                }
+                let inv = T::new(1.0) / d;
+                #[unroll]
+                for j in 0..n {
+                    m[k * n + j] *= inv;
+                }
+            }
+        }
+        // Undo the row interchanges on the columns, last first.
+        #[unroll]
+        for kk in 0..n {
+            let k = comptime![n - 1 - kk];
+            let p = perm[k] as usize;
+            #[unroll]
+            for c in k + 1..n {
+                if c == p {
+                    #[unroll]
+                    for i in 0..n {
+                        let tmp = m[i * n + k];
+                        m[i * n + k] = m[i * n + c];
+                        m[i * n + c] = tmp;
+                    }
+                }
+            }
+        }
+        #[unroll]
+        for t in 0..n * n {
+            sh[unit * ld + t] = m[t];
+        }
+        let e = g * per_cube + unit;
+        if e < count {
+            info[e] = code;
+        }
+        sync_cube();
+        store_group::<V, T>(x, &sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Cholesky of one small matrix per unit, in registers (`n <= 8`), staged like
+/// [`lu_small_kernel`].
+#[cube(launch_unchecked)]
+pub(crate) fn cholesky_small_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    info: &mut Array<i32>,
+    singular: InputScalar,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, ld, per_cube) = comptime![(shape.n, shape.ld, shape.per_cube)];
+    let mut sh = SharedMemory::<T>::new(per_cube * ld);
+    let unit = UNIT_POS as usize;
+    let groups = ceil_div(count, per_cube);
+    let mut g = CUBE_POS;
+    while g < groups {
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
+        sync_cube();
+        let mut m = Array::<T>::new(comptime![n * n]);
+        #[unroll]
+        for t in 0..n * n {
+            m[t] = sh[unit * ld + t];
+        }
+        let mut code = 0i32;
+        let tol = singular.get::<T>();
+        let mut diag = Array::<T>::new(n);
+        #[unroll]
+        for k in 0..n {
+            diag[k] = m[k * n + k];
+        }
+        #[unroll]
+        for k in 0..n {
+            let d = m[k * n + k];
+            if code == 0 && d > tol * diag[k] {
+                let r = T::sqrt(d);
+                m[k * n + k] = r;
+                #[unroll]
+                for i in k + 1..n {
+                    m[i * n + k] = m[i * n + k] / r;
+                }
+                #[unroll]
+                for i in k + 1..n {
+                    #[unroll]
+                    for j in k + 1..i + 1 {
+                        let v = m[i * n + k] * m[j * n + k];
+                        m[i * n + j] -= v;
+                    }
+                }
+            } else if code == 0 {
+                code = (k + 1) as i32;
+            }
+        }
+        #[unroll]
+        for i in 0..n {
+            #[unroll]
+            for j in i + 1..n {
+                m[i * n + j] = T::new(0.0);
+            }
+        }
+        #[unroll]
+        for t in 0..n * n {
+            sh[unit * ld + t] = m[t];
+        }
+        let e = g * per_cube + unit;
+        if e < count {
+            info[e] = code;
+        }
+        sync_cube();
+        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}

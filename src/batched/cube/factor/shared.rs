@@ -1,0 +1,236 @@
+//! The shared-memory kernels (`n > 8`): `per_cube` matrices per cube, one unit per row
+//! (or per column for row swaps), the matrices in shared memory with an odd row stride.
+
+use cubecl::prelude::*;
+
+use crate::backend::core::BackendCore;
+use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
+use crate::batched::cube::factor::FactorShape;
+use crate::batched::cube::stage::{load_group, store_group};
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+
+/// LU (optionally with partial pivoting) of `per_cube` matrices per cube, one unit per row.
+///
+/// The singularity test needs the scale of the original row that became row `k`: kept in
+/// the padding column `n` of the shared rows (`ld > n`), moved with the row swaps; where the
+/// matrix fills its rows exactly (`ld == n`, e.g. 64 x 64 f64 in 32 KiB), every unit tracks
+/// the permutation and reads the original row from global memory instead (`a` is only
+/// written back at the end).
+#[cube(launch_unchecked)]
+#[allow(clippy::collapsible_if)] // a comptime `if` around a run-time one
+pub(crate) fn lu_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    pivots: &mut Array<u32>,
+    info: &mut Array<i32>,
+    singular: InputScalar,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, ld, per_cube, pivoting) =
+        comptime![(shape.n, shape.ld, shape.per_cube, shape.pivoting)];
+    let mut sh = SharedMemory::<T>::new(per_cube * n * ld);
+    let unit = UNIT_POS as usize;
+    let local = unit / n;
+    let lane = unit % n;
+    let base = local * n * ld;
+    let tol = singular.get::<T>();
+    let scale_in_shared = comptime![ld > n];
+    let groups = ceil_div(count, per_cube);
+    let mut g = CUBE_POS;
+    while g < groups {
+        let mat = g * per_cube + local;
+        let valid = local < per_cube && mat < count;
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube, per_cube * n);
+        sync_cube();
+        let mut perm = Array::<u32>::new(n);
+        if comptime![scale_in_shared] {
+            if local < per_cube {
+                let mut v = T::new(0.0);
+                for j in 0..n {
+                    v = T::max(v, T::abs(sh[base + lane * ld + j]));
+                }
+                sh[base + lane * ld + n] = v;
+            }
+            sync_cube();
+        } else {
+            for i in 0..n {
+                perm[i] = i as u32;
+            }
+        }
+        let mut code = 0i32;
+        for k in 0..n {
+            // Every unit of the matrix searches the pivot column itself (broadcast reads of
+            // shared memory): no extra shared slot.
+            let mut p = k;
+            if comptime![pivoting] {
+                if local < per_cube {
+                    let mut best = T::abs(sh[base + k * ld + k]);
+                    for i in k + 1..n {
+                        let v = T::abs(sh[base + i * ld + k]);
+                        if v > best {
+                            best = v;
+                            p = i;
+                        }
+                    }
+                }
+            }
+            // Every unit has read the pivot column before any swaps it.
+            sync_cube();
+            if p != k && local < per_cube {
+                let tmp = sh[base + k * ld + lane];
+                sh[base + k * ld + lane] = sh[base + p * ld + lane];
+                sh[base + p * ld + lane] = tmp;
+                if comptime![scale_in_shared] {
+                    if lane == 0 {
+                        let tmp = sh[base + k * ld + n];
+                        sh[base + k * ld + n] = sh[base + p * ld + n];
+                        sh[base + p * ld + n] = tmp;
+                    }
+                } else {
+                    let tmp = perm[k];
+                    perm[k] = perm[p];
+                    perm[p] = tmp;
+                }
+            }
+            if lane == 0 && valid {
+                pivots[mat * n + k] = p as u32;
+            }
+            sync_cube();
+            let mut d = T::new(0.0);
+            let mut scale = T::new(0.0);
+            if local < per_cube {
+                d = sh[base + k * ld + k];
+                if comptime![scale_in_shared] {
+                    scale = sh[base + k * ld + n];
+                } else if valid {
+                    let row = mat * n * n + perm[k] as usize * n;
+                    for j in 0..n {
+                        scale = T::max(scale, T::abs(T::cast_from(a[row + j])));
+                    }
+                }
+            }
+            if T::abs(d) <= tol * scale {
+                if code == 0 {
+                    code = (k + 1) as i32;
+                }
+            } else if lane > k && local < per_cube {
+                let l = sh[base + lane * ld + k] / d;
+                sh[base + lane * ld + k] = l;
+                for j in k + 1..n {
+                    let ukj = sh[base + k * ld + j];
+                    sh[base + lane * ld + j] -= l * ukj;
+                }
+            }
+            sync_cube();
+        }
+        store_group::<V, T>(a, &sh, g, count, n * n, n, ld, per_cube);
+        if lane == 0 && valid {
+            info[mat] = code;
+        }
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Cholesky of `per_cube` matrices per cube (lower triangle; upper zeroed).
+#[cube(launch_unchecked)]
+#[allow(clippy::collapsible_if)] // a comptime `if` around a run-time one
+pub(crate) fn cholesky_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    info: &mut Array<i32>,
+    singular: InputScalar,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, ld, per_cube) = comptime![(shape.n, shape.ld, shape.per_cube)];
+    let mut sh = SharedMemory::<T>::new(per_cube * n * ld);
+    let unit = UNIT_POS as usize;
+    let local = unit / n;
+    let lane = unit % n;
+    let base = local * n * ld;
+    let groups = ceil_div(count, per_cube);
+    let mut g = CUBE_POS;
+    while g < groups {
+        let mat = g * per_cube + local;
+        let valid = local < per_cube && mat < count;
+        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube, per_cube * n);
+        sync_cube();
+        let mut code = 0i32;
+        let tol = singular.get::<T>();
+        for k in 0..n {
+            let mut d = T::new(1.0);
+            // The original diagonal, from global memory (written back only at the end).
+            let mut diag = T::new(0.0);
+            if local < per_cube {
+                d = sh[base + k * ld + k];
+            }
+            if valid {
+                diag = T::cast_from(a[mat * n * n + k * n + k]);
+            }
+            sync_cube();
+            let ok = code == 0 && d > tol * diag;
+            if !ok && code == 0 {
+                code = (k + 1) as i32;
+            }
+            if ok && local < per_cube {
+                let r = T::sqrt(d);
+                if lane == k {
+                    sh[base + k * ld + k] = r;
+                }
+                if lane > k {
+                    sh[base + lane * ld + k] = sh[base + lane * ld + k] / r;
+                }
+            }
+            sync_cube();
+            if ok && local < per_cube && lane > k {
+                let lik = sh[base + lane * ld + k];
+                for j in k + 1..lane + 1 {
+                    let ljk = sh[base + j * ld + k];
+                    sh[base + lane * ld + j] -= lik * ljk;
+                }
+            }
+            sync_cube();
+        }
+        if local < per_cube {
+            for j in lane + 1..n {
+                sh[base + lane * ld + j] = T::new(0.0);
+            }
+        }
+        sync_cube();
+        store_group::<V, T>(a, &sh, g, count, n * n, n, ld, per_cube);
+        if lane == 0 && valid {
+            info[mat] = code;
+        }
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Matrices per cube and the shared-memory row stride for the shared-memory
+/// factorizations, or an error when one matrix does not fit the device's shared memory.
+/// The stride is odd where that fits, so that the units of one matrix (one per row)
+/// reading a column hit distinct banks (a power-of-two stride serialises them).
+pub(crate) fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<(usize, usize)> {
+    let info = b.info();
+    let size = T::DTYPE.size();
+    // An odd stride above n (n + 1 or n + 2) avoids bank conflicts and leaves a padding
+    // column for the row scales of the singularity test (see `lu_kernel`).
+    let ld = [(n + 1) | 1, n + 1, n]
+        .into_iter()
+        .find(|&ld| n * ld * size <= info.max_shared_bytes)
+        .unwrap_or(n);
+    let bytes = n * ld * size;
+    let fit = info.max_shared_bytes / bytes.max(1);
+    if fit == 0 {
+        return Err(Error::Unsupported {
+            backend: info.to_string(),
+            what: format!("batched factorization of {n} x {n} {} matrices", T::DTYPE),
+            reason: format!(
+                "one matrix needs {bytes} bytes of shared memory; the device has {}",
+                info.max_shared_bytes
+            ),
+        });
+    }
+    Ok(((256 / n.max(1)).clamp(1, fit), ld))
+}
