@@ -5,7 +5,7 @@
 //! with an odd row stride.
 //!
 //! The singularity test (see "Status" in [`crate::batched`]): step `k` fails when the pivot
-//! is at most `n ε` times the scale of its original row (LU) or its original diagonal
+//! is at most `4 n ε` times the scale of its original row (LU) or its original diagonal
 //! (Cholesky), the same decision as the CPU's.
 
 use cubecl::prelude::*;

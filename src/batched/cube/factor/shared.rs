@@ -158,15 +158,21 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
         sync_cube();
         let mut code = 0i32;
         let tol = singular.get::<T>();
+        // The original diagonal, for the singularity test, kept in the upper triangle (never
+        // read by the factorization, zeroed at the end): a_kk at row 0, column k (k >= 1;
+        // a_00 is still the pivot of step 0). Read only after the first step's barriers.
+        if local < per_cube && lane > 0 {
+            sh[base + lane] = sh[base + lane * ld + lane];
+        }
         for k in 0..n {
             let mut d = T::new(1.0);
-            // The original diagonal, from global memory (written back only at the end).
             let mut diag = T::new(0.0);
             if local < per_cube {
                 d = sh[base + k * ld + k];
-            }
-            if valid {
-                diag = T::cast_from(a[mat * n * n + k * n + k]);
+                diag = d;
+                if k > 0 {
+                    diag = sh[base + k];
+                }
             }
             sync_cube();
             let ok = code == 0 && d > tol * diag;
