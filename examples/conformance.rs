@@ -4,15 +4,43 @@
 //!
 //! ```text
 //! cargo run --release --example conformance                     # CPU only
-//! cargo run --release --features wgpu,cuda --example conformance
+//! cargo run --release --features wgpu,cuda --example conformance -- --backend cuda
 //! ```
 //!
-//! Exit status 1 if any check fails.
+//! Exit status 1 if any check fails, 2 for bad arguments.
 
+use clap::Parser;
 use galerkin::verify::{check, standard_checks, Check, Comparison};
 use galerkin::{Backend, BackendKind, BackendTask, Result};
 
-struct Conformance;
+#[path = "common/mod.rs"]
+mod common;
+use common::BackendArg;
+
+/// `--precision`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PrecisionArg {
+    F32,
+    F64,
+}
+
+/// Every operator of the library, on every backend and precision here, against the f64
+/// CPU reference: relative error, tolerance, largest ULP distance, verdict.
+#[derive(Parser, Debug)]
+#[command(name = "conformance", version)]
+struct Args {
+    /// Backends to check (repeat the flag; default: every backend compiled in).
+    #[arg(long = "backend", value_enum)]
+    backends: Vec<BackendArg>,
+    /// Precisions to check (repeat the flag; default: f32 and f64).
+    #[arg(long = "precision", value_enum)]
+    precisions: Vec<PrecisionArg>,
+    /// Only the checks whose name contains this (repeat the flag).
+    #[arg(long)]
+    only: Vec<String>,
+}
+
+struct Conformance<'a>(&'a Args);
 
 fn row<B: Backend, T: galerkin::Scalar>(
     backend: &B,
@@ -48,13 +76,25 @@ fn row<B: Backend, T: galerkin::Scalar>(
     }
 }
 
-impl BackendTask for Conformance {
+impl BackendTask for Conformance<'_> {
     type Output = (usize, usize);
     fn run<B: Backend>(self, backend: B) -> Result<(usize, usize)> {
+        let args = self.0;
+        let wants = |p: PrecisionArg| args.precisions.is_empty() || args.precisions.contains(&p);
         println!("\n{}", backend.info());
         let (mut run, mut failed) = (0, 0);
         for c in standard_checks() {
-            for (line, result) in [row::<B, f32>(&backend, &c), row::<B, f64>(&backend, &c)] {
+            if !args.only.is_empty() && !args.only.iter().any(|o| c.name().contains(o.as_str())) {
+                continue;
+            }
+            let mut rows = Vec::new();
+            if wants(PrecisionArg::F32) {
+                rows.push(row::<B, f32>(&backend, &c));
+            }
+            if wants(PrecisionArg::F64) {
+                rows.push(row::<B, f64>(&backend, &c));
+            }
+            for (line, result) in rows {
                 println!("{line}");
                 if let Some(r) = result {
                     run += 1;
@@ -70,22 +110,36 @@ impl BackendTask for Conformance {
 }
 
 fn main() {
+    let args = Args::parse();
+    let kinds: Vec<BackendKind> = if args.backends.is_empty() {
+        BackendKind::ALL.to_vec()
+    } else {
+        args.backends.iter().map(|b| b.kind()).collect()
+    };
     println!(
         "{:<34} {:<5} {:<4} {:>10} {:>10} {:>8}  verdict",
         "operator", "bknd", "prec", "rel.err", "tolerance", "max ulp"
     );
     let (mut total, mut failures) = (0, 0);
-    for kind in BackendKind::ALL {
+    for kind in kinds {
         if !kind.is_compiled() {
             println!("\n{kind}: not compiled in (build with --features {kind})");
+            if !args.backends.is_empty() {
+                failures += 1; // asked for explicitly
+            }
             continue;
         }
-        match galerkin::with_backend(kind, Conformance) {
+        match galerkin::with_backend(kind, Conformance(&args)) {
             Ok((run, failed)) => {
                 total += run;
                 failures += failed;
             }
-            Err(e) => println!("\n{kind}: unavailable: {e}"),
+            Err(e) => {
+                println!("\n{kind}: unavailable: {e}");
+                if !args.backends.is_empty() {
+                    failures += 1;
+                }
+            }
         }
     }
     println!("\n{total} checks, {failures} failed");

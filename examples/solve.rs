@@ -1,137 +1,121 @@
 //! Solve `A x = b` from the command line: any matrix, solver, preconditioner, precision and
-//! backend; prints the solve report.
+//! backend; prints the solve report and the true residual of the f64 system.
 //!
 //! ```text
-//! cargo run --release --example solve -- [--matrix FILE.mtx[.gz] | --matrix GENERATOR]
-//!     [--rhs FILE] [--solver cg|pcg|bicgstab|gmres|fgmres|refine]
-//!     [--precond none|jacobi|block-jacobi|chebyshev] [--block-size M]
-//!     [--precision f32|f64|mixed] [--tol 1e-8] [--max-iter 1000] [--restart 30]
-//!     [--format auto|csr|sell|ell|bell|coo] [--backend cpu|wgpu|cuda] [--out FILE]
+//! cargo run --release --example solve -- --help
+//! cargo run --release --example solve                                  # FVM, CG + Jacobi, CPU
+//! cargo run --release --example solve -- --matrix poisson7:64 --precision mixed --tol 1e-10
 //! ```
 //!
 //! Default: the two-point-flux FVM Laplacian on 6·16³ perturbed tetrahedra, b = A·1, CG with
-//! Jacobi, f64, CPU. `--precision mixed`: the solver runs in f64, the matrix values are
-//! stored in f32 and the preconditioner is built and applied in f32 (PCG then uses the
-//! flexible β). `--solver refine`: iterative refinement, f64 residuals and f32 PCG inner
-//! solves.
+//! Jacobi, f64, CPU. `--precision mixed` solves the f64 system to `--tol` with the work in
+//! f32: an outer f64 Krylov iteration (flexible CG for `cg`/`pcg`, FGMRES otherwise) on the f64
+//! matrix, preconditioned by an inner solve in f32 (PCG or GMRES) on an f32 copy of the matrix
+//! with the chosen preconditioner built in f32; `--solver refine` uses iterative refinement
+//! instead. Exit status: 0 converged, 3 not converged (the reason is printed), 2 bad
+//! arguments, 1 other errors (a file that cannot be read, a device error).
 
 use std::process::ExitCode;
 use std::time::Instant;
 
+use clap::{Parser, ValueEnum};
 use galerkin::solver::{
-    bicgstab, cg, fgmres, gmres, iterative_refinement, pcg, BlockJacobi, Chebyshev,
-    ChebyshevParams, Identity, Jacobi, LinearOperator, MixedPrecision, Preconditioner,
-    RefinementParams, SolveReport, SolverParams,
+    bicgstab, cg, fgmres, gmres, iterative_refinement, mixed_solve, pcg, BlockJacobi, Chebyshev,
+    ChebyshevParams, Identity, InnerSolver, Jacobi, LinearOperator, MixedOuter, MixedParams,
+    Preconditioner, RefinementParams, SolveReport, SolverParams,
 };
 use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};
-use galerkin::{Backend, BackendKind, BackendTask, Cpu, Element, Error, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, Cpu, Element, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{load, read_vector, write_vector};
+use common::{load, read_vector, write_vector, BackendArg, FormatArg, PrecisionArg};
 
+/// The Krylov method.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum SolverArg {
+    /// conjugate gradients (plain CG with `--precond none`, else PCG)
+    Cg,
+    /// preconditioned conjugate gradients
+    Pcg,
+    /// BiCGStab
+    Bicgstab,
+    /// restarted GMRES
+    Gmres,
+    /// flexible GMRES
+    Fgmres,
+    /// iterative refinement: f64 residuals, f32 PCG corrections
+    Refine,
+}
+
+/// The preconditioner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PrecondArg {
+    /// none
+    None,
+    /// diagonal scaling
+    Jacobi,
+    /// inverses of the diagonal blocks (`--block-size`)
+    BlockJacobi,
+    /// Chebyshev polynomial of the Jacobi-scaled operator
+    Chebyshev,
+}
+
+/// Solve A x = b on any backend, in f32, f64 or mixed precision; b = A·1 unless --rhs.
+#[derive(Parser, Debug)]
+#[command(name = "solve", version, after_help = common::GENERATORS_HELP)]
 struct Args {
+    /// The matrix: a Matrix Market file (`.mtx`, `.mtx.gz`) or a generator (below).
+    #[arg(long, default_value = "fvm-tet:16")]
     matrix: String,
+    /// Right-hand side as plain text, one value per line (default: b = A·1).
+    #[arg(long)]
     rhs: Option<String>,
-    solver: String,
-    precond: String,
+    /// The Krylov method.
+    #[arg(long, value_enum, default_value_t = SolverArg::Cg)]
+    solver: SolverArg,
+    /// The preconditioner.
+    #[arg(long, value_enum, default_value_t = PrecondArg::Jacobi)]
+    precond: PrecondArg,
+    /// Block size of block-Jacobi.
+    #[arg(long, default_value_t = 4)]
     block_size: usize,
-    precision: String,
+    /// Precision: `mixed` answers the f64 system to --tol with the work in f32.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
+    precision: PrecisionArg,
+    /// Relative tolerance on ‖b − A x‖ / ‖b‖.
+    #[arg(long, default_value_t = 1e-8)]
     tol: f64,
+    /// Iteration limit (outer iterations with --precision mixed).
+    #[arg(long, default_value_t = 1000)]
     max_iter: usize,
+    /// Krylov dimension between GMRES restarts.
+    #[arg(long, default_value_t = 30)]
     restart: usize,
-    format: Option<Format>,
-    backend: BackendKind,
+    /// Relative tolerance of each f32 inner solve (--precision mixed).
+    #[arg(long, default_value_t = 1e-3)]
+    inner_tol: f64,
+    /// Iteration limit of each f32 inner solve (--precision mixed).
+    #[arg(long, default_value_t = 200)]
+    inner_max_iter: usize,
+    /// Storage format of the matrix on the device.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    format: FormatArg,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
+    /// Write x here, one value per line, full precision.
+    #[arg(long)]
     out: Option<String>,
 }
 
-fn usage() -> String {
-    format!(
-        "usage: solve [--matrix FILE.mtx|GENERATOR] [--rhs FILE] [--solver cg|pcg|bicgstab|gmres|fgmres|refine] \
-         [--precond none|jacobi|block-jacobi|chebyshev] [--block-size M] [--precision f32|f64|mixed] [--tol T] \
-         [--max-iter N] [--restart M] [--format auto|csr|sell|ell|bell|coo] [--backend cpu|wgpu|cuda] [--out FILE]\n\
-         generators: {}",
-        common::GENERATORS
-    )
+struct Task<'a> {
+    args: &'a Args,
+    a: &'a Csr<Cpu, f64>,
+    b: &'a [f64],
 }
 
-fn parse() -> std::result::Result<Args, String> {
-    let mut a = Args {
-        matrix: "fvm-tet:16".into(),
-        rhs: None,
-        solver: "cg".into(),
-        precond: "jacobi".into(),
-        block_size: 4,
-        precision: "f64".into(),
-        tol: 1e-8,
-        max_iter: 1000,
-        restart: 30,
-        format: None,
-        backend: BackendKind::Cpu,
-        out: None,
-    };
-    let mut it = std::env::args().skip(1);
-    let num = |flag: &str, v: String| v.parse::<f64>().map_err(|e| format!("{flag} {v}: {e}"));
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .ok_or_else(|| format!("{flag} needs a value\n{}", usage()))
-        };
-        match flag.as_str() {
-            "--matrix" => a.matrix = value()?,
-            "--rhs" => a.rhs = Some(value()?),
-            "--solver" => a.solver = value()?,
-            "--precond" => a.precond = value()?,
-            "--block-size" => a.block_size = num(&flag, value()?)? as usize,
-            "--precision" => a.precision = value()?,
-            "--tol" => a.tol = num(&flag, value()?)?,
-            "--max-iter" => a.max_iter = num(&flag, value()?)? as usize,
-            "--restart" => a.restart = num(&flag, value()?)? as usize,
-            "--format" => {
-                let v = value()?;
-                a.format = if v == "auto" {
-                    None
-                } else {
-                    Some(v.parse().map_err(|e: Error| e.to_string())?)
-                };
-            }
-            "--backend" => a.backend = value()?.parse().map_err(|e: Error| e.to_string())?,
-            "--out" => a.out = Some(value()?),
-            "-h" | "--help" => return Err(usage()),
-            other => return Err(format!("unknown argument {other}\n{}", usage())),
-        }
-    }
-    let check = |what: &str, v: &str, allowed: &[&str]| {
-        if allowed.contains(&v) {
-            Ok(())
-        } else {
-            Err(format!(
-                "{what} {v}: expected one of {}",
-                allowed.join(", ")
-            ))
-        }
-    };
-    check(
-        "--solver",
-        &a.solver,
-        &["cg", "pcg", "bicgstab", "gmres", "fgmres", "refine"],
-    )?;
-    check(
-        "--precond",
-        &a.precond,
-        &["none", "jacobi", "block-jacobi", "chebyshev"],
-    )?;
-    check("--precision", &a.precision, &["f32", "f64", "mixed"])?;
-    Ok(a)
-}
-
-struct Task {
-    args: Args,
-    a: Csr<Cpu, f64>,
-    b: Vec<f64>,
-}
-
-/// The operator on the device with values `V`, applied in precision `S`.
+/// The operator on the device with values `V`.
 fn operator<B: Backend, V: Element>(
     b: &B,
     a: &Csr<Cpu, f64>,
@@ -158,17 +142,27 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
     a: &Csr<Cpu, f64>,
     op: &'a dyn LinearOperator<B, P>,
 ) -> Result<Box<dyn Preconditioner<B, P> + 'a>> {
-    Ok(match args.precond.as_str() {
-        "jacobi" => Box::new(Jacobi::<B, P>::new(b, a)?),
-        "block-jacobi" => Box::new(BlockJacobi::<B, P>::new(b, a, args.block_size)?),
-        "chebyshev" => Box::new(Chebyshev::new(
+    Ok(match args.precond {
+        PrecondArg::Jacobi => Box::new(Jacobi::<B, P>::new(b, a)?),
+        PrecondArg::BlockJacobi => Box::new(BlockJacobi::<B, P>::new(b, a, args.block_size)?),
+        PrecondArg::Chebyshev => Box::new(Chebyshev::new(
             b,
             op,
             &a.diagonal(),
             ChebyshevParams::default(),
         )?),
-        _ => Box::new(Identity::new(a.nrows())),
+        PrecondArg::None => Box::new(Identity::new(a.nrows())),
     })
+}
+
+fn params(args: &Args, flexible: bool) -> SolverParams<'static> {
+    SolverParams {
+        rtol: args.tol,
+        max_iter: args.max_iter,
+        restart: args.restart,
+        flexible,
+        ..SolverParams::default()
+    }
 }
 
 fn run_solver<B: Backend, S: Scalar>(
@@ -177,96 +171,98 @@ fn run_solver<B: Backend, S: Scalar>(
     m: &dyn Preconditioner<B, S>,
     bv: &Vector<B, S>,
     x: &mut Vector<B, S>,
-    flexible: bool,
 ) -> Result<SolveReport> {
-    let params = SolverParams {
-        rtol: args.tol,
-        max_iter: args.max_iter,
-        restart: args.restart,
-        flexible,
-        ..SolverParams::default()
-    };
-    let with_m = (args.precond != "none").then_some(m);
-    match args.solver.as_str() {
-        "cg" if args.precond == "none" => cg(op, bv, x, &params),
-        "cg" | "pcg" => pcg(op, Some(m), bv, x, &params),
-        "bicgstab" => bicgstab(op, with_m, bv, x, &params),
-        "gmres" => gmres(op, with_m, bv, x, &params),
-        _ => fgmres(op, with_m, bv, x, &params),
+    let params = params(args, false);
+    let with_m = (args.precond != PrecondArg::None).then_some(m);
+    match args.solver {
+        SolverArg::Cg if args.precond == PrecondArg::None => cg(op, bv, x, &params),
+        SolverArg::Cg | SolverArg::Pcg | SolverArg::Refine => pcg(op, with_m, bv, x, &params),
+        SolverArg::Bicgstab => bicgstab(op, with_m, bv, x, &params),
+        SolverArg::Gmres => gmres(op, with_m, bv, x, &params),
+        SolverArg::Fgmres => fgmres(op, with_m, bv, x, &params),
     }
 }
 
-fn solve<B: Backend, S: Scalar>(b: &B, t: &Task) -> Result<Vec<f64>> {
-    let op = operator::<B, S>(b, &t.a, t.args.format)?;
-    let m = preconditioner::<B, S>(b, &t.args, &t.a, &op)?;
+/// The solve in precision `S` throughout (f32 or f64).
+fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport)> {
+    let op = operator::<B, S>(b, t.a, t.args.format.format())?;
+    let m = preconditioner::<B, S>(b, t.args, t.a, &op)?;
     let bv = Vector::from_slice(b, &t.b.iter().map(|&v| S::from_f64(v)).collect::<Vec<_>>())?;
     let mut x = Vector::zeros(b, t.a.ncols())?;
-    let report = run_solver(&t.args, &op, m.as_ref(), &bv, &mut x, false)?;
-    println!("{report}");
-    Ok(x.to_vec()?.iter().map(|v| v.as_f64()).collect())
+    let report = run_solver(t.args, &op, m.as_ref(), &bv, &mut x)?;
+    Ok((x.to_vec()?.iter().map(|v| v.as_f64()).collect(), report))
 }
 
-fn solve_mixed<B: Backend>(b: &B, t: &Task) -> Result<Vec<f64>> {
-    let bv = Vector::from_slice(b, &t.b)?;
+/// The f64 system solved to `--tol` with the work in f32 (see the header).
+fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport)> {
+    let bv = Vector::from_slice(b, t.b)?;
     let mut x = Vector::<B, f64>::zeros(b, t.a.ncols())?;
-    let op32 = operator::<B, f32>(b, &t.a, t.args.format)?;
-    let report = if t.args.solver == "refine" {
-        let op64 = operator::<B, f64>(b, &t.a, t.args.format)?;
-        let m32 = preconditioner::<B, f32>(b, &t.args, &t.a, &op32)?;
-        let params = RefinementParams {
+    let op64 = operator::<B, f64>(b, t.a, t.args.format.format())?;
+    let op32 = operator::<B, f32>(b, t.a, t.args.format.format())?;
+    let m32 = preconditioner::<B, f32>(b, t.args, t.a, &op32)?;
+    let m32 = (t.args.precond != PrecondArg::None).then_some(m32.as_ref());
+    let report = if t.args.solver == SolverArg::Refine {
+        let refinement = RefinementParams {
             rtol: t.args.tol,
-            ..RefinementParams::default()
+            max_outer: t.args.max_iter,
+            inner_rtol: t.args.inner_tol,
+            inner_max_iter: t.args.inner_max_iter,
         };
-        iterative_refinement(&op64, &op32, Some(m32.as_ref()), &bv, &mut x, &params)?
+        iterative_refinement(&op64, &op32, m32, &bv, &mut x, &refinement)?
     } else {
-        // f32 values in the f64 solver, f32 preconditioner (flexible β in PCG).
-        let m32 = preconditioner::<B, f32>(b, &t.args, &t.a, &op32)?;
-        let mixed = MixedPrecision::new(m32);
-        run_solver(
-            &t.args,
-            &op32 as &dyn LinearOperator<B, f64>,
-            &mixed,
+        let spd = matches!(t.args.solver, SolverArg::Cg | SolverArg::Pcg);
+        let mixed = MixedParams {
+            outer: if spd {
+                MixedOuter::FlexibleCg
+            } else {
+                MixedOuter::Fgmres
+            },
+            inner: if spd {
+                InnerSolver::Cg
+            } else {
+                InnerSolver::Gmres
+            },
+            inner_rtol: t.args.inner_tol,
+            inner_max_iter: t.args.inner_max_iter,
+            inner_restart: t.args.restart,
+        };
+        mixed_solve(
+            &op64,
+            &op32,
+            m32,
             &bv,
             &mut x,
-            true,
+            &params(t.args, true),
+            &mixed,
         )?
     };
-    println!("{report}");
-    let x = x.to_vec()?;
-    // The mixed operator has f32 values: measure the residual with the f64 matrix too.
-    let cpu = Cpu::new();
-    let mut r = Vector::from_slice(&cpu, &t.b)?;
-    t.a.spmv(-1.0, &Vector::from_slice(&cpu, &x)?, 1.0, &mut r)?;
-    let bnorm = t.b.iter().map(|v| v * v).sum::<f64>().sqrt();
-    println!(
-        "residual with the f64 matrix: {:.3e} (relative {:.3e})",
-        r.nrm2()?,
-        r.nrm2()? / bnorm
-    );
-    Ok(x)
+    Ok((x.to_vec()?, report))
 }
 
-impl BackendTask for Task {
-    type Output = Vec<f64>;
-    fn run<B: Backend>(self, b: B) -> Result<Vec<f64>> {
+impl BackendTask for Task<'_> {
+    type Output = (Vec<f64>, SolveReport);
+    fn run<B: Backend>(self, b: B) -> Result<(Vec<f64>, SolveReport)> {
         println!("backend: {}", b.info());
-        match (self.args.precision.as_str(), self.args.solver.as_str()) {
-            ("f32", _) => solve::<B, f32>(&b, &self),
-            ("mixed", _) | (_, "refine") => solve_mixed(&b, &self),
-            _ => solve::<B, f64>(&b, &self),
+        match (self.args.precision, self.args.solver) {
+            (PrecisionArg::F32, _) => solve::<B, f32>(&b, &self),
+            (PrecisionArg::Mixed, _) | (_, SolverArg::Refine) => solve_mixed(&b, &self),
+            (PrecisionArg::F64, _) => solve::<B, f64>(&b, &self),
         }
     }
+}
+
+/// `‖b − A x‖ / ‖b‖` of the f64 system, on the host.
+fn relative_residual(a: &Csr<Cpu, f64>, b: &[f64], x: &[f64]) -> Result<f64> {
+    let cpu = Cpu::new();
+    let mut r = Vector::from_slice(&cpu, b)?;
+    a.spmv(-1.0, &Vector::from_slice(&cpu, x)?, 1.0, &mut r)?;
+    let bnorm = b.iter().map(|v| v * v).sum::<f64>().sqrt();
+    Ok(r.nrm2()? / if bnorm > 0.0 { bnorm } else { 1.0 })
 }
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("solve: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = (|| -> Result<()> {
+    let args = Args::parse();
+    let result = (|| -> Result<bool> {
         let t0 = Instant::now();
         let a = load(&args.matrix)?;
         let s = a.stats();
@@ -295,12 +291,21 @@ fn main() -> ExitCode {
             }
         };
         println!(
-            "solver: {}, preconditioner: {}, precision: {}, tolerance {:e}",
+            "solver: {:?}, preconditioner: {:?}, precision: {:?}, tolerance {:e}",
             args.solver, args.precond, args.precision, args.tol
         );
         let (out, rhs_given) = (args.out.clone(), args.rhs.is_some());
-        let backend = args.backend;
-        let x = galerkin::with_backend(backend, Task { args, a, b })?;
+        let task = Task {
+            args: &args,
+            a: &a,
+            b: &b,
+        };
+        let (x, report) = galerkin::with_backend(args.backend.kind(), task)?;
+        println!("{report}");
+        println!(
+            "true relative residual of the f64 system: {:.3e}",
+            relative_residual(&a, &b, &x)?
+        );
         if !rhs_given {
             let err = x.iter().map(|v| (v - 1.0) * (v - 1.0)).sum::<f64>().sqrt()
                 / (x.len().max(1) as f64).sqrt();
@@ -310,10 +315,14 @@ fn main() -> ExitCode {
             write_vector(&path, &x)?;
             println!("x written to {path}");
         }
-        Ok(())
+        if !report.converged() {
+            eprintln!("solve: not converged: {}", report.reason);
+        }
+        Ok(report.converged())
     })();
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(3),
         Err(e) => {
             eprintln!("solve: error: {e}");
             ExitCode::FAILURE

@@ -1,9 +1,8 @@
 //! `y = A x` from the command line, on any backend, format and precision.
 //!
 //! ```text
-//! cargo run --release --example spmv -- --matrix FILE.mtx[.gz] | --matrix GENERATOR
-//!     [--format csr|ell|sell|staircase|bell|coo|auto] [--precision f32|f64|mixed]
-//!     [--backend cpu|wgpu|cuda] [--x FILE] [--out FILE] [--bench]
+//! cargo run --release --example spmv -- --help
+//! cargo run --release --example spmv -- --matrix poisson7:64 --format sell --bench
 //! ```
 //!
 //! Generators: `poisson7:N` and `poisson27:N` (3D, N³ rows), `poisson2d:N`, `fvm-tet:N`
@@ -18,75 +17,40 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use galerkin::sparse::{Csr, Format, FormatChoice, FormatOptions, SparseMatrix};
-use galerkin::{Backend, BackendKind, BackendTask, Cpu, Element, Error, Result, Scalar, Vector};
+use clap::Parser;
+use galerkin::sparse::{Csr, FormatChoice, FormatOptions, SparseMatrix};
+use galerkin::{Backend, BackendTask, Cpu, Element, Error, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{load, read_vector, write_vector};
+use common::{load, read_vector, write_vector, BackendArg, FormatArg, PrecisionArg};
 
+/// `y = A x` on any backend, format and precision: a Matrix Market file or a generated
+/// matrix, x from a file or all ones; prints the chosen format, the storage and ‖y‖.
+#[derive(Parser, Debug)]
+#[command(name = "spmv", version, after_help = common::GENERATORS_HELP)]
 struct Args {
+    /// The matrix: a Matrix Market file (`.mtx`, `.mtx.gz`) or a generator (below).
+    #[arg(long)]
     matrix: String,
-    format: Option<Format>,
-    precision: String,
-    backend: BackendKind,
+    /// Storage format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    format: FormatArg,
+    /// Precision: `mixed` stores the values in f32 and computes in f64.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
+    precision: PrecisionArg,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
+    /// x as plain text, one value per line (default: all ones).
+    #[arg(long)]
     x: Option<String>,
+    /// Write y here, one value per line, full precision.
+    #[arg(long)]
     out: Option<String>,
+    /// Also time 30 products: median time, GB/s, GFLOP/s.
+    #[arg(long)]
     bench: bool,
-}
-
-fn usage() -> &'static str {
-    "usage: spmv --matrix FILE.mtx|GENERATOR [--format csr|ell|sell|staircase|bell|coo|auto] \
-     [--precision f32|f64|mixed] [--backend cpu|wgpu|cuda] [--x FILE] [--out FILE] [--bench]"
-}
-
-fn parse() -> std::result::Result<Args, String> {
-    let mut args = Args {
-        matrix: String::new(),
-        format: None,
-        precision: "f64".into(),
-        backend: BackendKind::Cpu,
-        x: None,
-        out: None,
-        bench: false,
-    };
-    let mut it = std::env::args().skip(1);
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .ok_or_else(|| format!("{a} needs a value\n{}", usage()))
-        };
-        match a.as_str() {
-            "--matrix" => args.matrix = value()?,
-            "--format" => {
-                let v = value()?;
-                args.format = if v == "auto" {
-                    None
-                } else {
-                    Some(v.parse().map_err(|e: Error| e.to_string())?)
-                };
-            }
-            "--precision" => {
-                args.precision = value()?;
-                if !["f32", "f64", "mixed"].contains(&args.precision.as_str()) {
-                    return Err(format!(
-                        "--precision {}: expected f32, f64 or mixed",
-                        args.precision
-                    ));
-                }
-            }
-            "--backend" => args.backend = value()?.parse().map_err(|e: Error| e.to_string())?,
-            "--x" => args.x = Some(value()?),
-            "--out" => args.out = Some(value()?),
-            "--bench" => args.bench = true,
-            "-h" | "--help" => return Err(usage().into()),
-            other => return Err(format!("unknown argument {other}\n{}", usage())),
-        }
-    }
-    if args.matrix.is_empty() {
-        return Err(format!("--matrix is required\n{}", usage()));
-    }
-    Ok(args)
 }
 
 struct Task {
@@ -98,7 +62,7 @@ struct Task {
 /// Builds the matrix with values `V`, multiplies with vectors `T`, reports.
 fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Vec<f64>> {
     let a: Csr<Cpu, V> = t.a.convert();
-    let (m, choice) = match t.args.format {
+    let (m, choice) = match t.args.format.format() {
         None => SparseMatrix::auto(b, &a)?,
         Some(f) => (
             SparseMatrix::from_csr(b, &a, f, &FormatOptions::default())?,
@@ -146,22 +110,16 @@ impl BackendTask for Task {
     type Output = Vec<f64>;
     fn run<B: Backend>(self, b: B) -> Result<Vec<f64>> {
         println!("backend: {}", b.info());
-        match self.args.precision.as_str() {
-            "f32" => run::<B, f32, f32>(&b, &self),
-            "mixed" => run::<B, f32, f64>(&b, &self),
-            _ => run::<B, f64, f64>(&b, &self),
+        match self.args.precision {
+            PrecisionArg::F32 => run::<B, f32, f32>(&b, &self),
+            PrecisionArg::Mixed => run::<B, f32, f64>(&b, &self),
+            PrecisionArg::F64 => run::<B, f64, f64>(&b, &self),
         }
     }
 }
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("spmv: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
     let result = (|| -> Result<()> {
         let t0 = Instant::now();
         let a = load(&args.matrix)?;
@@ -194,7 +152,7 @@ fn main() -> ExitCode {
             None => vec![1.0; a.ncols()],
         };
         let out = args.out.clone();
-        let backend = args.backend;
+        let backend = args.backend.kind();
         let y = galerkin::with_backend(backend, Task { args, a, x })?;
         let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
         println!(

@@ -3,15 +3,17 @@
 //! the ratio to the measured copy bandwidth of the same device.
 //!
 //! ```text
-//! cargo run --release --example bench -- [--backend cpu|wgpu|cuda]... [--suite vector|spmv|cg|batched|layout]...
-//!     [--log2 26,27,28] [--reps 30] [--precision f32|f64]...
-//!     [--spmv-precision f64|mixed|f32]... [--scale 1.0] [--only NAME-PREFIX]... [--dump DIR]
+//! cargo run --release --example bench -- --help
+//! cargo run --release --features cuda,wgpu --example bench -- --backend cuda --suite spmv
 //! ```
 //! `--scale` multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the
 //! issue); for `batched`, `--log2` lists the matrix sizes n instead;
 //! `--only` keeps the SpMV cases whose name starts with a prefix; `--dump DIR` writes each
 //! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`. `layout` (CUDA only)
 //! compares the batched matrix-after-matrix layout with an interleaved one.
+
+#[path = "../common/mod.rs"]
+mod common;
 
 mod batched;
 mod cg;
@@ -36,76 +38,139 @@ pub struct Options {
     pub dump: Option<String>,
 }
 
-fn parse() -> Result<Options, String> {
-    let mut o = Options {
-        backends: Vec::new(),
-        precisions: Vec::new(),
-        log2_sizes: Vec::new(),
-        reps: 30,
-        suites: Vec::new(),
-        spmv_precisions: Vec::new(),
-        scale: 1.0,
-        only: Vec::new(),
-        dump: None,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = || args.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--backend" => o
-                .backends
-                .push(value()?.parse().map_err(|e| format!("{e}"))?),
-            "--precision" => o.precisions.push(match value()?.as_str() {
-                "f32" => Precision::F32,
-                "f64" => Precision::F64,
-                p => return Err(format!("unknown precision {p}: expected f32 or f64")),
-            }),
-            "--log2" => {
-                for s in value()?.split(',') {
-                    o.log2_sizes
-                        .push(s.trim().parse().map_err(|e| format!("--log2 {s}: {e}"))?);
-                }
-            }
-            "--reps" => o.reps = value()?.parse().map_err(|e| format!("--reps: {e}"))?,
-            "--suite" => o.suites.push(value()?),
-            "--spmv-precision" => o.spmv_precisions.push(value()?),
-            "--scale" => o.scale = value()?.parse().map_err(|e| format!("--scale: {e}"))?,
-            "--only" => o.only.push(value()?),
-            "--dump" => o.dump = Some(value()?),
-            "-h" | "--help" => {
-                println!("see the header of examples/bench/main.rs");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other}")),
-        }
-    }
-    if o.backends.is_empty() {
-        o.backends = BackendKind::ALL
+/// A benchmark suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SuiteArg {
+    /// fill, copy, axpy, dot, nrm2, fused CG update (sizes from --log2)
+    Vector,
+    /// SpMV of every format on the large matrices
+    Spmv,
+    /// CG and PCG per iteration and to 1e-8
+    Cg,
+    /// batched GEMM, LU, Cholesky, inverse (sides from --log2, default 8..64)
+    Batched,
+    /// batched Cholesky, matrix after matrix against interleaved (CUDA only)
+    Layout,
+}
+
+/// `--precision`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PrecisionArg {
+    F32,
+    F64,
+}
+
+/// `--spmv-precision`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SpmvPrecisionArg {
+    /// f64 values and vectors
+    F64,
+    /// f32 values, f64 vectors
+    Mixed,
+    /// f32 values and vectors
+    F32,
+}
+
+/// GPU-capable benchmarks: device-side timing (synchronise, warm up, median of many runs),
+/// bandwidth against the measured copy bandwidth of the same device.
+#[derive(clap::Parser, Debug)]
+#[command(name = "bench", version)]
+struct Cli {
+    /// Backends to run (repeat the flag; default: every backend compiled in).
+    #[arg(long = "backend", value_enum)]
+    backends: Vec<common::BackendArg>,
+    /// Suites to run (repeat the flag).
+    #[arg(long = "suite", value_enum, default_values_t = [SuiteArg::Vector])]
+    suites: Vec<SuiteArg>,
+    /// Vector suite: log2 of the lengths; batched suite: the matrix sides (comma-separated).
+    #[arg(long = "log2", value_delimiter = ',')]
+    log2_sizes: Vec<u32>,
+    /// Samples per case (each the mean of a batch of back-to-back calls of at least 5 ms).
+    #[arg(long, default_value_t = 30)]
+    reps: usize,
+    /// Precisions of the vector and batched suites (repeat the flag; default f32 and f64).
+    #[arg(long = "precision", value_enum)]
+    precisions: Vec<PrecisionArg>,
+    /// Precisions of the SpMV and CG suites (repeat; default f64, mixed, f32).
+    #[arg(long = "spmv-precision", value_enum)]
+    spmv_precisions: Vec<SpmvPrecisionArg>,
+    /// Multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the issues).
+    #[arg(long, default_value_t = 1.0)]
+    scale: f64,
+    /// Keep only the SpMV and CG cases whose name starts with this (repeat the flag).
+    #[arg(long)]
+    only: Vec<String>,
+    /// Write each SpMV/CG matrix here as raw CSR arrays, for the vendor scripts in
+    /// `benches/gpu` (cuSPARSE through CuPy).
+    #[arg(long)]
+    dump: Option<String>,
+}
+
+fn parse() -> Options {
+    let cli = <Cli as clap::Parser>::parse();
+    let backends = if cli.backends.is_empty() {
+        BackendKind::ALL
             .into_iter()
             .filter(|k| k.is_compiled())
-            .collect();
+            .collect()
+    } else {
+        cli.backends.iter().map(|b| b.kind()).collect()
+    };
+    let precisions = if cli.precisions.is_empty() {
+        vec![Precision::F32, Precision::F64]
+    } else {
+        cli.precisions
+            .iter()
+            .map(|p| match p {
+                PrecisionArg::F32 => Precision::F32,
+                PrecisionArg::F64 => Precision::F64,
+            })
+            .collect()
+    };
+    let spmv_precisions = if cli.spmv_precisions.is_empty() {
+        vec!["f64".into(), "mixed".into(), "f32".into()]
+    } else {
+        cli.spmv_precisions
+            .iter()
+            .map(|p| {
+                match p {
+                    SpmvPrecisionArg::F64 => "f64",
+                    SpmvPrecisionArg::Mixed => "mixed",
+                    SpmvPrecisionArg::F32 => "f32",
+                }
+                .to_string()
+            })
+            .collect()
+    };
+    let suites = cli
+        .suites
+        .iter()
+        .map(|s| {
+            match s {
+                SuiteArg::Vector => "vector",
+                SuiteArg::Spmv => "spmv",
+                SuiteArg::Cg => "cg",
+                SuiteArg::Batched => "batched",
+                SuiteArg::Layout => "layout",
+            }
+            .to_string()
+        })
+        .collect();
+    Options {
+        backends,
+        precisions,
+        log2_sizes: cli.log2_sizes,
+        reps: cli.reps.max(1),
+        suites,
+        spmv_precisions,
+        scale: cli.scale,
+        only: cli.only,
+        dump: cli.dump,
     }
-    if o.precisions.is_empty() {
-        o.precisions = vec![Precision::F32, Precision::F64];
-    }
-    if o.suites.is_empty() {
-        o.suites = vec!["vector".into()];
-    }
-    if o.spmv_precisions.is_empty() {
-        o.spmv_precisions = vec!["f64".into(), "mixed".into(), "f32".into()];
-    }
-    o.reps = o.reps.max(1);
-    Ok(o)
 }
 
 fn main() {
-    let options = match parse() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("bench: {e}");
-            std::process::exit(2);
-        }
-    };
+    let options = parse();
     for suite in &options.suites {
         match suite.as_str() {
             "vector" => vector::run(&options),

@@ -1,5 +1,7 @@
 //! Shared by the command-line examples: matrices from files or generators, vectors from
-//! plain-text files.
+//! plain-text files, the common command-line values.
+// Each example uses a part of this module.
+#![allow(dead_code)]
 
 use std::io::{BufRead, Write};
 
@@ -7,10 +9,20 @@ use galerkin::sparse::Csr;
 use galerkin::{Cpu, Error, Result};
 
 /// The generators `load` understands, for help texts.
-#[allow(dead_code)]
 pub const GENERATORS: &str = "poisson7:N, poisson27:N (3D, N^3 rows), poisson2d:N, fvm-tet:N (two-point-flux \
 FVM on 6 N^3 perturbed tetrahedra), fvm-dual:N (its polyhedral dual, (N+1)^3 rows), hdg:P:N (HDG-like \
 trace matrix, degree P), dg:B:N (7-block DG-like matrix, block size B, N^3 elements), random:N";
+
+/// The generators, as the `--help` of the examples lists them.
+pub const GENERATORS_HELP: &str = "Matrix generators (--matrix NAME:ARGS):
+  poisson7:N, poisson27:N   3D Poisson, 7- or 27-point, N^3 rows
+  poisson2d:N               2D Poisson, 5-point, N^2 rows
+  fvm-tet:N                 two-point-flux FVM on 6 N^3 perturbed tetrahedra
+  fvm-dual:N                the same on the polyhedral dual, (N+1)^3 rows
+  hdg:P:N                   HDG-like trace matrix, degree P, N x N squares of triangles
+  dg:B:N                    7-block DG-like matrix, block size B, N^3 elements
+  random:N                  random pattern of awkward row lengths
+Anything else is read as a Matrix Market file (.mtx or .mtx.gz).";
 
 /// Loads a Matrix Market file or runs a generator.
 pub fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
@@ -21,8 +33,8 @@ pub fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
             .get(i)
             .and_then(|s| s.parse().ok())
             .ok_or_else(|| Error::InvalidArgument {
-                op: "spmv",
-                name: "matrix",
+                op: "--matrix",
+                name: "generator",
                 reason: format!("generator `{spec}` needs a number in position {i}"),
             })
     };
@@ -80,4 +92,72 @@ pub fn write_vector(path: &str, values: &[f64]) -> Result<()> {
         writeln!(w, "{v:e}").map_err(io)?;
     }
     w.flush().map_err(io)
+}
+
+/// `--backend` of every example.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BackendArg {
+    /// rayon on the host (always available; the reference)
+    Cpu,
+    /// wgpu: Vulkan, Metal, DX12 (build with `--features wgpu`)
+    Wgpu,
+    /// CUDA (build with `--features cuda`)
+    Cuda,
+}
+
+impl BackendArg {
+    /// The library's backend kind.
+    pub fn kind(self) -> galerkin::BackendKind {
+        match self {
+            BackendArg::Cpu => galerkin::BackendKind::Cpu,
+            BackendArg::Wgpu => galerkin::BackendKind::Wgpu,
+            BackendArg::Cuda => galerkin::BackendKind::Cuda,
+        }
+    }
+}
+
+/// `--format` of the examples that build a sparse matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// chosen from the row statistics (CSR on the CPU backend)
+    Auto,
+    /// coordinate triplets
+    Coo,
+    /// compressed sparse rows
+    Csr,
+    /// ELLPACK
+    Ell,
+    /// SELL-C-σ
+    Sell,
+    /// Staircase SELL (permuted numbering)
+    Staircase,
+    /// block ELL (dense blocks)
+    Bell,
+}
+
+impl FormatArg {
+    /// The format, or `None` for automatic selection.
+    pub fn format(self) -> Option<galerkin::sparse::Format> {
+        use galerkin::sparse::Format;
+        match self {
+            FormatArg::Auto => None,
+            FormatArg::Coo => Some(Format::Coo),
+            FormatArg::Csr => Some(Format::Csr),
+            FormatArg::Ell => Some(Format::Ell),
+            FormatArg::Sell => Some(Format::Sell),
+            FormatArg::Staircase => Some(Format::Staircase),
+            FormatArg::Bell => Some(Format::BlockEll),
+        }
+    }
+}
+
+/// `--precision` of the solver examples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PrecisionArg {
+    /// everything in f32
+    F32,
+    /// everything in f64
+    F64,
+    /// f32 storage / inner work, the answer to f64 accuracy
+    Mixed,
 }
