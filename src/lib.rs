@@ -20,6 +20,8 @@ pub mod backend;
 pub mod batched;
 pub mod error;
 pub mod fvm;
+pub mod hdg;
+pub mod io;
 pub mod mesh;
 pub mod random;
 pub mod scalar;

@@ -240,6 +240,46 @@ impl<B: BackendCore, T: Element> Batch<B, T> {
     pub fn buffer(&self) -> &B::Buffer<T> {
         &self.data
     }
+
+    /// The same values seen as `count` matrices of `nrows x ncols` (row-major data
+    /// unchanged: one `m x (k n)` matrix becomes `m` matrices of `k x n`, say).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if the new shape holds a different number of values.
+    pub fn reshape(self, count: usize, nrows: usize, ncols: usize) -> Result<Self> {
+        let len = size_of_batch("Batch::reshape", count, nrows, ncols)?;
+        crate::error::check_len(
+            "Batch::reshape",
+            "values of the new shape",
+            self.count * self.nrows * self.ncols,
+            len,
+        )?;
+        Ok(Batch {
+            count,
+            nrows,
+            ncols,
+            ..self
+        })
+    }
+
+    /// A batch over `buffer`, which holds at least `count · nrows · ncols` values of
+    /// `backend`.
+    pub(crate) fn from_buffer(
+        backend: &B,
+        count: usize,
+        nrows: usize,
+        ncols: usize,
+        buffer: B::Buffer<T>,
+    ) -> Self {
+        debug_assert!(B::len(&buffer) >= count * nrows * ncols);
+        Batch {
+            count,
+            nrows,
+            ncols,
+            data: buffer,
+            backend: backend.clone(),
+        }
+    }
 }
 
 impl<B: VectorOps, T: Element> Batch<B, T> {

@@ -32,6 +32,7 @@
 pub mod gmsh;
 pub mod structured;
 mod tet;
+pub mod tri;
 
 pub(crate) use tet::{check_tets, cross, dot, invalid, norm, sub, PointCells, TET_EDGES};
 pub use tet::{tet_edges, tet_face, tet_neighbors, tet_volume, NO_NEIGHBOR};

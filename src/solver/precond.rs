@@ -241,6 +241,39 @@ impl<B: Backend, S: Scalar> BlockJacobi<B, S> {
         Self::new(backend, &a.to_csr()?, a.block_size())
     }
 
+    /// From the diagonal blocks already on the device: `blocks` holds the `r` square
+    /// blocks (any element type; converted to `S`), inverted there by the batched LU with
+    /// partial pivoting. Nothing goes through the host.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for non-square blocks or blocks above 64, or naming the
+    /// first singular block; device errors.
+    pub fn from_blocks<V: Element>(blocks: &Batch<B, V>) -> Result<Self> {
+        let backend = blocks.backend();
+        let len = blocks.count() * blocks.nrows() * blocks.ncols();
+        let mut converted = backend.alloc::<S>(len)?;
+        // SAFETY: both buffers hold `len` values of this backend.
+        unsafe { backend.convert(blocks.buffer(), &mut converted)? };
+        let converted = Batch::from_buffer(
+            backend,
+            blocks.count(),
+            blocks.nrows(),
+            blocks.ncols(),
+            converted,
+        );
+        let (inverse, status) = crate::batched::inverse::<B, S, S>(&converted)?;
+        if let Some(&(l, _)) = status.failures()?.first() {
+            return Err(Error::InvalidArgument {
+                op: "BlockJacobi::from_blocks",
+                name: "blocks",
+                reason: format!("diagonal block {l} is singular"),
+            });
+        }
+        Ok(BlockJacobi {
+            inv_blocks: BlockEll::block_diagonal(&inverse)?,
+        })
+    }
+
     /// The inverse blocks as a block-diagonal matrix.
     pub fn inverse_blocks(&self) -> &BlockEll<B, S> {
         &self.inv_blocks
@@ -260,15 +293,33 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for BlockJacobi<B, S> {
 }
 
 /// Chebyshev polynomial preconditioner: `degree` steps of the Chebyshev iteration for
-/// `A z = r` from `z = 0`, Jacobi-scaled, on the interval `[λmax / ratio, λmax]` with
-/// `λmax` the largest eigenvalue of `D⁻¹A` estimated by power iteration (times 1.1).
-/// The polynomial is fixed, so PCG may use it.
+/// `A z = r` from `z = 0`, scaled by an inner preconditioner `M` (Jacobi `D⁻¹` from
+/// [`new`](Self::new), any symmetric one from [`with_preconditioner`](Self::with_preconditioner)),
+/// on the interval `[λmax / ratio, λmax]` with `λmax` the largest eigenvalue of `M⁻¹A`
+/// estimated by power iteration (times 1.1). The polynomial is fixed, so PCG may use it.
 pub struct Chebyshev<'a, B: Backend, S: Scalar> {
     a: &'a dyn LinearOperator<B, S>,
-    inv_diag: Vector<B, S>,
+    inner: Inner<'a, B, S>,
     degree: usize,
     lambda_min: f64,
     lambda_max: f64,
+}
+
+/// The scaling inside [`Chebyshev`].
+enum Inner<'a, B: Backend, S: Scalar> {
+    /// `D⁻¹` as a vector.
+    Jacobi(Vector<B, S>),
+    /// Any symmetric preconditioner.
+    Preconditioner(&'a dyn Preconditioner<B, S>),
+}
+
+impl<B: Backend, S: Scalar> Inner<'_, B, S> {
+    fn apply(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+        match self {
+            Inner::Jacobi(d) => z.pointwise_mul(d, r),
+            Inner::Preconditioner(p) => p.precondition(r, z),
+        }
+    }
 }
 
 /// Parameters of [`Chebyshev`].
@@ -306,6 +357,38 @@ impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
         diag: &[f64],
         params: ChebyshevParams,
     ) -> Result<Self> {
+        crate::error::check_len("Chebyshev::new", "diag", a.nrows(), diag.len())?;
+        let jacobi = Jacobi::<B, S>::from_diagonal(backend, diag)?;
+        Self::build(backend, a, Inner::Jacobi(jacobi.inv_diag), params)
+    }
+
+    /// Builds the preconditioner for operator `a` scaled by `inner` (symmetric positive
+    /// definite, e.g. [`BlockJacobi`]): the Chebyshev polynomial in `M⁻¹A`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new), and [`Error::DimensionMismatch`] when `inner` has another
+    /// size than `a`.
+    pub fn with_preconditioner(
+        backend: &B,
+        a: &'a dyn LinearOperator<B, S>,
+        inner: &'a dyn Preconditioner<B, S>,
+        params: ChebyshevParams,
+    ) -> Result<Self> {
+        crate::error::check_len(
+            "Chebyshev::with_preconditioner",
+            "inner",
+            a.nrows(),
+            inner.size(),
+        )?;
+        Self::build(backend, a, Inner::Preconditioner(inner), params)
+    }
+
+    fn build(
+        backend: &B,
+        a: &'a dyn LinearOperator<B, S>,
+        inner: Inner<'a, B, S>,
+        params: ChebyshevParams,
+    ) -> Result<Self> {
         let ChebyshevParams {
             degree,
             ratio,
@@ -322,9 +405,7 @@ impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
         if ratio.partial_cmp(&1.0) != Some(std::cmp::Ordering::Greater) {
             return Err(invalid("ratio", format!("{ratio}: must exceed 1")));
         }
-        crate::error::check_len("Chebyshev::new", "diag", a.nrows(), diag.len())?;
-        let jacobi = Jacobi::<B, S>::from_diagonal(backend, diag)?;
-        let n = diag.len();
+        let n = a.nrows();
         let mut v = Vector::from_slice(backend, &crate::verify::random_vec::<S>(n, 0x5eed))?;
         let mut w = Vector::zeros(backend, n)?;
         let mut lambda = 0.0;
@@ -335,19 +416,19 @@ impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
             }
             v.scale(S::from_f64(1.0 / norm))?;
             a.apply(&v, &mut w)?;
-            v.pointwise_mul(jacobi.inverse_diagonal(), &w)?;
+            inner.apply(&w, &mut v)?;
             lambda = v.nrm2()?.as_f64();
         }
         if lambda.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !lambda.is_finite() {
             return Err(invalid(
                 "a",
-                format!("the estimate of λmax(D⁻¹A) is {lambda}: not positive"),
+                format!("the estimate of λmax(M⁻¹A) is {lambda}: not positive"),
             ));
         }
         let lambda_max = 1.1 * lambda;
         Ok(Chebyshev {
             a,
-            inv_diag: jacobi.inv_diag,
+            inner,
             degree,
             lambda_min: lambda_max / ratio,
             lambda_max,
@@ -362,7 +443,7 @@ impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
 
 impl<B: Backend, S: Scalar> Preconditioner<B, S> for Chebyshev<'_, B, S> {
     fn size(&self) -> usize {
-        self.inv_diag.len()
+        self.a.nrows()
     }
     fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
         let b = r.backend();
@@ -372,14 +453,14 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for Chebyshev<'_, B, S> {
         let mut rho = 1.0 / sigma;
         let mut res = r.try_clone()?;
         let mut d = Vector::zeros(b, r.len())?;
-        d.pointwise_mul(&self.inv_diag, &res)?;
+        self.inner.apply(&res, &mut d)?;
         d.scale(S::from_f64(1.0 / theta))?;
         z.copy_from(&d)?;
         let mut w = Vector::zeros(b, r.len())?;
         for _ in 1..self.degree {
             self.a.apply_add(-S::ONE, &d, S::ONE, &mut res)?;
             let rho_new = 1.0 / (2.0 * sigma - rho);
-            w.pointwise_mul(&self.inv_diag, &res)?;
+            self.inner.apply(&res, &mut w)?;
             d.axpby(
                 S::from_f64(2.0 * rho_new / delta),
                 &w,
@@ -392,9 +473,17 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for Chebyshev<'_, B, S> {
     }
     fn cost(&self) -> OperatorCost {
         let c = self.a.cost();
+        let m = match &self.inner {
+            Inner::Jacobi(d) => OperatorCost {
+                flops: d.len() as f64,
+                bytes: 3.0 * (d.len() * S::DTYPE.size()) as f64,
+            },
+            Inner::Preconditioner(p) => p.cost(),
+        };
+        let d = self.degree as f64;
         OperatorCost {
-            flops: (self.degree - 1) as f64 * c.flops,
-            bytes: (self.degree - 1) as f64 * c.bytes,
+            flops: (d - 1.0) * c.flops + d * m.flops,
+            bytes: (d - 1.0) * c.bytes + d * m.bytes,
         }
     }
 }

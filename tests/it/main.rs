@@ -9,6 +9,7 @@
 mod batched;
 mod errors;
 mod harness;
+mod hdg;
 mod mesh;
 mod mtx;
 mod reorder;
