@@ -10,6 +10,7 @@
 //! Exit status 1 if any check fails, 2 for bad arguments.
 
 use clap::Parser;
+use galerkin::hdg::HdgCheck;
 use galerkin::verify::{check, standard_checks, Check, Comparison};
 use galerkin::{Backend, BackendKind, BackendTask, Result};
 
@@ -83,8 +84,11 @@ impl BackendTask for Conformance<'_> {
         let wants = |p: PrecisionArg| args.precisions.is_empty() || args.precisions.contains(&p);
         println!("\n{}", backend.info());
         let (mut run, mut failed) = (0, 0);
+        let wanted = |c: &dyn Fn() -> String| {
+            args.only.is_empty() || args.only.iter().any(|o| c().contains(o.as_str()))
+        };
         for c in standard_checks() {
-            if !args.only.is_empty() && !args.only.iter().any(|o| c.name().contains(o.as_str())) {
+            if !wanted(&|| c.name()) {
                 continue;
             }
             let mut rows = Vec::new();
@@ -103,6 +107,25 @@ impl BackendTask for Conformance<'_> {
                     run += 1;
                     failed += 1;
                 }
+            }
+        }
+        // The HDG stages (local solvers, assembly, recovery) on a perturbed mesh.
+        for c in HdgCheck::standard() {
+            if !wanted(&|| c.name()) {
+                continue;
+            }
+            let mut rows = Vec::new();
+            if wants(PrecisionArg::F32) {
+                rows.push(row::<B, f32>(&backend, &c));
+            }
+            if wants(PrecisionArg::F64) {
+                rows.push(row::<B, f64>(&backend, &c));
+            }
+            for (line, result) in rows {
+                println!("{line}");
+                run += 1;
+                failed +=
+                    usize::from(!result.is_some_and(|r| r.passed) && !line.contains("unsupported"));
             }
         }
         Ok((run, failed))

@@ -17,6 +17,7 @@ mod common;
 
 mod batched;
 mod cg;
+mod hdg;
 #[cfg(feature = "cuda")]
 mod layout;
 mod spmv;
@@ -36,6 +37,10 @@ pub struct Options {
     pub scale: f64,
     pub only: Vec<String>,
     pub dump: Option<String>,
+    pub hdg_sizes: Vec<usize>,
+    pub hdg_degrees: Vec<usize>,
+    pub hdg_chebyshev: bool,
+    pub hdg_spmv: bool,
 }
 
 /// A benchmark suite.
@@ -51,6 +56,8 @@ enum SuiteArg {
     Batched,
     /// batched Cholesky, matrix after matrix against interleaved (CUDA only)
     Layout,
+    /// the HDG pipeline stage by stage (--hdg-n, --degrees; precisions from --spmv-precision)
+    Hdg,
 }
 
 /// `--precision`.
@@ -104,6 +111,19 @@ struct Cli {
     /// `benches/gpu` (cuSPARSE through CuPy).
     #[arg(long)]
     dump: Option<String>,
+    /// HDG suite: n of the n x n meshes of 2 n² triangles (comma-separated; 80 is the
+    /// seed's mesh, 708 gives 1M triangles).
+    #[arg(long = "hdg-n", value_delimiter = ',', default_values_t = [80])]
+    hdg_sizes: Vec<usize>,
+    /// HDG suite: the degrees P (comma-separated, 1..=9).
+    #[arg(long = "degrees", value_delimiter = ',', default_values_t = [1, 2, 3, 4, 5, 6, 7, 8, 9])]
+    hdg_degrees: Vec<usize>,
+    /// HDG suite: precondition PCG with Chebyshev(4) over block-Jacobi.
+    #[arg(long)]
+    hdg_chebyshev: bool,
+    /// HDG suite: also time the trace SpMV (block-ELL against CSR; --dump writes K).
+    #[arg(long)]
+    hdg_spmv: bool,
 }
 
 fn parse() -> Options {
@@ -152,6 +172,7 @@ fn parse() -> Options {
                 SuiteArg::Cg => "cg",
                 SuiteArg::Batched => "batched",
                 SuiteArg::Layout => "layout",
+                SuiteArg::Hdg => "hdg",
             }
             .to_string()
         })
@@ -166,6 +187,10 @@ fn parse() -> Options {
         scale: cli.scale,
         only: cli.only,
         dump: cli.dump,
+        hdg_sizes: cli.hdg_sizes,
+        hdg_degrees: cli.hdg_degrees,
+        hdg_chebyshev: cli.hdg_chebyshev,
+        hdg_spmv: cli.hdg_spmv,
     }
 }
 
@@ -177,6 +202,7 @@ fn main() {
             "spmv" => spmv::run(&options),
             "cg" => cg::run(&options),
             "batched" => batched::run(&options),
+            "hdg" => hdg::run(&options),
             #[cfg(feature = "cuda")]
             "layout" => layout::run(&options),
             #[cfg(not(feature = "cuda"))]

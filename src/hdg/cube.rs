@@ -335,12 +335,18 @@ fn extract_kernel(
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut k = ABSOLUTE_POS;
     while k < len {
+        // CubeCL evaluates both operands of `||` and `&&`: every read is under an `if`.
         let g = keys[k];
-        let first = k == 0 || keys[k - 1] != g;
+        let mut first = true;
+        if k > 0 {
+            first = keys[k - 1] != g;
+        }
         if first && (g as usize) < nedges {
             out[2 * g as usize] = vals[k];
-            if k + 1 < len && keys[k + 1] == g {
-                out[2 * g as usize + 1] = vals[k + 1];
+            if k + 1 < len {
+                if keys[k + 1] == g {
+                    out[2 * g as usize + 1] = vals[k + 1];
+                }
             }
         }
         k += stride;

@@ -2,6 +2,7 @@
 //! (`−∇²u + λu = f`), the pipeline of seed 001 with the trace system in block-ELL
 //! (seed 000): every stage a batch on the device.
 
+pub mod check;
 pub mod coefficients;
 pub(crate) mod cube;
 pub mod host;
@@ -11,6 +12,7 @@ pub mod reference;
 mod stacks;
 pub mod topology;
 
+pub use check::{HdgCheck, HdgStage};
 pub use coefficients::CoefficientKind;
 pub use host::{Field, Flux};
 pub use ops::{HdgOps, TRACE_SLOTS};

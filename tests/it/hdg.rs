@@ -456,8 +456,8 @@ fn hdg_stages<B: Backend, T: Scalar>(b: &B) {
         "λ",
     );
     let (mut fr, mut fd) = (
-        reference.recover(&lr, &loadr, &tr).unwrap(),
-        device.recover(&ld, &loadd, &td).unwrap(),
+        reference.recover(&lr, &loadr, &tr.lambda).unwrap(),
+        device.recover(&ld, &loadd, &td.lambda).unwrap(),
     );
     assert_rel(
         &fd.u.to_vec().unwrap(),
@@ -900,3 +900,17 @@ fn hdg_bad_input() {
     expect_invalid(TriMesh::unit_square(0, Diagonal::Up, 0.0, 1), &["n"]);
     let _ = NO_ELEMENT;
 }
+
+/// The conformance checks of the HDG stages pass on every backend and precision.
+fn hdg_conformance<B: Backend, T: Scalar>(b: &B) {
+    for c in galerkin::hdg::HdgCheck::standard() {
+        let r = galerkin::verify::check::<B, T, _>(b, &c).unwrap();
+        assert!(
+            r.passed,
+            "{} ({}): {r}",
+            galerkin::verify::Check::name(&c),
+            T::DTYPE
+        );
+    }
+}
+backend_tests!(hdg_conformance);

@@ -8,6 +8,7 @@
 
 mod batched;
 mod errors;
+mod examples;
 mod harness;
 mod hdg;
 mod mesh;

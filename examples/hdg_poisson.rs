@@ -1,0 +1,631 @@
+//! Solve `−∇²u + λu = f` on a triangle mesh with the HDG method of degree P, on any backend
+//! and precision; print the stage times, the solver counts and, with `--exact`, the L2
+//! errors of u, q = ∇u and the post-processed u*.
+//!
+//! ```text
+//! cargo run --release --example hdg_poisson -- --help
+//! cargo run --release --example hdg_poisson                           # sin(πx) sin(πy), P = 3
+//! cargo run --release --example hdg_poisson -- --mesh perturbed:32 --degree 5 \
+//!     --exact "exp(x)*cos(pi*y)" --lambda 1 --neumann 2,3 --vtk out.vtu
+//! ```
+//!
+//! Expressions are in `x` and `y` (`pi`, `PI` and `π` are π), parsed by `exmex`; `--exact`
+//! alone is enough: the right-hand side `−∇²u + λu`, the Dirichlet values and the Neumann
+//! flux `∇u·n` are derived from it by symbolic differentiation. Every boundary edge is
+//! Dirichlet unless `--neumann` names its physical tag (generated squares: 1 bottom,
+//! 2 right, 3 top, 4 left). Exit status: 0 converged, 3 not converged, 2 bad arguments or
+//! input, 1 other errors (a device error).
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, ValueEnum};
+use exmex::{Differentiate, Express, FlatEx};
+use galerkin::hdg::{
+    Exact, Hdg, HdgParams, L2Errors, Problem, StageTimes, TracePreconditioner, TraceSolverParams,
+};
+use galerkin::mesh::tri::{Diagonal, TriMesh};
+use galerkin::solver::Progress;
+use galerkin::{Backend, BackendTask, Error, Result, Scalar};
+
+#[path = "common/mod.rs"]
+mod common;
+use common::{BackendArg, PrecisionArg};
+
+/// `--diagonal`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum DiagonalArg {
+    /// every square split from (0,0) to (1,1)
+    Up,
+    /// every square split from (1,0) to (0,1)
+    Down,
+    /// alternating, a criss-cross pattern
+    Alternating,
+}
+
+/// `--preconditioner`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PreconditionerArg {
+    /// inverses of the edge blocks of K
+    BlockJacobi,
+    /// Chebyshev polynomial (degree --chebyshev-degree) over block-Jacobi
+    Chebyshev,
+}
+
+/// HDG for −∇²u + λu = f on triangles: every stage on the chosen backend.
+#[derive(Parser, Debug)]
+#[command(name = "hdg_poisson", version)]
+struct Args {
+    /// The mesh: `square:N` (N x N squares of 2 triangles on [0,1]²), `perturbed:N` (the
+    /// same with interior points moved at random), or a Gmsh file (`.msh`, 2.2 or 4.1)
+    /// with 3-node triangles and tagged boundary lines.
+    #[arg(long, default_value = "square:16")]
+    mesh: String,
+    /// How the generated squares are split.
+    #[arg(long, value_enum, default_value_t = DiagonalArg::Up)]
+    diagonal: DiagonalArg,
+    /// Seed of the perturbation of `perturbed:N`.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Gmsh files: the tag given to boundary lines without a physical tag (default: such
+    /// lines are an error).
+    #[arg(long)]
+    untagged_as: Option<i32>,
+    /// Polynomial degree P (1..=9).
+    #[arg(long, default_value_t = 3)]
+    degree: usize,
+    /// Stabilisation τ > 0.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    tau: f64,
+    /// λ ≥ 0 in −∇²u + λu = f.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    lambda: f64,
+    /// f(x, y) (default: −∇²u + λu of --exact).
+    #[arg(long)]
+    rhs: Option<String>,
+    /// Dirichlet values g(x, y) (default: --exact).
+    #[arg(long)]
+    dirichlet: Option<String>,
+    /// The exact solution u(x, y), for the errors (and the defaults of --rhs, --dirichlet,
+    /// --flux). Without --rhs and --exact: sin(pi*x)*sin(pi*y).
+    #[arg(long)]
+    exact: Option<String>,
+    /// Neumann data ∇u·n as an expression in x, y, nx, ny (default: from --exact).
+    #[arg(long)]
+    flux: Option<String>,
+    /// Physical tags of the Neumann boundary edges (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    neumann: Vec<i32>,
+    /// Where to run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
+    /// f64; f32; mixed = element matrices and K stored in f32, the solve in f64.
+    #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
+    precision: PrecisionArg,
+    /// Preconditioner of PCG on the trace system.
+    #[arg(long, value_enum, default_value_t = PreconditionerArg::BlockJacobi)]
+    preconditioner: PreconditionerArg,
+    /// Degree of the Chebyshev polynomial.
+    #[arg(long, default_value_t = 4)]
+    chebyshev_degree: usize,
+    /// Relative residual tolerance (default 1e-12 for f64 and mixed, 1e-5 for f32).
+    #[arg(long)]
+    rtol: Option<f64>,
+    /// PCG iteration limit.
+    #[arg(long, default_value_t = 20_000)]
+    max_iter: usize,
+    /// Skip the post-processing u*.
+    #[arg(long)]
+    no_post_process: bool,
+    /// Write u, q and u* for ParaView (`.vtu` or `.vtk`).
+    #[arg(long)]
+    vtk: Option<String>,
+    /// Sub-triangles per element side in the VTK output (default P + 1).
+    #[arg(long)]
+    refine: Option<usize>,
+    /// Print one JSON object on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn bad(name: &'static str, reason: String) -> Error {
+    Error::InvalidArgument {
+        op: "hdg_poisson",
+        name,
+        reason,
+    }
+}
+
+/// A parsed expression in x, y (and nx, ny for fluxes), `pi` bound to π.
+struct Expr {
+    ex: FlatEx<f64>,
+    /// For each variable of `ex` (exmex sorts them), its slot in `[x, y, nx, ny, π]`.
+    slots: Vec<usize>,
+}
+
+impl Expr {
+    const NAMES: [&'static str; 5] = ["x", "y", "nx", "ny", "pi"];
+
+    fn parse(option: &'static str, text: &str, allowed: usize) -> Result<Self> {
+        let ex = FlatEx::<f64>::parse(text)
+            .map_err(|e| bad(option, format!("cannot parse {text:?}: {e}")))?;
+        Self::from_flat(option, text, ex, allowed)
+    }
+
+    fn from_flat(
+        option: &'static str,
+        text: &str,
+        ex: FlatEx<f64>,
+        allowed: usize,
+    ) -> Result<Self> {
+        let slots = ex
+            .var_names()
+            .iter()
+            .map(|v| match Self::NAMES.iter().position(|n| n == v) {
+                Some(k) if k < allowed || k == 4 => Ok(k),
+                _ => Err(bad(
+                    option,
+                    format!(
+                        "{text:?} uses the unknown variable {v:?} (allowed: {})",
+                        Self::NAMES[..allowed].join(", ")
+                    ),
+                )),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Expr { ex, slots })
+    }
+
+    fn eval(&self, values: [f64; 4]) -> f64 {
+        let all = [
+            values[0],
+            values[1],
+            values[2],
+            values[3],
+            std::f64::consts::PI,
+        ];
+        let vars: Vec<f64> = self.slots.iter().map(|&k| all[k]).collect();
+        self.ex.eval(&vars).unwrap_or(f64::NAN)
+    }
+
+    fn at(&self, x: f64, y: f64) -> f64 {
+        self.eval([x, y, 0.0, 0.0])
+    }
+
+    /// `∂/∂x` (`var = 0`) or `∂/∂y` (`var = 1`); zero when the variable is absent.
+    fn partial(&self, option: &'static str, var: usize) -> Result<Self> {
+        match self.slots.iter().position(|&k| k == var) {
+            Some(i) => {
+                let d = self
+                    .ex
+                    .clone()
+                    .partial(i)
+                    .map_err(|e| bad(option, format!("cannot differentiate: {e}")))?;
+                Self::from_flat(option, "", d, 2)
+            }
+            None => Self::parse(option, "0", 2),
+        }
+    }
+}
+
+/// A scalar function of the point, owned.
+type BoxedField = Box<dyn Fn(f64, f64) -> f64 + Sync>;
+/// A flux `(x, y, n) ↦ ∇u·n`, owned.
+type BoxedFlux = Box<dyn Fn(f64, f64, [f64; 2]) -> f64 + Sync>;
+
+/// The problem's functions, checked finite at every mesh point.
+struct Functions {
+    rhs: BoxedField,
+    dirichlet: BoxedField,
+    flux: Option<BoxedFlux>,
+    exact: Option<(Expr, Expr, Expr)>,
+}
+
+fn functions(args: &Args, mesh: &TriMesh) -> Result<Functions> {
+    let default_exact = args.rhs.is_none() && args.exact.is_none();
+    let exact_text = match (&args.exact, default_exact) {
+        (Some(e), _) => Some(e.clone()),
+        (None, true) => Some("sin(pi*x)*sin(pi*y)".to_string()),
+        (None, false) => None,
+    };
+    let exact = match &exact_text {
+        Some(t) => {
+            let u = Expr::parse("--exact", t, 2)?;
+            let (ux, uy) = (u.partial("--exact", 0)?, u.partial("--exact", 1)?);
+            Some((u, ux, uy))
+        }
+        None => None,
+    };
+    let lambda = args.lambda;
+    let rhs: BoxedField = match (&args.rhs, &exact) {
+        (Some(t), _) => {
+            let e = Expr::parse("--rhs", t, 2)?;
+            Box::new(move |x, y| e.at(x, y))
+        }
+        (None, Some((_, ux, uy))) => {
+            let (uxx, uyy) = (ux.partial("--exact", 0)?, uy.partial("--exact", 1)?);
+            let u = Expr::parse("--exact", exact_text.as_deref().unwrap_or("0"), 2)?;
+            Box::new(move |x, y| -(uxx.at(x, y) + uyy.at(x, y)) + lambda * u.at(x, y))
+        }
+        (None, None) => return Err(bad("--rhs", "give --rhs or --exact".into())),
+    };
+    let dirichlet: BoxedField = match (&args.dirichlet, &exact_text) {
+        (Some(t), _) => {
+            let e = Expr::parse("--dirichlet", t, 2)?;
+            Box::new(move |x, y| e.at(x, y))
+        }
+        (None, Some(t)) => {
+            let e = Expr::parse("--exact", t, 2)?;
+            Box::new(move |x, y| e.at(x, y))
+        }
+        (None, None) => Box::new(|_, _| 0.0),
+    };
+    let flux: Option<BoxedFlux> = match (&args.flux, &exact) {
+        (Some(t), _) => {
+            let e = Expr::parse("--flux", t, 4)?;
+            Some(Box::new(move |x, y, n: [f64; 2]| {
+                e.eval([x, y, n[0], n[1]])
+            }))
+        }
+        (None, Some((_, ux, uy))) => {
+            let (ux, uy) = (
+                Expr::from_flat("--exact", "", ux.ex.clone(), 2)?,
+                Expr::from_flat("--exact", "", uy.ex.clone(), 2)?,
+            );
+            Some(Box::new(move |x, y, n: [f64; 2]| {
+                ux.at(x, y) * n[0] + uy.at(x, y) * n[1]
+            }))
+        }
+        (None, None) if !args.neumann.is_empty() => {
+            return Err(bad("--flux", "Neumann edges need --flux or --exact".into()))
+        }
+        (None, None) => None,
+    };
+    for p in &mesh.points {
+        for (name, v) in [
+            ("--rhs", rhs(p[0], p[1])),
+            ("--dirichlet", dirichlet(p[0], p[1])),
+        ] {
+            if !v.is_finite() {
+                return Err(bad(
+                    name,
+                    format!("the expression is {v} at ({}, {})", p[0], p[1]),
+                ));
+            }
+        }
+    }
+    Ok(Functions {
+        rhs,
+        dirichlet,
+        flux,
+        exact,
+    })
+}
+
+fn mesh(args: &Args) -> Result<TriMesh> {
+    let diagonal = match args.diagonal {
+        DiagonalArg::Up => Diagonal::Up,
+        DiagonalArg::Down => Diagonal::Down,
+        DiagonalArg::Alternating => Diagonal::Alternating,
+    };
+    let generated = |spec: &str, perturbation: f64| -> Result<TriMesh> {
+        let n = spec.parse::<usize>().map_err(|_| {
+            bad(
+                "--mesh",
+                format!("{:?}: N must be a positive integer", args.mesh),
+            )
+        })?;
+        TriMesh::unit_square(n, diagonal, perturbation, args.seed)
+    };
+    if let Some(n) = args.mesh.strip_prefix("square:") {
+        generated(n, 0.0)
+    } else if let Some(n) = args.mesh.strip_prefix("perturbed:") {
+        generated(n, 0.2)
+    } else {
+        let gmsh = galerkin::mesh::gmsh::read(&args.mesh)?;
+        match args.untagged_as {
+            Some(tag) => TriMesh::from_gmsh_with_default_tag(&gmsh, tag),
+            None => TriMesh::from_gmsh(&gmsh).map_err(|e| match e {
+                Error::InvalidArgument { reason, .. } if reason.contains("no physical tag") => bad(
+                    "--mesh",
+                    format!(
+                        "{}: {reason}; --untagged-as TAG gives such lines a tag",
+                        args.mesh
+                    ),
+                ),
+                e => e,
+            }),
+        }
+    }
+}
+
+/// What a run reports.
+struct Outcome {
+    dofs: usize,
+    iterations: usize,
+    converged: bool,
+    reason: String,
+    times: StageTimes,
+    errors: Option<L2Errors>,
+    backend: String,
+}
+
+struct Task<'a> {
+    args: &'a Args,
+    mesh: &'a TriMesh,
+    functions: &'a Functions,
+}
+
+/// A spinner on stderr for a stage, when it is a terminal and the table is wanted.
+fn stage<T>(show: bool, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let bar = show.then(|| {
+        let b = indicatif::ProgressBar::new_spinner().with_message(format!("{name}..."));
+        b.enable_steady_tick(Duration::from_millis(100));
+        b
+    });
+    let out = f();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    out
+}
+
+fn solve<B: Backend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<Outcome> {
+    let args = task.args;
+    let mut params = HdgParams::new(args.degree);
+    params.tau = args.tau;
+    params.lambda = args.lambda;
+    let show = !args.json && std::io::stderr().is_terminal();
+    let hdg = stage(show, "setup", || {
+        Hdg::<B, V, S>::new(b, task.mesh, params, &args.neumann)
+    })?;
+    let mut solver = TraceSolverParams::for_precision::<S>();
+    if let Some(rtol) = args.rtol {
+        if !(rtol > 0.0 && rtol < 1.0) {
+            return Err(bad("--rtol", format!("{rtol}: must be in (0, 1)")));
+        }
+        solver.rtol = rtol;
+    }
+    solver.max_iter = args.max_iter;
+    solver.progress = if args.json {
+        Progress::Never
+    } else {
+        Progress::Auto
+    };
+    if args.preconditioner == PreconditionerArg::Chebyshev {
+        solver.preconditioner = TracePreconditioner::Chebyshev {
+            degree: args.chebyshev_degree,
+        };
+    }
+    let f = task.functions;
+    let problem = Problem {
+        rhs: &*f.rhs,
+        dirichlet: &*f.dirichlet,
+        flux: f.flux.as_deref(),
+    };
+    let mut times = StageTimes {
+        setup: hdg.setup_time(),
+        ..StageTimes::default()
+    };
+    let timed =
+        |slot: &mut Duration, name: &str, run: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+            let t = Instant::now();
+            stage(show, name, || {
+                run()?;
+                b.synchronize()
+            })?;
+            *slot = t.elapsed();
+            Ok(())
+        };
+    let mut local = None;
+    timed(&mut times.local, "local solvers", &mut || {
+        local = Some(hdg.local_solvers()?);
+        Ok(())
+    })?;
+    let mut local = local.ok_or_else(|| bad("stage", "local solvers missing".into()))?;
+    let mut load = None;
+    timed(&mut times.load, "load", &mut || {
+        load = Some(hdg.load(&local, &problem)?);
+        Ok(())
+    })?;
+    let load = load.ok_or_else(|| bad("stage", "load missing".into()))?;
+    let mut system = None;
+    timed(&mut times.assemble, "assembly", &mut || {
+        system = Some(hdg.assemble(&local, &load)?);
+        Ok(())
+    })?;
+    local.release();
+    let system = system.ok_or_else(|| bad("stage", "system missing".into()))?;
+    let t = Instant::now();
+    let trace = hdg.solve(&system, &solver)?;
+    b.synchronize()?;
+    times.solve = t.elapsed();
+    drop(system);
+    let mut fields = None;
+    timed(&mut times.recover, "recovery", &mut || {
+        fields = Some(hdg.recover(&local, &load, &trace.lambda)?);
+        Ok(())
+    })?;
+    let mut fields = fields.ok_or_else(|| bad("stage", "fields missing".into()))?;
+    if !args.no_post_process {
+        timed(&mut times.post_process, "post-processing", &mut || {
+            hdg.post_process(&mut fields)
+        })?;
+    }
+    let errors = match &f.exact {
+        Some((u, ux, uy)) => {
+            let ue = |x: f64, y: f64| u.at(x, y);
+            let ge = |x: f64, y: f64| [ux.at(x, y), uy.at(x, y)];
+            Some(hdg.errors(&fields, &Exact { u: &ue, grad: &ge })?)
+        }
+        None => None,
+    };
+    if let Some(path) = &args.vtk {
+        let grid = hdg.sample(&fields, args.refine.unwrap_or(args.degree + 1))?;
+        grid.write(path)?;
+        if !args.json {
+            println!(
+                "wrote {path}: {} points, {} sub-triangles",
+                grid.num_points(),
+                grid.num_cells()
+            );
+        }
+    }
+    Ok(Outcome {
+        dofs: hdg.dofs(),
+        iterations: trace.report.iterations,
+        converged: trace.report.converged(),
+        reason: format!("{:?}", trace.report.reason),
+        times,
+        errors,
+        backend: b.info().to_string(),
+    })
+}
+
+impl BackendTask for Task<'_> {
+    type Output = Outcome;
+    fn run<B: Backend>(self, b: B) -> Result<Outcome> {
+        match self.args.precision {
+            PrecisionArg::F64 => solve::<B, f64, f64>(&b, &self),
+            PrecisionArg::Mixed => solve::<B, f32, f64>(&b, &self),
+            PrecisionArg::F32 => solve::<B, f32, f32>(&b, &self),
+        }
+    }
+}
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_number(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:e}")
+    } else {
+        "null".into()
+    }
+}
+
+fn report(args: &Args, mesh: &TriMesh, o: &Outcome) {
+    let stages = o.times.stages();
+    let total = o.times.total().as_secs_f64();
+    if args.json {
+        let seconds: Vec<String> = stages
+            .iter()
+            .map(|(name, d)| format!("{}: {}", json_string(name), json_number(d.as_secs_f64())))
+            .chain(std::iter::once(format!(
+                "\"total\": {}",
+                json_number(total)
+            )))
+            .collect();
+        let mut fields = vec![
+            format!("\"backend\": {}", json_string(&o.backend)),
+            format!(
+                "\"precision\": {}",
+                json_string(&format!("{:?}", args.precision).to_lowercase())
+            ),
+            format!("\"triangles\": {}", mesh.num_triangles()),
+            format!("\"degree\": {}", args.degree),
+            format!("\"dofs\": {}", o.dofs),
+            format!("\"iterations\": {}", o.iterations),
+            format!("\"converged\": {}", o.converged),
+            format!("\"seconds\": {{{}}}", seconds.join(", ")),
+        ];
+        if let Some(e) = &o.errors {
+            fields.push(format!(
+                "\"l2_error\": {{\"u\": {}, \"q\": {}, \"u_star\": {}}}",
+                json_number(e.u),
+                json_number(e.q),
+                e.u_star.map_or("null".into(), json_number)
+            ));
+        }
+        println!("{{{}}}", fields.join(", "));
+        return;
+    }
+    println!("backend:     {}", o.backend);
+    println!(
+        "mesh:        {} ({} triangles, {} edges, h = {:.3e})",
+        args.mesh,
+        mesh.num_triangles(),
+        mesh.num_edges(),
+        mesh.h()
+    );
+    println!(
+        "HDG:         P = {}, τ = {}, λ = {}, {:?} precision, {} trace unknowns",
+        args.degree, args.tau, args.lambda, args.precision, o.dofs
+    );
+    println!(
+        "trace solve: PCG ({:?}), {} iterations, {}",
+        args.preconditioner,
+        o.iterations,
+        if o.converged {
+            "converged".to_string()
+        } else {
+            format!("NOT converged: {}", o.reason)
+        }
+    );
+    println!("\n{:<16} {:>12} {:>7}", "stage", "time (ms)", "share");
+    for (name, d) in stages {
+        println!(
+            "{:<16} {:>12.3} {:>6.1}%",
+            name,
+            d.as_secs_f64() * 1e3,
+            100.0 * d.as_secs_f64() / total
+        );
+    }
+    println!("{:<16} {:>12.3}", "total", total * 1e3);
+    if let Some(e) = &o.errors {
+        println!("\n{:<16} {:>12}", "L2 error", "");
+        println!("{:<16} {:>12.4e}", "u", e.u);
+        println!("{:<16} {:>12.4e}", "q = ∇u", e.q);
+        if let Some(s) = e.u_star {
+            println!("{:<16} {:>12.4e}", "u* (P+1)", s);
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let result = (|| -> Result<Outcome> {
+        if let Some(path) = &args.vtk {
+            if !(path.ends_with(".vtu") || path.ends_with(".vtk")) {
+                return Err(bad(
+                    "--vtk",
+                    format!("{path}: the file must end in .vtu or .vtk"),
+                ));
+            }
+        }
+        let mesh = mesh(&args)?;
+        let functions = functions(&args, &mesh)?;
+        let task = Task {
+            args: &args,
+            mesh: &mesh,
+            functions: &functions,
+        };
+        let outcome = galerkin::with_backend(args.backend.kind(), task)?;
+        report(&args, &mesh, &outcome);
+        Ok(outcome)
+    })();
+    match result {
+        Ok(o) if o.converged => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(3),
+        Err(e) => {
+            eprintln!("hdg_poisson: {e}");
+            match e {
+                Error::InvalidArgument { .. } | Error::Parse { .. } | Error::Io { .. } => {
+                    ExitCode::from(2)
+                }
+                _ => ExitCode::from(1),
+            }
+        }
+    }
+}

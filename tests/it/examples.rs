@@ -1,0 +1,122 @@
+//! The command-line examples as a user runs them: `hdg_poisson --json` keys and values, and
+//! a clear message with exit status 2 on bad input. `cargo test` builds the examples next
+//! to the test binary (`target/<profile>/examples`).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn example(name: &str) -> Command {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>");
+    let path: PathBuf = dir.join("examples").join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: cargo test builds the examples",
+        path.display()
+    );
+    Command::new(path)
+}
+
+fn run(name: &str, args: &[&str]) -> Output {
+    example(name).args(args).output().expect("the example runs")
+}
+
+/// The number after `"key": ` in a flat JSON text.
+fn number(json: &str, key: &str) -> f64 {
+    let at = json
+        .find(&format!("\"{key}\": "))
+        .unwrap_or_else(|| panic!("{key} missing in {json}"));
+    let rest = &json[at + key.len() + 4..];
+    let end = rest.find([',', '}']).unwrap();
+    rest[..end]
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("{key}: {:?}", &rest[..end]))
+}
+
+#[test]
+fn hdg_poisson_json() {
+    let out = run(
+        "hdg_poisson",
+        &[
+            "--mesh",
+            "perturbed:8",
+            "--degree",
+            "3",
+            "--exact",
+            "exp(x)*cos(pi*y) + PI*x*y",
+            "--lambda",
+            "1",
+            "--neumann",
+            "2,3",
+            "--json",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(json.trim().lines().count(), 1, "one JSON object: {json}");
+    for key in [
+        "triangles",
+        "degree",
+        "dofs",
+        "iterations",
+        "converged",
+        "seconds",
+        "total",
+        "l2_error",
+        "u_star",
+    ] {
+        assert!(
+            json.contains(&format!("\"{key}\"")),
+            "{key} missing in {json}"
+        );
+    }
+    for stage in [
+        "setup",
+        "local",
+        "load",
+        "assemble",
+        "solve",
+        "recover",
+        "post_process",
+    ] {
+        assert!(number(&json, stage) >= 0.0);
+    }
+    assert_eq!(number(&json, "triangles"), 128.0);
+    assert_eq!(number(&json, "degree"), 3.0);
+    assert!(json.contains("\"converged\": true"));
+    // P = 3 on 8 x 8: errors ~1e-5 (u, q) and ~1e-7 (u*).
+    let (u, q, us) = (
+        number(&json, "u"),
+        number(&json, "q"),
+        number(&json, "u_star"),
+    );
+    assert!(u > 0.0 && u < 1e-4 && q < 1e-3 && us < u / 10.0, "{json}");
+}
+
+#[test]
+fn hdg_poisson_bad_input() {
+    for (args, words) in [
+        (&["--exact", "sin(pi*x"][..], "parentheses"),
+        (&["--exact", "z*x"], "unknown variable"),
+        (&["--degree", "10"], "P = 10"),
+        (&["--mesh", "square:abc"], "positive integer"),
+        (&["--mesh", "/no/such/file.msh"], "/no/such/file.msh"),
+        (&["--neumann", "9"], "tag 9"),
+        (&["--tau", "-1"], "tau"),
+        (&["--vtk", "out.txt"], ".vtu"),
+    ] {
+        let out = run("hdg_poisson", args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err:?} lacks {words:?}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
