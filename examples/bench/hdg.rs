@@ -244,9 +244,9 @@ impl BackendTask for Suite<'_> {
         drop((x, y));
         println!("copy bandwidth: {copy:.1} GB/s");
         println!(
-            "{:<5} {:<5} {:>4} {:>8} {:>2} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} {}",
+            "{:<5} {:<5} {:>4} {:>8} {:>2} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} xcpu",
             "bknd", "prec", "n", "tri", "P", "dofs", "iter", "setup", "local", "load", "assemble", "solve",
-            "recover", "post", "total", "seed", "xseed", "GFLOP/s", "asmGB/s", "ofcopy", "xcpu"
+            "recover", "post", "total", "seed", "xseed", "GFLOP/s", "asmGB/s", "ofcopy"
         );
         let mut totals = self.totals.borrow_mut();
         for &n in &o.hdg_sizes {

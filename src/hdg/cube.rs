@@ -343,10 +343,13 @@ fn extract_kernel(
         }
         if first && (g as usize) < nedges {
             out[2 * g as usize] = vals[k];
+            // `next` stays in range, so reading keys[next] before the test is harmless.
+            let mut next = k;
             if k + 1 < len {
-                if keys[k + 1] == g {
-                    out[2 * g as usize + 1] = vals[k + 1];
-                }
+                next = k + 1;
+            }
+            if next != k && keys[next] == g {
+                out[2 * g as usize + 1] = vals[next];
             }
         }
         k += stride;

@@ -108,18 +108,22 @@ pub struct TraceSolverParams {
     pub preconditioner: TracePreconditioner,
     /// Progress display of the solver.
     pub progress: Progress,
+    /// Read the device-resident residual every this many iterations (PCG keeps its
+    /// scalars on the device; each read is a host round trip).
+    pub check_every: usize,
 }
 
 impl TraceSolverParams {
     /// `rtol = 10⁻¹²` (`10⁻⁵` when the solve runs in f32: the f32 residual of `K`, whose
     /// condition grows like `h⁻²`, stalls near `10⁻⁶`), 20000 iterations, block-Jacobi, no
-    /// progress display.
+    /// progress display, the residual read every 10 iterations.
     pub fn for_precision<S: Scalar>() -> Self {
         TraceSolverParams {
             rtol: if S::EPS > 1e-10 { 1e-5 } else { 1e-12 },
             max_iter: 20_000,
             preconditioner: TracePreconditioner::BlockJacobi,
             progress: Progress::Never,
+            check_every: 10,
         }
     }
 }
@@ -644,6 +648,7 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
             rtol: params.rtol,
             max_iter: params.max_iter,
             progress: params.progress,
+            check_every: params.check_every,
             ..SolverParams::default()
         };
         let jacobi = BlockJacobi::<B, S>::from_blocks(&system.diagonal)?;

@@ -2,8 +2,8 @@
 //!
 //! Per iteration (unpreconditioned): `q = A p` with `pq = p·q` (fused for SELL);
 //! `α = rr / pq`; the fused `x += αp, r −= αq, rr = r·r`; `β = rr / rr_old`; `p = r + βp`.
-//! Plain CG keeps α, β and the norms on the device (no host round trip but the periodic
-//! residual check); PCG brings them to the host. The arithmetic order on the
+//! CG and PCG keep α, β and the norms on the device (no host round trip but the periodic
+//! residual check); flexible PCG brings them to the host. The arithmetic order on the
 //! CPU backend is documented in [`crate::vector`], so a textbook implementation with the
 //! same summation order reproduces the iteration counts exactly.
 
@@ -14,7 +14,9 @@ use crate::solver::{
     check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
     SolverParams, StopReason, Tracker,
 };
-use crate::vector::{cg_scalars, cg_update, cg_update_device, dot_into, xpay_device, Vector};
+use crate::vector::{
+    cg_scalars, cg_update, cg_update_device, dot_into, pcg_rotate_device, xpay_device, Vector,
+};
 
 /// Conjugate gradients for a symmetric positive definite `A`, starting from `x`.
 ///
@@ -99,9 +101,66 @@ pub fn pcg<B: Backend, S: Scalar>(
     let name = if m.is_some() { "PCG" } else { "CG" };
     check_system(name, a, b, x)?;
     check_preconditioner(name, a, m)?;
-    drive(params, name, a, b, x, &mut |t, x, r, k0| {
-        conjugate_gradients(t, a, m, x, r, k0, params.flexible)
+    drive(params, name, a, b, x, &mut |t, x, r, k0| match m {
+        Some(m) if !params.flexible => device_scalar_pcg(t, a, m, x, r, k0, params),
+        _ => conjugate_gradients(t, a, m, x, r, k0, params.flexible),
     })
+}
+
+/// PCG with α, β and the inner products kept on the device, as [`device_scalar_cg`]: per
+/// iteration `q = A p, p·q`; the fused update (`α = r·z / p·q`, `r·r` for the stopping
+/// test); `z = M r`; `r·z`; the scalar step `β = r·z / (r·z)_old`; `p = z + βp`; the
+/// scalars read every `params.check_every` iterations. The arithmetic is that of the
+/// host-scalar form.
+fn device_scalar_pcg<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
+    a: &dyn LinearOperator<B, S>,
+    m: &dyn Preconditioner<B, S>,
+    x: &mut Vector<B, S>,
+    mut r: Vector<B, S>,
+    k0: usize,
+    params: &SolverParams<'_>,
+) -> Result<(usize, StopReason)> {
+    use cg_scalars::{PCG_LEN, PQ, RR, RZ_NEW};
+    let backend = r.backend().clone();
+    let n = r.len();
+    let mut scalars = Vector::<B, S>::zeros(&backend, PCG_LEN)?;
+    let rr0 = r.dot(&r)?;
+    if let Some(reason) = t.record(k0, rr0.as_f64().sqrt()) {
+        return Ok((k0, reason));
+    }
+    let mut z = Vector::zeros(&backend, n)?;
+    m.precondition(&r, &mut z)?;
+    dot_into(&r, &z, &mut scalars, RZ_NEW)?;
+    pcg_rotate_device(&mut scalars)?;
+    let mut p = z.try_clone()?;
+    let mut q = Vector::zeros(&backend, n)?;
+    let check_every = params.check_every.max(1);
+    let mut k = k0;
+    let reason = loop {
+        k += 1;
+        a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
+        t.applications += 1;
+        cg_update_device(&mut scalars, &p, &q, x, &mut r)?;
+        if (k - k0).is_multiple_of(check_every) || k >= params.max_iter {
+            let s = scalars.to_vec()?;
+            let pq = s[PQ].as_f64();
+            if !pq.is_finite() {
+                break StopReason::NonFinite { quantity: "pᵀAp" };
+            }
+            if pq <= 0.0 {
+                break StopReason::IndefiniteOperator { curvature: pq };
+            }
+            if let Some(reason) = t.record(k, s[RR].as_f64().sqrt()) {
+                break reason;
+            }
+        }
+        m.precondition(&r, &mut z)?;
+        dot_into(&r, &z, &mut scalars, RZ_NEW)?;
+        pcg_rotate_device(&mut scalars)?;
+        xpay_device(&scalars, &z, &mut p)?;
+    };
+    Ok((k, reason))
 }
 
 /// [`pcg`] with the flexible β whatever `params.flexible` says (for variable preconditioners

@@ -356,6 +356,12 @@ pub mod cg_scalars {
     pub const BETA: usize = 2;
     /// Number of slots.
     pub const LEN: usize = 4;
+    /// PCG: `r · z` of the current residual and preconditioned residual.
+    pub const RZ: usize = 4;
+    /// PCG: `r · z` of the new residual, before [`pcg_rotate_device`](super::pcg_rotate_device).
+    pub const RZ_NEW: usize = 5;
+    /// Number of slots of the preconditioned iteration.
+    pub const PCG_LEN: usize = 6;
 }
 
 /// The fused CG update in one pass: `x += alpha p; r -= alpha q`, returning the new `r · r`.
@@ -450,6 +456,26 @@ pub fn xpay_device<B: VectorOps, T: Scalar>(
         p.backend
             .xpay_device(&scalars.buffer, &r.buffer, &mut p.buffer)
     }
+}
+
+/// The PCG step between the preconditioner and the new direction, on the device scalars
+/// (see [`cg_scalars`]): `s[BETA] = s[RZ_NEW] / s[RZ]`; `s[RZ] = s[RZ_NEW]`;
+/// `s[RR] = s[RZ_NEW]` (the numerator of the next `α` in [`cg_update_device`]).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `scalars` has fewer than
+/// [`cg_scalars::PCG_LEN`] entries.
+pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) -> Result<()> {
+    if scalars.len() < cg_scalars::PCG_LEN {
+        return Err(crate::Error::dims(
+            "pcg_rotate_device",
+            "scalars (at least cg_scalars::PCG_LEN)",
+            cg_scalars::PCG_LEN,
+            scalars.len(),
+        ));
+    }
+    // SAFETY: len(scalars) >= PCG_LEN: checked above.
+    unsafe { scalars.backend.pcg_rotate_device(&mut scalars.buffer) }
 }
 
 /// Checks that `slot` indexes a vector of `len` device scalars.

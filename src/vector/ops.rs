@@ -224,6 +224,16 @@ pub trait VectorOps: BackendCore + Sealed {
         p: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
+    /// `s[BETA] = s[RZ_NEW] / s[RZ]; s[RZ] = s[RZ_NEW]; s[RR] = s[RZ_NEW]` (see
+    /// [`cg_scalars`]): the scalar step of PCG with device-resident scalars.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// `len(scalars) >= cg_scalars::PCG_LEN`.
+    unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut Self::Buffer<T>) -> Result<()>;
+
     /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
     /// out of range are left unchanged (nothing is accessed out of bounds).
     ///
@@ -374,6 +384,14 @@ impl VectorOps for Cpu {
         p: &mut Vec<T>,
     ) -> Result<()> {
         cpu::axpby(T::ONE, r, scalars[cg_scalars::BETA], p);
+        Ok(())
+    }
+
+    unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut Vec<T>) -> Result<()> {
+        use cg_scalars::{BETA, RR, RZ, RZ_NEW};
+        scalars[BETA] = scalars[RZ_NEW] / scalars[RZ];
+        scalars[RZ] = scalars[RZ_NEW];
+        scalars[RR] = scalars[RZ_NEW];
         Ok(())
     }
 

@@ -6,7 +6,7 @@ use cubecl::prelude::*;
 use crate::backend::cube::{line_size, scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::vector::cg_scalars::{BETA, PQ, RR};
+use crate::vector::cg_scalars::{BETA, PQ, RR, RZ, RZ_NEW};
 use crate::vector::cube::mask_tail;
 use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, lane_sum, partials, Finish};
 
@@ -87,6 +87,17 @@ fn xpay_device_kernel<F: Float, N: Size>(
     while i < p.len() {
         p[i] = mask_tail::<F, N>(r[i] + b * p[i], i, len);
         i += stride;
+    }
+}
+
+/// `s[BETA] = s[RZ_NEW] / s[RZ]; s[RZ] = s[RZ_NEW]; s[RR] = s[RZ_NEW]`, by one unit.
+#[cube(launch_unchecked)]
+fn pcg_rotate_kernel<F: Float>(scalars: &mut Array<F>) {
+    if ABSOLUTE_POS == 0 {
+        let rz_new = scalars[RZ_NEW];
+        scalars[BETA] = rz_new / scalars[RZ];
+        scalars[RZ] = rz_new;
+        scalars[RR] = rz_new;
     }
 }
 
@@ -241,6 +252,27 @@ pub(crate) unsafe fn xpay_device<R: CubeRuntime, T: Scalar>(
                 r.arg(),
                 p.arg(),
                 p.len,
+            )
+        }
+    })
+}
+
+/// The PCG scalar step (see [`crate::vector::pcg_rotate_device`]).
+///
+/// # Safety
+/// `scalars` holds `cg_scalars::PCG_LEN` values.
+pub(crate) unsafe fn pcg_rotate_device<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    scalars: &mut CubeBuffer<T>,
+) -> Result<()> {
+    b.launch::<T>((), || {
+        // SAFETY: one unit reads and writes the slots below PCG_LEN (the caller's contract).
+        unsafe {
+            pcg_rotate_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                CubeCount::Static(1, 1, 1),
+                CubeDim::new_1d(1),
+                scalars.arg(),
             )
         }
     })

@@ -188,4 +188,8 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
     ) -> Result<()> {
         unsafe { cg::xpay_device(self, scalars, r, p) }
     }
+
+    unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut CubeBuffer<T>) -> Result<()> {
+        unsafe { cg::pcg_rotate_device(self, scalars) }
+    }
 }
