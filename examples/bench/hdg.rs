@@ -55,11 +55,10 @@ fn median_run<B: Backend, V: Scalar, S: Scalar>(
     problem: &Problem<'_>,
     solver: &TraceSolverParams,
     reps: usize,
-    post: bool,
 ) -> Result<(StageTimes, usize, bool)> {
     let mut runs = Vec::new();
     for _ in 0..reps {
-        let sol = hdg.run(problem, solver, post)?;
+        let sol = hdg.run(problem, solver, true)?;
         runs.push((
             sol.times,
             sol.trace.report.iterations,
@@ -99,13 +98,11 @@ fn one<B: Backend, V: Scalar, S: Scalar>(
     } else {
         3
     };
-    // u* of degree P + 1 needs N(P+1) ≤ the batched limit (not at P = 9).
-    let post = (p + 2) * (p + 3) / 2 <= galerkin::batched::MAX_DIM;
     if b.kind() != galerkin::BackendKind::Cpu {
         // Warm-up: kernel compilation.
-        hdg.run(&problem, &solver, post)?;
+        hdg.run(&problem, &solver, true)?;
     }
-    let (t, it, converged) = median_run(&hdg, &problem, &solver, reps, post)?;
+    let (t, it, converged) = median_run(&hdg, &problem, &solver, reps)?;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let total = t.total().saturating_sub(t.setup);
     let seed = if n == 80 {
@@ -143,7 +140,7 @@ fn one<B: Backend, V: Scalar, S: Scalar>(
     let vsize = std::mem::size_of::<V>() as f64;
     let asm_bytes = count * w * w * vsize + nfree * 5.0 * (nl * nl) as f64 * vsize + 28.0 * nfree;
     println!(
-        "{:<5} {:<5} {:>4} {:>8} {:>2} {:>9} {:>5}{} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>8.2} {:>8} {:>9.2} {:>8} {:>7} {:>8.1} {:>7.1} {:>5.1}% {}",
+        "{:<5} {:<5} {:>4} {:>8} {:>2} {:>9} {:>5}{} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2} {:>8.2} {:>8.2} {:>9.2} {:>8} {:>7} {:>8.1} {:>7.1} {:>5.1}% {}",
         b.kind().name(),
         prec,
         n,
@@ -158,7 +155,7 @@ fn one<B: Backend, V: Scalar, S: Scalar>(
         ms(t.assemble),
         ms(t.solve),
         ms(t.recover),
-        if post { format!("{:.2}", ms(t.post_process)) } else { "-".into() },
+        ms(t.post_process),
         ms(total),
         seed.map_or("-".into(), |s| format!("{s:.0}")),
         seed.map_or("-".into(), |s| format!("{:.0}x", s / ms(total))),

@@ -40,3 +40,38 @@ fn sampled_fields_match_the_exact_solution() {
     }
     assert!(hdg.sample(&sol.fields, 0).is_err());
 }
+
+#[test]
+fn post_processing_by_blocks_matches_the_direct_solve() {
+    let cpu = Cpu::new();
+    let mesh = TriMesh::unit_square(3, Diagonal::Alternating, 0.2, 5).unwrap();
+    let f = |x: f64, y: f64| (3.0 * x).exp() * (2.0 * y).sin();
+    for p in [1, 3, 6] {
+        let params = crate::hdg::HdgParams::new(p);
+        let direct = Hdg::<Cpu, f64, f64>::new(&cpu, &mesh, params, &[]).unwrap();
+        let mut split = Hdg::<Cpu, f64, f64>::new(&cpu, &mesh, params, &[]).unwrap();
+        split.force_split_post_process().unwrap();
+        let problem = Problem {
+            rhs: &f,
+            dirichlet: &f,
+            flux: None,
+        };
+        let solver = TraceSolverParams::for_precision::<f64>();
+        let a = direct.run(&problem, &solver, true).unwrap();
+        let b = split.run(&problem, &solver, true).unwrap();
+        let (ua, ub) = (
+            a.fields.u_star.unwrap().to_vec().unwrap(),
+            b.fields.u_star.unwrap().to_vec().unwrap(),
+        );
+        assert_eq!(ua.len(), ub.len());
+        let scale = ua.iter().map(|v| v * v).sum::<f64>().sqrt();
+        let err = ua
+            .iter()
+            .zip(&ub)
+            .map(|(x, y)| (x - y).powi(2))
+            .sum::<f64>()
+            .sqrt()
+            / scale;
+        assert!(err < 1e-11, "P = {p}: relative difference {err:e}");
+    }
+}
