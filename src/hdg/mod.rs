@@ -7,18 +7,23 @@ pub mod coefficients;
 pub(crate) mod cube;
 pub mod host;
 pub mod ops;
+mod output;
+mod params;
 mod pipeline;
+mod post;
 pub mod reference;
 mod stacks;
+mod stages;
 pub mod topology;
 
 pub use check::{HdgCheck, HdgStage};
 pub use coefficients::CoefficientKind;
 pub use host::{Field, Flux};
 pub use ops::{HdgOps, TRACE_SLOTS};
-pub use pipeline::{
-    Exact, Fields, Hdg, HdgParams, L2Errors, Load, LocalSolvers, Problem, Solution, StageTimes,
-    TracePreconditioner, TraceSolution, TraceSolverParams, TraceSystem,
+pub use params::{HdgParams, Problem, TracePreconditioner, TraceSolverParams};
+pub use pipeline::Hdg;
+pub use stages::{
+    Exact, Fields, L2Errors, Load, LocalSolvers, Solution, StageTimes, TraceSolution, TraceSystem,
 };
 pub use topology::TraceTopology;
 #[cfg(test)]

@@ -1,0 +1,113 @@
+//! The parameters of an HDG solve: the discretisation ([`HdgParams`]), the data
+//! ([`Problem`]) and the trace solver ([`TraceSolverParams`]).
+
+use crate::error::{Error, Result};
+use crate::hdg::host::{Field, Flux};
+use crate::hdg::reference::MAX_DEGREE;
+use crate::scalar::Scalar;
+use crate::solver::Progress;
+
+/// The discretisation parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HdgParams {
+    /// Polynomial degree `P` (1..=9).
+    pub degree: usize,
+    /// Stabilisation `τ > 0` (the flux `q̂·n = q·n − τ (u − û)`).
+    pub tau: f64,
+    /// Reaction coefficient `λ ≥ 0` of `−∇²u + λu = f` (0: Poisson).
+    pub lambda: f64,
+}
+
+impl HdgParams {
+    /// Degree `degree`, `τ = 1`, `λ = 0`.
+    pub fn new(degree: usize) -> Self {
+        HdgParams {
+            degree,
+            tau: 1.0,
+            lambda: 0.0,
+        }
+    }
+
+    pub(super) fn check(&self) -> Result<()> {
+        let invalid = |name, reason| Error::InvalidArgument {
+            op: "hdg",
+            name,
+            reason,
+        };
+        if !(1..=MAX_DEGREE).contains(&self.degree) {
+            return Err(invalid(
+                "degree",
+                format!("P = {}: must be in 1..={MAX_DEGREE}", self.degree),
+            ));
+        }
+        if !(self.tau > 0.0 && self.tau.is_finite()) {
+            return Err(invalid(
+                "tau",
+                format!("{}: must be positive and finite", self.tau),
+            ));
+        }
+        if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
+            return Err(invalid(
+                "lambda",
+                format!("{}: must be non-negative and finite", self.lambda),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The data of a problem: `f`, the Dirichlet values `g_D`, and on Neumann edges the flux
+/// `g_N = ∇u·n`.
+#[derive(Clone, Copy)]
+pub struct Problem<'a> {
+    /// The right-hand side `f(x, y)`.
+    pub rhs: Field<'a>,
+    /// The Dirichlet values `g_D(x, y)`.
+    pub dirichlet: Field<'a>,
+    /// The outward flux `∇u·n` on Neumann edges (required when the mesh has any).
+    pub flux: Option<Flux<'a>>,
+}
+
+/// How the trace system is preconditioned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum TracePreconditioner {
+    /// Block-Jacobi on the edge blocks (their inverses by the batched LU).
+    #[default]
+    BlockJacobi,
+    /// A Chebyshev polynomial of this degree in the block-Jacobi-scaled operator.
+    Chebyshev {
+        /// Polynomial degree (operator applications per application, minus one).
+        degree: usize,
+    },
+}
+
+/// Parameters of the trace solve.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TraceSolverParams {
+    /// Relative residual tolerance.
+    pub rtol: f64,
+    /// Iteration limit.
+    pub max_iter: usize,
+    /// The preconditioner.
+    pub preconditioner: TracePreconditioner,
+    /// Progress display of the solver.
+    pub progress: Progress,
+    /// Read the device-resident residual every this many iterations (PCG keeps its
+    /// scalars on the device; each read is a host round trip).
+    pub check_every: usize,
+}
+
+impl TraceSolverParams {
+    /// `rtol = 10⁻¹²` (`10⁻⁵` when the solve runs in f32: the f32 residual of `K`, whose
+    /// condition grows like `h⁻²`, stalls near `10⁻⁶`), 20000 iterations, block-Jacobi, no
+    /// progress display, the residual read every 10 iterations.
+    pub fn for_precision<S: Scalar>() -> Self {
+        TraceSolverParams {
+            rtol: if S::EPS > 1e-10 { 1e-5 } else { 1e-12 },
+            max_iter: 20_000,
+            preconditioner: TracePreconditioner::BlockJacobi,
+            progress: Progress::Never,
+            check_every: 10,
+        }
+    }
+}
