@@ -163,6 +163,23 @@ impl UnstructuredGrid {
         &self.points
     }
 
+    /// The 4-node tetrahedra of a Gmsh mesh (its other cells are left out; every point is
+    /// kept).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the mesh has no tetrahedra, or as [`new`](Self::new).
+    pub fn from_tet_mesh(mesh: &crate::mesh::Mesh) -> Result<Self> {
+        let tets = mesh.tets();
+        if tets.is_empty() {
+            return Err(invalid("mesh", "the mesh has no 4-node tetrahedra".into()));
+        }
+        Self::new(
+            mesh.points.clone(),
+            VtkCell::Tetra,
+            tets.into_iter().flatten().collect(),
+        )
+    }
+
     /// Points.
     pub fn num_points(&self) -> usize {
         self.points.len()
@@ -391,6 +408,21 @@ mod tests {
             assert_eq!(piece.cells.types.len(), 2, "{ext}");
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tet_meshes_are_written_with_their_cells() {
+        let mesh = crate::mesh::structured::StructuredTets::unit_cube(2, 0.1, 1)
+            .build()
+            .unwrap();
+        let tets = mesh.tets();
+        let g = UnstructuredGrid::from_tet_mesh(&mesh).unwrap();
+        assert_eq!((g.num_points(), g.num_cells()), (27, tets.len()));
+        assert!(g
+            .to_legacy_ascii()
+            .unwrap()
+            .contains(&format!("CELL_TYPES {}", tets.len())));
+        assert!(UnstructuredGrid::from_tet_mesh(&crate::mesh::Mesh::default()).is_err());
     }
 
     #[test]
