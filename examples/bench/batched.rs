@@ -5,7 +5,7 @@
 
 use galerkin::batched::{cholesky, gemm, inverse, lu, Batch, GemmParams, Pivoting};
 use galerkin::verify::Rng;
-use galerkin::{Backend, BackendTask, DType, Precision, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, DType, Precision, Result, Scalar};
 
 use crate::timing::{gbps, median};
 use crate::Options;
@@ -106,11 +106,7 @@ impl BackendTask for Suite<'_> {
             b.info(),
             self.0.reps
         );
-        let len = 1usize << 26;
-        let x = Vector::<B, f32>::full(&b, len, 1.0)?;
-        let mut y = Vector::<B, f32>::zeros(&b, len)?;
-        let copy = gbps(8.0 * len as f64, median(&b, 10, || y.copy_from(&x))?);
-        drop((x, y));
+        let copy = crate::timing::copy_bandwidth::<B, f32>(&b)?;
         println!("copy bandwidth: {copy:.1} GB/s");
         println!(
             "{:<6} {:<4} {:>3} {:>8} {:<22} {:>10} {:>8} {:>9} {:>7}",

@@ -234,11 +234,7 @@ impl BackendTask for Suite<'_> {
             b.info(),
             if o.hdg_chebyshev { "Chebyshev(4) over block-Jacobi" } else { "block-Jacobi" }
         );
-        let len = 1usize << 26;
-        let x = Vector::<B, f32>::full(&b, len, 1.0)?;
-        let mut y = Vector::<B, f32>::zeros(&b, len)?;
-        let copy = gbps(8.0 * len as f64, median(&b, 10, || y.copy_from(&x))?);
-        drop((x, y));
+        let copy = crate::timing::copy_bandwidth::<B, f32>(&b)?;
         println!("copy bandwidth: {copy:.1} GB/s");
         println!(
             "{:<5} {:<5} {:>4} {:>8} {:>2} {:>9} {:>6} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>9} {:>8} {:>7} {:>8} {:>7} {:>6} xcpu",

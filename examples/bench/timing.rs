@@ -43,6 +43,18 @@ pub fn median<B: Backend>(
     Ok(times[times.len() / 2])
 }
 
+/// The copy bandwidth of `b` (GB/s, bytes read plus written) over 2^26 values of `T`.
+///
+/// # Errors
+/// Device errors.
+pub fn copy_bandwidth<B: Backend, T: galerkin::Scalar>(b: &B) -> Result<f64> {
+    let len = 1usize << 26;
+    let x = galerkin::Vector::<B, T>::full(b, len, T::ONE)?;
+    let mut y = galerkin::Vector::<B, T>::zeros(b, len)?;
+    let bytes = 2.0 * (len * std::mem::size_of::<T>()) as f64;
+    Ok(gbps(bytes, median(b, 10, || y.copy_from(&x))?))
+}
+
 /// GB/s for `bytes` moved in `t`.
 pub fn gbps(bytes: f64, t: Duration) -> f64 {
     bytes / t.as_secs_f64() / 1e9

@@ -67,21 +67,32 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
         t.applications += 1;
         cg_update_device(&mut scalars, &p, &q, x, &mut r)?;
         if (k - k0).is_multiple_of(check_every) || k >= params.max_iter {
-            let s = scalars.to_vec()?;
-            let pq = s[PQ].as_f64();
-            if !pq.is_finite() {
-                break StopReason::NonFinite { quantity: "pᵀAp" };
-            }
-            if pq <= 0.0 {
-                break StopReason::IndefiniteOperator { curvature: pq };
-            }
-            if let Some(reason) = t.record(k, s[RR].as_f64().sqrt()) {
+            if let Some(reason) = read_device_scalars(t, k, &scalars)? {
                 break reason;
             }
         }
         xpay_device(&scalars, &r, &mut p)?;
     };
     Ok((k, reason))
+}
+
+/// Reads the device scalars after iteration `k`: the curvature `pᵀAp` (not finite, or not
+/// positive: stop) and the residual `√(r·r)` for the tracker's tests.
+fn read_device_scalars<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
+    k: usize,
+    scalars: &Vector<B, S>,
+) -> Result<Option<StopReason>> {
+    use cg_scalars::{PQ, RR};
+    let s = scalars.to_vec()?;
+    let pq = s[PQ].as_f64();
+    if !pq.is_finite() {
+        return Ok(Some(StopReason::NonFinite { quantity: "pᵀAp" }));
+    }
+    if pq <= 0.0 {
+        return Ok(Some(StopReason::IndefiniteOperator { curvature: pq }));
+    }
+    Ok(t.record(k, s[RR].as_f64().sqrt()))
 }
 
 /// Preconditioned conjugate gradients (`M` symmetric positive definite; with
@@ -121,7 +132,7 @@ fn device_scalar_pcg<B: Backend, S: Scalar>(
     k0: usize,
     params: &SolverParams<'_>,
 ) -> Result<(usize, StopReason)> {
-    use cg_scalars::{PCG_LEN, PQ, RR, RZ_NEW};
+    use cg_scalars::{PCG_LEN, PQ, RZ_NEW};
     let backend = r.backend().clone();
     let n = r.len();
     let mut scalars = Vector::<B, S>::zeros(&backend, PCG_LEN)?;
@@ -143,15 +154,7 @@ fn device_scalar_pcg<B: Backend, S: Scalar>(
         t.applications += 1;
         cg_update_device(&mut scalars, &p, &q, x, &mut r)?;
         if (k - k0).is_multiple_of(check_every) || k >= params.max_iter {
-            let s = scalars.to_vec()?;
-            let pq = s[PQ].as_f64();
-            if !pq.is_finite() {
-                break StopReason::NonFinite { quantity: "pᵀAp" };
-            }
-            if pq <= 0.0 {
-                break StopReason::IndefiniteOperator { curvature: pq };
-            }
-            if let Some(reason) = t.record(k, s[RR].as_f64().sqrt()) {
+            if let Some(reason) = read_device_scalars(t, k, &scalars)? {
                 break reason;
             }
         }
