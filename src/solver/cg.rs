@@ -31,33 +31,51 @@ pub fn cg<B: Backend, S: Scalar>(
 ) -> Result<SolveReport> {
     check_system("CG", a, b, x)?;
     drive(params, "CG", a, b, x, &mut |t, x, r, k0| {
-        device_scalar_cg(t, a, x, r, k0, params)
+        device_scalar_cg(t, a, None, x, r, k0, params)
     })
 }
 
-/// CG with α, β and the norms kept on the device: per iteration the fused `q = A p, p·q`,
-/// the fused update (α from the device scalars; `r·r` and β back into them) and `p = r + βp`,
-/// and one read of the scalars every `params.check_every` iterations for the stopping tests.
-/// The arithmetic is the same as the host-scalar form (identical iteration counts on the
-/// CPU); a curvature `pᵀAp ≤ 0` is detected when the scalars are read, after the update
-/// that used it.
+/// CG and PCG with α, β and the inner products kept on the device: per iteration the fused
+/// `q = A p, p·q`, the fused update (`α` from the device scalars, `r·r` for the stopping test);
+/// with a preconditioner `z = M r`, `r·z` and the scalar step `β = r·z / (r·z)_old`
+/// ([`pcg_rotate_device`]), without one `β = r·r / (r·r)_old` from the update; `p = z + βp`
+/// (`z = r` without one); one read of the scalars every `params.check_every` iterations for
+/// the stopping tests. The arithmetic is the same as the host-scalar form (identical
+/// iteration counts on the CPU); a curvature `pᵀAp ≤ 0` is detected when the scalars are
+/// read, after the update that used it.
 fn device_scalar_cg<B: Backend, S: Scalar>(
     t: &mut Tracker<'_, '_>,
     a: &dyn LinearOperator<B, S>,
+    m: Option<&dyn Preconditioner<B, S>>,
     x: &mut Vector<B, S>,
     mut r: Vector<B, S>,
     k0: usize,
     params: &SolverParams<'_>,
 ) -> Result<(usize, StopReason)> {
-    use cg_scalars::{LEN, PQ, RR};
+    use cg_scalars::{PCG_LEN, PQ, RR, RZ_NEW};
     let backend = r.backend().clone();
-    let mut scalars = Vector::<B, S>::zeros(&backend, LEN)?;
+    let mut scalars = Vector::<B, S>::zeros(&backend, PCG_LEN)?;
     dot_into(&r, &r, &mut scalars, RR)?;
     let rr0 = scalars.to_vec()?[RR];
     if let Some(reason) = t.record(k0, rr0.as_f64().sqrt()) {
         return Ok((k0, reason));
     }
-    let mut p = r.try_clone()?;
+    // z = M r and s[RR] = r·z (the numerator of α); without M, s[RR] = r·r already.
+    let precondition = |r: &Vector<B, S>, z: &mut Vector<B, S>, s: &mut Vector<B, S>| match m {
+        Some(m) => {
+            m.precondition(r, z)?;
+            dot_into(r, z, s, RZ_NEW)?;
+            pcg_rotate_device(s)
+        }
+        None => Ok(()),
+    };
+    let mut z = Vector::zeros(&backend, if m.is_some() { r.len() } else { 0 })?;
+    precondition(&r, &mut z, &mut scalars)?;
+    let mut p = if m.is_some() {
+        z.try_clone()?
+    } else {
+        r.try_clone()?
+    };
     let mut q = Vector::zeros(&backend, r.len())?;
     let check_every = params.check_every.max(1);
     let mut k = k0;
@@ -71,7 +89,8 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
                 break reason;
             }
         }
-        xpay_device(&scalars, &r, &mut p)?;
+        precondition(&r, &mut z, &mut scalars)?;
+        xpay_device(&scalars, if m.is_some() { &z } else { &r }, &mut p)?;
     };
     Ok((k, reason))
 }
@@ -113,57 +132,9 @@ pub fn pcg<B: Backend, S: Scalar>(
     check_system(name, a, b, x)?;
     check_preconditioner(name, a, m)?;
     drive(params, name, a, b, x, &mut |t, x, r, k0| match m {
-        Some(m) if !params.flexible => device_scalar_pcg(t, a, m, x, r, k0, params),
+        Some(m) if !params.flexible => device_scalar_cg(t, a, Some(m), x, r, k0, params),
         _ => conjugate_gradients(t, a, m, x, r, k0, params.flexible),
     })
-}
-
-/// PCG with α, β and the inner products kept on the device, as [`device_scalar_cg`]: per
-/// iteration `q = A p, p·q`; the fused update (`α = r·z / p·q`, `r·r` for the stopping
-/// test); `z = M r`; `r·z`; the scalar step `β = r·z / (r·z)_old`; `p = z + βp`; the
-/// scalars read every `params.check_every` iterations. The arithmetic is that of the
-/// host-scalar form.
-fn device_scalar_pcg<B: Backend, S: Scalar>(
-    t: &mut Tracker<'_, '_>,
-    a: &dyn LinearOperator<B, S>,
-    m: &dyn Preconditioner<B, S>,
-    x: &mut Vector<B, S>,
-    mut r: Vector<B, S>,
-    k0: usize,
-    params: &SolverParams<'_>,
-) -> Result<(usize, StopReason)> {
-    use cg_scalars::{PCG_LEN, PQ, RZ_NEW};
-    let backend = r.backend().clone();
-    let n = r.len();
-    let mut scalars = Vector::<B, S>::zeros(&backend, PCG_LEN)?;
-    let rr0 = r.dot(&r)?;
-    if let Some(reason) = t.record(k0, rr0.as_f64().sqrt()) {
-        return Ok((k0, reason));
-    }
-    let mut z = Vector::zeros(&backend, n)?;
-    m.precondition(&r, &mut z)?;
-    dot_into(&r, &z, &mut scalars, RZ_NEW)?;
-    pcg_rotate_device(&mut scalars)?;
-    let mut p = z.try_clone()?;
-    let mut q = Vector::zeros(&backend, n)?;
-    let check_every = params.check_every.max(1);
-    let mut k = k0;
-    let reason = loop {
-        k += 1;
-        a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
-        t.applications += 1;
-        cg_update_device(&mut scalars, &p, &q, x, &mut r)?;
-        if (k - k0).is_multiple_of(check_every) || k >= params.max_iter {
-            if let Some(reason) = read_device_scalars(t, k, &scalars)? {
-                break reason;
-            }
-        }
-        m.precondition(&r, &mut z)?;
-        dot_into(&r, &z, &mut scalars, RZ_NEW)?;
-        pcg_rotate_device(&mut scalars)?;
-        xpay_device(&scalars, &z, &mut p)?;
-    };
-    Ok((k, reason))
 }
 
 /// [`pcg`] with the flexible β whatever `params.flexible` says (for variable preconditioners
