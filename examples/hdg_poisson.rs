@@ -18,7 +18,7 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 use exmex::{Differentiate, Express, FlatEx};
@@ -356,18 +356,11 @@ struct Task<'a> {
     functions: &'a Functions,
 }
 
-/// A spinner on stderr for a stage, when it is a terminal and the table is wanted.
-fn stage<T>(show: bool, name: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
-    let bar = show.then(|| {
-        let b = indicatif::ProgressBar::new_spinner().with_message(format!("{name}..."));
-        b.enable_steady_tick(Duration::from_millis(100));
-        b
-    });
-    let out = f();
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    out
+/// A spinner on stderr for a stage (only when stderr is a terminal and the table is wanted).
+fn spinner(name: &str) -> indicatif::ProgressBar {
+    let b = indicatif::ProgressBar::new_spinner().with_message(format!("{name}..."));
+    b.enable_steady_tick(Duration::from_millis(100));
+    b
 }
 
 fn solve<B: Backend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<Outcome> {
@@ -376,9 +369,12 @@ fn solve<B: Backend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<Out
     params.tau = args.tau;
     params.lambda = args.lambda;
     let show = !args.json && std::io::stderr().is_terminal();
-    let hdg = stage(show, "setup", || {
-        Hdg::<B, V, S>::new(b, task.mesh, params, &args.neumann)
-    })?;
+    let setup = show.then(|| spinner("setup"));
+    let hdg = Hdg::<B, V, S>::new(b, task.mesh, params, &args.neumann);
+    if let Some(bar) = setup {
+        bar.finish_and_clear();
+    }
+    let hdg = hdg?;
     let mut solver = TraceSolverParams::for_precision::<S>();
     if let Some(rtol) = args.rtol {
         if !(rtol > 0.0 && rtol < 1.0) {
@@ -403,55 +399,18 @@ fn solve<B: Backend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<Out
         dirichlet: &*f.dirichlet,
         flux: f.flux.as_deref(),
     };
-    let mut times = StageTimes {
-        setup: hdg.setup_time(),
-        ..StageTimes::default()
+    // A spinner for each stage but the solve, which shows the PCG's own progress bar.
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    let mut observe = |name: &'static str, done: bool| {
+        if let Some(b) = bar.take() {
+            b.finish_and_clear();
+        }
+        if show && !done && name != "solve" {
+            bar = Some(spinner(name));
+        }
     };
-    let timed =
-        |slot: &mut Duration, name: &str, run: &mut dyn FnMut() -> Result<()>| -> Result<()> {
-            let t = Instant::now();
-            stage(show, name, || {
-                run()?;
-                b.synchronize()
-            })?;
-            *slot = t.elapsed();
-            Ok(())
-        };
-    let mut local = None;
-    timed(&mut times.local, "local solvers", &mut || {
-        local = Some(hdg.local_solvers()?);
-        Ok(())
-    })?;
-    let mut local = local.ok_or_else(|| bad("stage", "local solvers missing".into()))?;
-    let mut load = None;
-    timed(&mut times.load, "load", &mut || {
-        load = Some(hdg.load(&local, &problem)?);
-        Ok(())
-    })?;
-    let load = load.ok_or_else(|| bad("stage", "load missing".into()))?;
-    let mut system = None;
-    timed(&mut times.assemble, "assembly", &mut || {
-        system = Some(hdg.assemble(&local, &load)?);
-        Ok(())
-    })?;
-    local.release();
-    let system = system.ok_or_else(|| bad("stage", "system missing".into()))?;
-    let t = Instant::now();
-    let trace = hdg.solve(&system, &solver)?;
-    b.synchronize()?;
-    times.solve = t.elapsed();
-    drop(system);
-    let mut fields = None;
-    timed(&mut times.recover, "recovery", &mut || {
-        fields = Some(hdg.recover(&local, &load, &trace.lambda)?);
-        Ok(())
-    })?;
-    let mut fields = fields.ok_or_else(|| bad("stage", "fields missing".into()))?;
-    if !args.no_post_process {
-        timed(&mut times.post_process, "post-processing", &mut || {
-            hdg.post_process(&mut fields)
-        })?;
-    }
+    let solution = hdg.run_observed(&problem, &solver, !args.no_post_process, &mut observe)?;
+    let (fields, trace, times) = (solution.fields, solution.trace, solution.times);
     let errors = match &f.exact {
         Some((u, ux, uy)) => {
             let ue = |x: f64, y: f64| u.at(x, y);

@@ -10,6 +10,11 @@ use crate::hdg::stages::{Exact, Fields, L2Errors};
 use crate::io::vtk::{UnstructuredGrid, VtkCell};
 use crate::scalar::Scalar;
 
+/// The values of a batch, widened to f64 on the host.
+fn to_f64<B: Backend, V: Scalar>(b: &Batch<B, V>) -> Result<Vec<f64>> {
+    Ok(b.to_vec()?.iter().map(|v| v.as_f64()).collect())
+}
+
 impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// The L2 errors of `fields` against `exact` (on the host, by quadrature of degree
     /// `2P + 8`).
@@ -18,9 +23,6 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// Device errors (downloading the fields).
     pub fn errors(&self, fields: &Fields<B, V>, exact: &Exact<'_>) -> Result<L2Errors> {
         let p = self.params.degree;
-        let to_f64 = |b: &Batch<B, V>| -> Result<Vec<f64>> {
-            Ok(b.to_vec()?.iter().map(|v| v.as_f64()).collect())
-        };
         let scalar = |x: f64, y: f64, out: &mut [f64]| out[0] = (exact.u)(x, y);
         let vector = |x: f64, y: f64, out: &mut [f64]| out.copy_from_slice(&(exact.grad)(x, y));
         let u = host::l2_error(&self.mesh, p, 1, &to_f64(&fields.u)?, &scalar);
@@ -62,9 +64,6 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
             .flat_map(|e| sub.iter().flat_map(move |t| t.map(|v| v + (e * np) as u32)))
             .collect();
         let mut grid = UnstructuredGrid::new(points, VtkCell::Triangle, connectivity)?;
-        let to_f64 = |b: &Batch<B, V>| -> Result<Vec<f64>> {
-            Ok(b.to_vec()?.iter().map(|v| v.as_f64()).collect())
-        };
         grid.add_point_data(
             "u",
             1,

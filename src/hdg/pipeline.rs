@@ -5,13 +5,13 @@ use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
 use crate::backend::Backend;
-use crate::batched::{cholesky, cholesky_solve, gemm, Batch, GemmParams, MAX_DIM};
+use crate::batched::{cholesky, cholesky_solve, gemm, Batch, GemmParams};
 use crate::error::{Error, Result};
 use crate::hdg::coefficients::CoefficientKind;
 use crate::hdg::host;
 use crate::hdg::ops::TRACE_SLOTS;
 use crate::hdg::params::{HdgParams, Problem, TracePreconditioner, TraceSolverParams};
-use crate::hdg::post::SplitPost;
+use crate::hdg::post::{post_process_operators, SplitPost};
 use crate::hdg::reference::{num_modes, PostProcessMatrices, ReferenceMatrices};
 use crate::hdg::stacks::stack;
 use crate::hdg::stages::{
@@ -92,22 +92,8 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
                 Batch::from_slice(backend, 1, s.k, s.rows * s.cols, &to_elements::<V>(&s.data))
             })
             .collect::<Result<Vec<_>>>()?;
-        let (n, nu) = (post.n, reference.nu);
-        let split = if n > MAX_DIM {
-            Some(SplitPost::new(
-                backend,
-                mesh.num_triangles(),
-                &stack(CoefficientKind::S, &reference, &post),
-                &stack(CoefficientKind::R, &reference, &post),
-                nu,
-            )?)
-        } else {
-            None
-        };
-        let mean_rows = if split.is_some() { nu } else { n };
-        let mut e0 = vec![V::from_f64(0.0); mean_rows * nu];
-        e0[0] = V::from_f64(1.0);
-        let mean = Batch::from_slice(backend, 1, mean_rows, nu, &e0)?;
+        let (split, mean) =
+            post_process_operators(backend, mesh.num_triangles(), &reference, &post, false)?;
         let vertices: Vec<f64> = mesh
             .triangles
             .iter()
@@ -528,21 +514,42 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
         solver: &TraceSolverParams,
         post_process: bool,
     ) -> Result<Solution<B, V, S>> {
+        self.run_observed(problem, solver, post_process, &mut |_, _| {})
+    }
+
+    /// As [`run`](Self::run), calling `observe(stage, false)` when a stage starts and
+    /// `observe(stage, true)` when it has ended (stage names as in [`StageTimes::stages`]):
+    /// for progress displays.
+    ///
+    /// # Errors
+    /// Those of the stages.
+    pub fn run_observed(
+        &self,
+        problem: &Problem<'_>,
+        solver: &TraceSolverParams,
+        post_process: bool,
+        observe: &mut dyn FnMut(&'static str, bool),
+    ) -> Result<Solution<B, V, S>> {
         let mut times = StageTimes {
             setup: self.setup_time,
             ..StageTimes::default()
         };
-        let local = &mut self.timed(&mut times.local, || self.local_solvers())?;
-        let load = self.timed(&mut times.load, || self.load(local, problem))?;
-        let system = self.timed(&mut times.assemble, || self.assemble(local, &load))?;
+        let o = observe;
+        let local = &mut self.timed("local", &mut times.local, o, || self.local_solvers())?;
+        let load = self.timed("load", &mut times.load, o, || self.load(local, problem))?;
+        let system = self.timed("assemble", &mut times.assemble, o, || {
+            self.assemble(local, &load)
+        })?;
         local.release();
-        let trace = self.timed(&mut times.solve, || self.solve(&system, solver))?;
+        let trace = self.timed("solve", &mut times.solve, o, || self.solve(&system, solver))?;
         drop(system);
-        let mut fields = self.timed(&mut times.recover, || {
+        let mut fields = self.timed("recover", &mut times.recover, o, || {
             self.recover(local, &load, &trace.lambda)
         })?;
         if post_process {
-            self.timed(&mut times.post_process, || self.post_process(&mut fields))?;
+            self.timed("post_process", &mut times.post_process, o, || {
+                self.post_process(&mut fields)
+            })?;
         }
         Ok(Solution {
             fields,
@@ -551,12 +558,21 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
         })
     }
 
-    /// Runs `stage`, synchronises the device and stores the wall time in `slot`.
-    fn timed<T>(&self, slot: &mut Duration, stage: impl FnOnce() -> Result<T>) -> Result<T> {
+    /// Runs stage `name`: announced to `observe`, run, the device synchronised, its wall
+    /// time stored in `slot`.
+    fn timed<T>(
+        &self,
+        name: &'static str,
+        slot: &mut Duration,
+        observe: &mut dyn FnMut(&'static str, bool),
+        stage: impl FnOnce() -> Result<T>,
+    ) -> Result<T> {
+        observe(name, false);
         let start = Instant::now();
         let out = stage()?;
         self.backend.synchronize()?;
         *slot = start.elapsed();
+        observe(name, true);
         Ok(out)
     }
 }

@@ -2,12 +2,12 @@
 //! directly where its element matrices fit the batched limit, by blocks above it (P = 9).
 
 use crate::backend::Backend;
-use crate::batched::{cholesky, cholesky_solve, gemm, Batch, GemmParams, Status};
+use crate::batched::{cholesky, cholesky_solve, gemm, Batch, GemmParams, Status, MAX_DIM};
 use crate::error::{Error, Result};
 use crate::hdg::coefficients::CoefficientKind;
 use crate::hdg::pipeline::Hdg;
-use crate::hdg::reference::num_modes;
-use crate::hdg::stacks::Stack;
+use crate::hdg::reference::{num_modes, PostProcessMatrices, ReferenceMatrices};
+use crate::hdg::stacks::{stack, Stack};
 use crate::hdg::stages::Fields;
 use crate::scalar::{Element, Scalar};
 
@@ -53,20 +53,11 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
     #[cfg(test)]
     pub(super) fn force_split_post_process(&mut self) -> Result<()> {
         let (reference, post) = (
-            crate::hdg::reference::ReferenceMatrices::new(self.params.degree),
-            crate::hdg::reference::PostProcessMatrices::new(self.params.degree),
+            ReferenceMatrices::new(self.params.degree),
+            PostProcessMatrices::new(self.params.degree),
         );
-        let nu = reference.nu;
-        self.split = Some(SplitPost::new(
-            &self.backend,
-            self.count(),
-            &crate::hdg::stacks::stack(CoefficientKind::S, &reference, &post),
-            &crate::hdg::stacks::stack(CoefficientKind::R, &reference, &post),
-            nu,
-        )?);
-        let mut e0 = vec![V::from_f64(0.0); nu * nu];
-        e0[0] = V::from_f64(1.0);
-        self.mean = Batch::from_slice(&self.backend, 1, nu, nu, &e0)?;
+        (self.split, self.mean) =
+            post_process_operators(&self.backend, self.count(), &reference, &post, true)?;
         Ok(())
     }
 
@@ -129,6 +120,37 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
         }
         Ok(Batch::from_buffer(&self.backend, count, n, 1, out))
     }
+}
+
+/// The block operators (when split) and `e0 e0ᵀ` of the post-processing.
+pub(super) type PostOperators<B, V> = (Option<SplitPost<B, V>>, Batch<B, V>);
+
+/// The operators of the post-processing that do not depend on the element: the block
+/// stacks and placements when `N(P+1)` exceeds [`MAX_DIM`] (or `split`), and `e0 e0ᵀ`
+/// (`N(P+1) x N_u`, or `N(P) x N_u` by blocks) that copies the mean of `u`.
+pub(super) fn post_process_operators<B: Backend, V: Element>(
+    backend: &B,
+    count: usize,
+    reference: &ReferenceMatrices,
+    post: &PostProcessMatrices,
+    split: bool,
+) -> Result<PostOperators<B, V>> {
+    let (n, nu) = (post.n, reference.nu);
+    let split = if split || n > MAX_DIM {
+        Some(SplitPost::new(
+            backend,
+            count,
+            &stack(CoefficientKind::S, reference, post),
+            &stack(CoefficientKind::R, reference, post),
+            nu,
+        )?)
+    } else {
+        None
+    };
+    let rows = if split.is_some() { nu } else { n };
+    let mut e0 = vec![V::from_f64(0.0); rows * nu];
+    e0[0] = V::from_f64(1.0);
+    Ok((split, Batch::from_slice(backend, 1, rows, nu, &e0)?))
 }
 
 /// An error naming the first triangle whose matrix `what` failed its Cholesky factorisation.

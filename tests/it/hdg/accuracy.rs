@@ -396,31 +396,16 @@ fn hdg_bad_input() {
     let hdg = Hdg::<Cpu, f64, f64>::new(&cpu, &mesh, HdgParams::new(2), &[2]).unwrap();
     let local = hdg.local_solvers().unwrap();
     let f = |_: f64, _: f64| 1.0;
-    expect_invalid(
-        hdg.load(
-            &local,
-            &Problem {
-                rhs: &f,
-                dirichlet: &f,
-                flux: None,
-            },
-        ),
-        &["flux"],
-    );
+    let no_flux = Problem {
+        rhs: &f,
+        dirichlet: &f,
+        flux: None,
+    };
+    expect_invalid(hdg.load(&local, &no_flux), &["flux"]);
     // Released local solvers.
     let mut local = local;
     local.release();
-    expect_invalid(
-        hdg.load(
-            &local,
-            &Problem {
-                rhs: &f,
-                dirichlet: &f,
-                flux: None,
-            },
-        ),
-        &["released"],
-    );
+    expect_invalid(hdg.load(&local, &no_flux), &["released"]);
     // The generated meshes: a perturbation that could invert triangles, n = 0.
     expect_invalid(
         TriMesh::unit_square(4, Diagonal::Up, 0.3, 1),
