@@ -23,10 +23,12 @@ pub mod fvm;
 pub mod hdg;
 pub mod io;
 pub mod mesh;
+pub mod multigrid;
 pub mod random;
 pub mod scalar;
 pub mod solver;
 pub mod sparse;
+pub mod tensor;
 pub mod vector;
 pub mod verify;
 

@@ -6,13 +6,14 @@ use crate::batched::BatchedOps;
 use crate::error::{Error, Result};
 use crate::hdg::HdgOps;
 use crate::sparse::SparseOps;
+use crate::tensor::TensorOps;
 use crate::vector::VectorOps;
 
 /// A backend: buffers plus every operator family. Implemented by [`Cpu`] and
 /// [`Cube<R>`](crate::Cube).
-pub trait Backend: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps {}
+pub trait Backend: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps {}
 
-impl<B: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps> Backend for B {}
+impl<B: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps> Backend for B {}
 
 /// A computation generic over the backend, for [`with_backend`]: the way to call generic
 /// code with a backend chosen at run time.

@@ -1,0 +1,260 @@
+//! Full multigrid as a solver (the seed's Algorithm 2), the right-hand sides of separable
+//! loads on every level, and the L2 error against a separable exact solution.
+
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use crate::backend::bundle::Backend;
+use crate::error::{check_len, Result};
+use crate::hdg::reference::gauss_legendre;
+use crate::scalar::Scalar;
+use crate::solver::LinearOperator;
+use crate::tensor::{Basis1d, Grid};
+use crate::vector::Vector;
+
+use super::transfer::Banded;
+use super::Multigrid;
+
+/// The outcome of [`fmg`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct FmgReport {
+    /// V-cycles after the FMG pass (the seed's count).
+    pub cycles: usize,
+    /// Whether `‖b − A x‖ ≤ rtol ‖b‖` was reached.
+    pub converged: bool,
+    /// `‖b‖₂`.
+    pub rhs_norm: f64,
+    /// `‖b − A x‖₂` after the FMG pass and after every V-cycle.
+    pub residual_history: Vec<f64>,
+    /// Time of the FMG pass.
+    pub fmg_time: Duration,
+    /// Time of the V-cycles (with their residuals).
+    pub cycle_time: Duration,
+}
+
+impl FmgReport {
+    /// The final relative residual.
+    pub fn relative_residual(&self) -> f64 {
+        let last = self.residual_history.last().copied().unwrap_or(f64::NAN);
+        if self.rhs_norm > 0.0 {
+            last / self.rhs_norm
+        } else {
+            last
+        }
+    }
+}
+
+/// Full multigrid for `A x = b` (`A` in `S`, usually f64) with the hierarchy `mg` in `T`
+/// (f64, or f32 for mixed precision): the FMG pass on `rhs` (the right-hand side of every
+/// level, in `T`), then `x ← x + V(0, b − A x)` with the residual in `S` until
+/// `‖b − A x‖ ≤ rtol ‖b‖` or `max_cycles`. As in the seed's Algorithm 2 (`δ ← ‖b‖`
+/// before the loop), at least one V-cycle follows the FMG pass. `monitor(cycle, relative residual)` is called
+/// after every cycle.
+///
+/// # Errors
+/// Size mismatches; device errors.
+#[allow(clippy::too_many_arguments)]
+pub fn fmg<B: Backend, S: Scalar, T: Scalar>(
+    mg: &Multigrid<B, T>,
+    a: &dyn LinearOperator<B, S>,
+    rhs: &[Vector<B, T>],
+    b: &Vector<B, S>,
+    x: &mut Vector<B, S>,
+    rtol: f64,
+    max_cycles: usize,
+    monitor: &mut dyn FnMut(usize, f64),
+) -> Result<FmgReport> {
+    let n = mg.grid().len();
+    check_len("fmg", "b", n, b.len())?;
+    check_len("fmg", "x", n, x.len())?;
+    check_len("fmg", "A", n, a.nrows())?;
+    let backend = b.backend();
+    let start = Instant::now();
+    let mut xt = Vector::<B, T>::zeros(backend, n)?;
+    mg.fmg_pass(rhs, &mut xt)?;
+    x.convert_from(&xt)?;
+    backend.synchronize()?;
+    let fmg_time = start.elapsed();
+    let start = Instant::now();
+    let rhs_norm = b.nrm2()?.as_f64();
+    let mut r = Vector::<B, S>::zeros(backend, n)?;
+    let residual = |x: &Vector<B, S>, r: &mut Vector<B, S>| -> Result<f64> {
+        a.apply(x, r)?;
+        r.axpby(S::ONE, b, -S::ONE)?;
+        Ok(r.nrm2()?.as_f64())
+    };
+    let mut history = vec![residual(x, &mut r)?];
+    let mut cycles = 0;
+    let mut zt = Vector::<B, T>::zeros(backend, n)?;
+    let mut z = Vector::<B, S>::zeros(backend, n)?;
+    while (cycles == 0 || history[cycles] > rtol * rhs_norm) && cycles < max_cycles {
+        let rt = r.to_precision::<T>()?;
+        zt.fill(T::ZERO)?;
+        mg.cycle(&mut zt, &rt)?;
+        z.convert_from(&zt)?;
+        x.axpy(S::ONE, &z)?;
+        history.push(residual(x, &mut r)?);
+        cycles += 1;
+        monitor(cycles, history[cycles] / rhs_norm.max(f64::MIN_POSITIVE));
+    }
+    Ok(FmgReport {
+        cycles,
+        converged: history[cycles] <= rtol * rhs_norm,
+        rhs_norm,
+        residual_history: history,
+        fmg_time,
+        cycle_time: start.elapsed(),
+    })
+}
+
+/// Node `i` of a direction of `grid` as a coordinate in `[0, 1]`.
+fn node_coordinate(grid: Grid, nodes: &[f64], i: usize) -> f64 {
+    let k = grid.degree;
+    let c = (i / k).min(grid.cells - 1);
+    (c as f64 + nodes[i - c * k]) / grid.cells as f64
+}
+
+/// The right-hand side `bᵢ = ∫ f φᵢ` on `grid` of the separable load
+/// `f(x) = scale Π g(x_d)`, with `f` replaced by its `Q_k` interpolant (exact for
+/// polynomial `g` of degree ≤ k); zero on boundary nodes. Computed on the device as
+/// `h^d (M₁ diag(g)) ⊗ … ⊗ (M₁ diag(g)) 1` with `M₁` the global 1D mass matrix.
+///
+/// # Errors
+/// Invalid grids; device errors.
+pub fn level_rhs<B: Backend, T: Scalar>(
+    backend: &B,
+    grid: Grid,
+    scale: f64,
+    g: impl Fn(f64) -> f64,
+) -> Result<Vector<B, T>> {
+    crate::tensor::operator::check_grid("level_rhs", grid)?;
+    let basis = Basis1d::new(grid.degree)?;
+    let (k, n1) = (grid.degree, grid.n1());
+    let n = k + 1;
+    let gv: Vec<f64> = (0..n1)
+        .map(|i| g(node_coordinate(grid, &basis.nodes, i)))
+        .collect();
+    let mut rows = vec![std::collections::BTreeMap::new(); n1];
+    for c in 0..grid.cells {
+        for i in 0..n {
+            for j in 0..n {
+                let e = rows[c * k + i].entry(c * k + j).or_insert(0.0);
+                *e += basis.mass[i * n + j] * gv[c * k + j];
+            }
+        }
+    }
+    let h = 1.0 / grid.cells as f64;
+    let s = (scale * h.powi(grid.dim as i32))
+        .abs()
+        .powf(1.0 / grid.dim as f64);
+    let sign = if scale < 0.0 { -1.0 } else { 1.0 };
+    for row in &mut rows {
+        for v in row.values_mut() {
+            *v *= s;
+        }
+    }
+    let band = Banded::<B, T>::from_rows(backend, &rows, n1)?;
+    let mut x = Vector::<B, T>::full(backend, grid.len(), T::from_f64(sign))?;
+    let mut y = Vector::<B, T>::zeros(backend, grid.len())?;
+    let ext = grid.extents();
+    for dir in 0..grid.dim {
+        band.apply(ext, dir, &x, &mut y)?;
+        std::mem::swap(&mut x, &mut y);
+    }
+    // SAFETY: x is a grid vector of this backend.
+    unsafe { backend.tensor_boundary(grid, None, x.buffer_mut())? };
+    Ok(x)
+}
+
+/// `‖u − u_h‖_{L²(Ω)}` for the nodal values `uh` on `grid` and the separable exact solution
+/// `u(x) = Π g(x_d)`, by Gauss quadrature with `k + 2` points per direction and cell
+/// (sum factorization, on the host).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `uh` is not a grid
+/// vector; invalid grids.
+pub fn l2_error(grid: Grid, uh: &[f64], g: impl Fn(f64) -> f64 + Sync) -> Result<f64> {
+    crate::tensor::operator::check_grid("l2_error", grid)?;
+    check_len("l2_error", "uh", grid.len(), uh.len())?;
+    let basis = Basis1d::new(grid.degree)?;
+    let (k, n1, dim) = (grid.degree, grid.n1(), grid.dim);
+    let n = k + 1;
+    let q = k + 2;
+    let (gx, gw) = gauss_legendre(q);
+    let h = 1.0 / grid.cells as f64;
+    // Basis values at the quadrature points: phi[p n + i].
+    let nodes = &basis.nodes;
+    let phi: Vec<f64> = gx
+        .iter()
+        .flat_map(|&x| {
+            let t = 0.5 * (x + 1.0);
+            (0..n).map(move |i| {
+                (0..n)
+                    .filter(|&j| j != i)
+                    .map(|j| (t - nodes[j]) / (nodes[i] - nodes[j]))
+                    .product::<f64>()
+            })
+        })
+        .collect();
+    let w: Vec<f64> = gw.iter().map(|w| 0.5 * w * h).collect();
+    let cells_total = grid.cells.pow(dim as u32);
+    let nz = if dim == 3 { n } else { 1 };
+    let qz = if dim == 3 { q } else { 1 };
+    let sum: f64 = (0..cells_total)
+        .into_par_iter()
+        .map(|c| {
+            let cc = [
+                c % grid.cells,
+                (c / grid.cells) % grid.cells,
+                c / (grid.cells * grid.cells),
+            ];
+            // u_h on the cell, then contracted to the quadrature points direction by direction.
+            let mut v = vec![0.0; n * n * nz];
+            for z in 0..nz {
+                for y in 0..n {
+                    for x in 0..n {
+                        let gi = ((cc[2] * k + z) * n1 + cc[1] * k + y) * n1 + cc[0] * k + x;
+                        v[(z * n + y) * n + x] = uh[gi];
+                    }
+                }
+            }
+            let mut ext = [n, n, nz];
+            for d in 0..dim {
+                let inner: usize = ext[..d].iter().product();
+                let outer: usize = ext[d + 1..].iter().product();
+                let mut out = vec![0.0; inner * q * outer];
+                for o in 0..outer {
+                    for p in 0..q {
+                        for i in 0..n {
+                            let a = phi[p * n + i];
+                            for l in 0..inner {
+                                out[(o * q + p) * inner + l] += a * v[(o * n + i) * inner + l];
+                            }
+                        }
+                    }
+                }
+                v = out;
+                ext[d] = q;
+            }
+            let coord = |d: usize, p: usize| (cc[d] as f64 + 0.5 * (gx[p] + 1.0)) * h;
+            let mut s = 0.0;
+            for pz in 0..qz {
+                for py in 0..q {
+                    for px in 0..q {
+                        let mut exact = g(coord(0, px)) * g(coord(1, py));
+                        let mut weight = w[px] * w[py];
+                        if dim == 3 {
+                            exact *= g(coord(2, pz));
+                            weight *= w[pz];
+                        }
+                        let e = v[(pz * q + py) * q + px] - exact;
+                        s += weight * e * e;
+                    }
+                }
+            }
+            s
+        })
+        .sum();
+    Ok(sum.sqrt())
+}

@@ -1,0 +1,415 @@
+//! Geometric multigrid for `Q_k` on Cartesian grids of `[0,1]^d` (seed 003): the V-cycle
+//! with one pre- and one post-smoothing step by the colourised vertex-patch smoother
+//! (or Chebyshev–Jacobi), matrix-free transfers, full multigrid ([`fmg`]), and the V-cycle
+//! as a [`Preconditioner`] for CG and (F)GMRES — in f32 inside an f64 Krylov solve through
+//! [`MixedPrecision`](crate::solver::MixedPrecision).
+//!
+//! # Levels
+//! Level `l` has `2^l` cells per direction. The coarsest level is 1: its only interior
+//! vertex has a patch that covers the whole domain, so one patch-smoothing step solves it
+//! exactly (the seed's "one step of the smoother on level 0, where it is an exact solver";
+//! a one-cell level has no interior vertex). Where the fused patch kernel does not fit the
+//! device's shared memory, the Chebyshev variant solves level 1 by CG instead.
+
+mod fmg;
+mod smoother;
+mod transfer;
+
+use std::cell::RefCell;
+
+use crate::backend::bundle::Backend;
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use crate::solver::{pcg, LinearOperator, OperatorCost, Preconditioner, Progress, SolverParams};
+use crate::tensor::{Basis1d, Grid, OperatorKind, TensorOperator};
+use crate::vector::Vector;
+
+pub use fmg::{fmg, l2_error, level_rhs, FmgReport};
+pub use smoother::SmootherKind;
+use smoother::{patch_data, Smoother};
+use transfer::Transfer;
+
+/// The finest level the multigrid accepts (`2^20` cells per direction).
+pub const MAX_LEVEL: usize = 20;
+
+/// Parameters of [`Multigrid`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MultigridParams {
+    /// The smoother.
+    pub smoother: SmootherKind,
+    /// Scatter of the cell operators: `Some(true)` atomics, `Some(false)` colours, `None`
+    /// atomics where the backend has them.
+    pub atomic: Option<bool>,
+    /// Post-smoothing runs the patch colours in reverse order, which makes the V-cycle a
+    /// symmetric operator (for CG). The default (`false`) is the seed's: the same smoother,
+    /// colours in the same order, before and after the coarse-grid correction — it
+    /// converged faster in every case measured (docs/benchmarks.md), but is not symmetric:
+    /// use it with GMRES, FGMRES or flexible PCG.
+    pub symmetric: bool,
+}
+
+/// One level: its operator and smoother.
+struct Level<B: Backend, T: Scalar> {
+    op: TensorOperator<B, T>,
+    smoother: Smoother<B, T>,
+}
+
+/// The vectors of one level: iterate, right-hand side, residual, smoother scratch (three,
+/// empty for the patch smoother) and transfer scratch (two, for the transfer into it).
+struct Work<B: Backend, T: Scalar> {
+    x: Vector<B, T>,
+    b: Vector<B, T>,
+    r: Vector<B, T>,
+    s: [Vector<B, T>; 3],
+    t: [Vector<B, T>; 2],
+}
+
+/// How level 1 is solved.
+enum Coarse<B: Backend, T: Scalar> {
+    /// One step of the patch smoother (exact: one patch).
+    Patch(B::Buffer<T>),
+    /// CG to a relative residual of `100 ε`.
+    Cg,
+}
+
+/// The geometric multigrid hierarchy of levels `1 ..= L` on one backend in precision `T`.
+pub struct Multigrid<B: Backend, T: Scalar> {
+    levels: Vec<Level<B, T>>,
+    transfers: Vec<Transfer<B, T>>,
+    coarse: Coarse<B, T>,
+    symmetric: bool,
+    work: RefCell<Vec<Work<B, T>>>,
+}
+
+/// Bytes of device memory a hierarchy up to `finest` holds in `T` (operators' data
+/// are negligible): per level `x, b, r`, one more vector of transfer scratch, three of
+/// smoother scratch for Chebyshev.
+pub fn memory_bytes(finest: Grid, smoother: SmootherKind, value_bytes: usize) -> u64 {
+    let per = 4 + if smoother == SmootherKind::Chebyshev {
+        4
+    } else {
+        0
+    };
+    let mut total = 0u64;
+    let mut cells = finest.cells;
+    while cells >= 2 {
+        total += (per * Grid { cells, ..finest }.len() * value_bytes) as u64;
+        cells /= 2;
+    }
+    total
+}
+
+impl<B: Backend, T: Scalar> Multigrid<B, T> {
+    /// The hierarchy for the Laplacian of `Q_degree` on `[0,1]^dim`, levels `1 ..= levels`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a dimension other than 2 or 3, a degree outside
+    /// `1..=10`, or `levels` outside `1..=MAX_LEVEL`; [`Error::Unsupported`] if the patch
+    /// smoother's kernel does not fit the device's shared memory (with the bytes it needs)
+    /// or atomics are asked for where the backend has none; device errors (out of memory).
+    pub fn new(
+        backend: &B,
+        dim: usize,
+        degree: usize,
+        levels: usize,
+        params: MultigridParams,
+    ) -> Result<Self> {
+        if !(1..=MAX_LEVEL).contains(&levels) {
+            return Err(Error::InvalidArgument {
+                op: "Multigrid::new",
+                name: "levels",
+                reason: format!("the finest level must be in 1..={MAX_LEVEL}, got {levels}"),
+            });
+        }
+        let grid = |l: usize| Grid {
+            dim,
+            degree,
+            cells: 1 << l,
+        };
+        crate::tensor::operator::check_grid("Multigrid::new", grid(levels))?;
+        let fits = backend.tensor_patch_fits::<T>(grid(1));
+        if let (SmootherKind::Patch, Err(bytes)) = (params.smoother, fits) {
+            return Err(Error::Unsupported {
+                backend: backend.info().device.clone(),
+                what: format!(
+                    "the vertex-patch smoother for Q{degree} in {dim}D in {}",
+                    T::DTYPE.name()
+                ),
+                reason: format!(
+                    "its fused kernel needs {bytes} bytes of shared memory per patch, the device \
+                     allows {}; use the Chebyshev smoother or a lower degree",
+                    backend.info().max_shared_bytes
+                ),
+            });
+        }
+        let basis = Basis1d::new(degree)?;
+        let mut out = Multigrid {
+            levels: Vec::new(),
+            transfers: Vec::new(),
+            coarse: match fits {
+                Ok(()) => Coarse::Patch(backend.upload(&patch_data::<T>(&basis)?)?),
+                Err(_) => Coarse::Cg,
+            },
+            symmetric: params.symmetric,
+            work: RefCell::new(Vec::new()),
+        };
+        let mut work = Vec::new();
+        for l in 1..=levels {
+            let g = grid(l);
+            let mut op = TensorOperator::<B, T>::new(backend, g, OperatorKind::Laplace)?;
+            if let Some(atomic) = params.atomic {
+                op = op.with_scatter(atomic)?;
+            }
+            let smoother = Smoother::new(backend, params.smoother, &op, &basis)?;
+            let scratch = if params.smoother == SmootherKind::Chebyshev {
+                g.len()
+            } else {
+                0
+            };
+            let tlen = if l > 1 {
+                let t = Transfer::new(backend, grid(l - 1), &basis)?;
+                let len = t.scratch_len();
+                out.transfers.push(t);
+                len
+            } else {
+                0
+            };
+            let v = |len| Vector::<B, T>::zeros(backend, len);
+            work.push(Work {
+                x: v(g.len())?,
+                b: v(g.len())?,
+                r: v(g.len())?,
+                s: [v(scratch)?, v(scratch)?, v(scratch)?],
+                t: [v(tlen)?, v(tlen)?],
+            });
+            out.levels.push(Level { op, smoother });
+        }
+        out.work = RefCell::new(work);
+        Ok(out)
+    }
+
+    /// The finest grid.
+    pub fn grid(&self) -> Grid {
+        self.finest().grid()
+    }
+
+    /// The grid of level `l` (`1 ..= L`).
+    pub fn level_grid(&self, l: usize) -> Option<Grid> {
+        self.levels.get(l.checked_sub(1)?).map(|lv| lv.op.grid())
+    }
+
+    /// The finest level's operator.
+    pub fn finest(&self) -> &TensorOperator<B, T> {
+        &self.levels[self.levels.len() - 1].op
+    }
+
+    /// The number of levels.
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Solves level 1 (index 0) for `w.x` from `w.b`.
+    fn coarse_solve(&self, w: &mut Work<B, T>) -> Result<()> {
+        let a = &self.levels[0].op;
+        w.x.fill(T::ZERO)?;
+        match &self.coarse {
+            Coarse::Patch(data) => {
+                let backend = w.x.backend().clone();
+                // SAFETY: x, b are grid vectors of level 1 on this backend.
+                unsafe {
+                    backend.tensor_patch_smooth(
+                        a.grid(),
+                        0,
+                        a.scaled_coefficients(),
+                        data,
+                        w.b.buffer(),
+                        w.x.buffer_mut(),
+                    )
+                }
+            }
+            Coarse::Cg => {
+                let params = SolverParams {
+                    rtol: 100.0 * T::EPS,
+                    max_iter: 10 * a.nrows(),
+                    progress: Progress::Never,
+                    stagnation_window: 0,
+                    ..Default::default()
+                };
+                pcg(a, None, &w.b, &mut w.x, &params).map(|_| ())
+            }
+        }
+    }
+
+    /// One V-cycle on level index `l` from the iterate in `work[l].x` for `work[l].b`.
+    fn vcycle(&self, l: usize, work: &mut [Work<B, T>]) -> Result<()> {
+        if l == 0 {
+            return self.coarse_solve(&mut work[0]);
+        }
+        let (lower, upper) = work.split_at_mut(l);
+        let (w, wc) = (&mut upper[0], &mut lower[l - 1]);
+        let level = &self.levels[l];
+        let a = &level.op;
+        level.smoother.smooth(a, &mut w.x, &w.b, false, &mut w.s)?;
+        a.apply(&w.x, &mut w.r)?;
+        w.r.axpby(T::ONE, &w.b, -T::ONE)?;
+        let transfer = &self.transfers[l - 1];
+        transfer.restrict(&w.r, &mut wc.b, &mut w.t)?;
+        let backend = wc.b.backend().clone();
+        // SAFETY: wc.b is a grid vector of level l − 1 on this backend.
+        unsafe { backend.tensor_boundary(self.levels[l - 1].op.grid(), None, wc.b.buffer_mut())? };
+        wc.x.fill(T::ZERO)?;
+        self.vcycle(l - 1, work)?;
+        let (lower, upper) = work.split_at_mut(l);
+        let (w, wc) = (&mut upper[0], &mut lower[l - 1]);
+        transfer.prolongate(&wc.x, &mut w.r, &mut w.t)?;
+        w.x.axpy(T::ONE, &w.r)?;
+        level
+            .smoother
+            .smooth(a, &mut w.x, &w.b, self.symmetric, &mut w.s)
+    }
+
+    /// One V-cycle on the finest level: `x ← V(x, b)`.
+    ///
+    /// # Errors
+    /// Size mismatches; device errors.
+    pub fn cycle(&self, x: &mut Vector<B, T>, b: &Vector<B, T>) -> Result<()> {
+        let n = self.grid().len();
+        crate::error::check_len("Multigrid::cycle", "x", n, x.len())?;
+        crate::error::check_len("Multigrid::cycle", "b", n, b.len())?;
+        let mut work = self.work.borrow_mut();
+        let top = work.len() - 1;
+        work[top].x.copy_from(x)?;
+        work[top].b.copy_from(b)?;
+        self.vcycle(top, &mut work)?;
+        x.copy_from(&work[top].x)
+    }
+
+    /// One (forward) smoothing step on the finest level: `x ← S(x, b)`.
+    ///
+    /// # Errors
+    /// Size mismatches; device errors.
+    pub fn smooth_once(&self, x: &mut Vector<B, T>, b: &Vector<B, T>) -> Result<()> {
+        let n = self.grid().len();
+        crate::error::check_len("Multigrid::smooth_once", "x", n, x.len())?;
+        crate::error::check_len("Multigrid::smooth_once", "b", n, b.len())?;
+        let mut work = self.work.borrow_mut();
+        let top = work.len() - 1;
+        let level = &self.levels[top];
+        level
+            .smoother
+            .smooth(&level.op, x, b, false, &mut work[top].s)
+    }
+
+    /// The transfer into level `fine` (`2 ..= L`).
+    fn transfer(&self, op: &'static str, fine: usize) -> Result<&Transfer<B, T>> {
+        fine.checked_sub(2)
+            .and_then(|i| self.transfers.get(i))
+            .ok_or_else(|| Error::InvalidArgument {
+                op,
+                name: "fine",
+                reason: format!(
+                    "the fine level must be in 2..={}, got {fine}",
+                    self.levels.len()
+                ),
+            })
+    }
+
+    /// `fine_x = P coarse_x` from level `fine − 1` to level `fine`.
+    ///
+    /// # Errors
+    /// A level out of range; size mismatches; device errors.
+    pub fn prolongate(
+        &self,
+        fine: usize,
+        coarse_x: &Vector<B, T>,
+        fine_x: &mut Vector<B, T>,
+    ) -> Result<()> {
+        let t = self.transfer("Multigrid::prolongate", fine)?;
+        crate::error::check_len(
+            "Multigrid::prolongate",
+            "coarse",
+            t.coarse.len(),
+            coarse_x.len(),
+        )?;
+        crate::error::check_len("Multigrid::prolongate", "fine", t.fine.len(), fine_x.len())?;
+        let mut work = self.work.borrow_mut();
+        t.prolongate(coarse_x, fine_x, &mut work[fine - 1].t)
+    }
+
+    /// `coarse_x = Pᵀ fine_x` from level `fine` to level `fine − 1` (boundary rows
+    /// included).
+    ///
+    /// # Errors
+    /// As [`prolongate`](Self::prolongate).
+    pub fn restrict(
+        &self,
+        fine: usize,
+        fine_x: &Vector<B, T>,
+        coarse_x: &mut Vector<B, T>,
+    ) -> Result<()> {
+        let t = self.transfer("Multigrid::restrict", fine)?;
+        crate::error::check_len(
+            "Multigrid::restrict",
+            "coarse",
+            t.coarse.len(),
+            coarse_x.len(),
+        )?;
+        crate::error::check_len("Multigrid::restrict", "fine", t.fine.len(), fine_x.len())?;
+        let mut work = self.work.borrow_mut();
+        t.restrict(fine_x, coarse_x, &mut work[fine - 1].t)
+    }
+
+    /// The full-multigrid pass: level 1 solved, then on every finer level the
+    /// interpolated solution improved by one V-cycle; `rhs[l − 1]` is level `l`'s
+    /// right-hand side. Leaves the finest iterate in `x`.
+    ///
+    /// # Errors
+    /// Size mismatches; device errors.
+    pub fn fmg_pass(&self, rhs: &[Vector<B, T>], x: &mut Vector<B, T>) -> Result<()> {
+        crate::error::check_len("Multigrid::fmg_pass", "rhs", self.levels.len(), rhs.len())?;
+        for (l, r) in rhs.iter().enumerate() {
+            crate::error::check_len(
+                "Multigrid::fmg_pass",
+                "rhs[l]",
+                self.levels[l].op.nrows(),
+                r.len(),
+            )?;
+        }
+        let mut work = self.work.borrow_mut();
+        work[0].b.copy_from(&rhs[0])?;
+        self.coarse_solve(&mut work[0])?;
+        for l in 1..self.levels.len() {
+            let (lower, upper) = work.split_at_mut(l);
+            let (w, wc) = (&mut upper[0], &lower[l - 1]);
+            self.transfers[l - 1].prolongate(&wc.x, &mut w.x, &mut w.t)?;
+            w.b.copy_from(&rhs[l])?;
+            self.vcycle(l, &mut work)?;
+        }
+        let top = work.len() - 1;
+        x.copy_from(&work[top].x)
+    }
+}
+
+impl<B: Backend, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
+    fn size(&self) -> usize {
+        self.grid().len()
+    }
+
+    /// `z = V(0, r)` on the interior; `z = r` on boundary nodes (the operator's identity
+    /// rows there).
+    fn precondition(&self, r: &Vector<B, T>, z: &mut Vector<B, T>) -> Result<()> {
+        z.fill(T::ZERO)?;
+        self.cycle(z, r)?;
+        let backend = z.backend().clone();
+        // SAFETY: r and z are finest-grid vectors (checked by `cycle`).
+        unsafe { backend.tensor_boundary(self.grid(), Some(r.buffer()), z.buffer_mut()) }
+    }
+
+    fn cost(&self) -> OperatorCost {
+        let c = self.finest().cost();
+        OperatorCost {
+            flops: 4.0 * c.flops,
+            bytes: 8.0 * c.bytes,
+        }
+    }
+}

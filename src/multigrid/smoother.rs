@@ -1,0 +1,201 @@
+//! Smoothers of one level: the colourised multiplicative vertex-patch smoother (the seed's)
+//! and a Chebyshev–Jacobi smoother for comparison.
+
+use crate::backend::bundle::Backend;
+use crate::error::{Error, Result};
+use crate::random::Rng;
+use crate::scalar::Scalar;
+use crate::solver::LinearOperator;
+use crate::tensor::{Basis1d, Grid, TensorOperator};
+use crate::vector::Vector;
+
+/// Which smoother the V-cycle uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SmootherKind {
+    /// Multiplicative vertex-patch Schwarz, `2^d` colours, local solves by fast
+    /// diagonalization (seed 003).
+    #[default]
+    Patch,
+    /// Chebyshev iteration on `D⁻¹A` (degree 4, on `[λmax / 20, 1.2 λmax]`, `λmax` by 30
+    /// power iterations), the diagonal computed from the 1D matrices.
+    Chebyshev,
+}
+
+impl std::str::FromStr for SmootherKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "patch" => Ok(SmootherKind::Patch),
+            "chebyshev" => Ok(SmootherKind::Chebyshev),
+            _ => Err(Error::InvalidArgument {
+                op: "SmootherKind::from_str",
+                name: "smoother",
+                reason: format!("unknown smoother `{s}`: expected `patch` or `chebyshev`"),
+            }),
+        }
+    }
+}
+
+/// Chebyshev degree and range of [`SmootherKind::Chebyshev`].
+const CHEBYSHEV_DEGREE: usize = 4;
+const CHEBYSHEV_RANGE: f64 = 20.0;
+
+/// The smoother of one level.
+pub(crate) enum Smoother<B: Backend, T: Scalar> {
+    Patch {
+        /// `[M_p | A_p | S | λ]` of the reference patch.
+        data: B::Buffer<T>,
+    },
+    Chebyshev {
+        inv_diag: Vector<B, T>,
+        lambda_max: f64,
+    },
+}
+
+/// `[M_p | A_p | S | λ]` of the reference vertex patch of `basis`, in `T`.
+pub(crate) fn patch_data<T: Scalar>(basis: &Basis1d) -> Result<Vec<T>> {
+    let (pm, pa) = basis.patch_matrices();
+    let (s, lambda) = basis.patch_eigen()?;
+    Ok(pm
+        .iter()
+        .chain(&pa)
+        .chain(&s)
+        .chain(&lambda)
+        .map(|&v| T::from_f64(v))
+        .collect())
+}
+
+impl<B: Backend, T: Scalar> Smoother<B, T> {
+    /// The smoother `kind` for operator `a`.
+    pub(crate) fn new(
+        backend: &B,
+        kind: SmootherKind,
+        a: &TensorOperator<B, T>,
+        basis: &Basis1d,
+    ) -> Result<Self> {
+        match kind {
+            SmootherKind::Patch => Ok(Smoother::Patch {
+                data: backend.upload(&patch_data::<T>(basis)?)?,
+            }),
+            SmootherKind::Chebyshev => {
+                let inv: Vec<T> = a.diagonal()?.iter().map(|d| T::from_f64(1.0 / d)).collect();
+                let inv_diag = Vector::from_slice(backend, &inv)?;
+                let lambda_max = power_iteration(a, &inv_diag)?;
+                Ok(Smoother::Chebyshev {
+                    inv_diag,
+                    lambda_max,
+                })
+            }
+        }
+    }
+
+    /// One smoothing step `x ← S(x, b)`; `reverse` runs the patch colours backwards.
+    /// `s` holds three scratch vectors of the level.
+    pub(crate) fn smooth(
+        &self,
+        a: &TensorOperator<B, T>,
+        x: &mut Vector<B, T>,
+        b: &Vector<B, T>,
+        reverse: bool,
+        s: &mut [Vector<B, T>; 3],
+    ) -> Result<()> {
+        match self {
+            Smoother::Patch { data } => {
+                let grid = a.grid();
+                let backend = x.backend().clone();
+                let coef = a.scaled_coefficients();
+                for i in 0..grid.colours() {
+                    let c = if reverse { grid.colours() - 1 - i } else { i };
+                    // SAFETY: x and b are grid vectors of this backend, data the patch data.
+                    unsafe {
+                        backend.tensor_patch_smooth(
+                            grid,
+                            c,
+                            coef,
+                            data,
+                            b.buffer(),
+                            x.buffer_mut(),
+                        )?;
+                    }
+                }
+                Ok(())
+            }
+            Smoother::Chebyshev {
+                inv_diag,
+                lambda_max,
+            } => chebyshev(a, inv_diag, *lambda_max, x, b, s),
+        }
+    }
+}
+
+/// `CHEBYSHEV_DEGREE` steps of the Chebyshev iteration for `A x = b` preconditioned by
+/// `D⁻¹` on `[λmax / range, λmax]` (Saad, Iterative Methods, Alg. 12.1).
+fn chebyshev<B: Backend, T: Scalar>(
+    a: &TensorOperator<B, T>,
+    inv_diag: &Vector<B, T>,
+    lambda_max: f64,
+    x: &mut Vector<B, T>,
+    b: &Vector<B, T>,
+    s: &mut [Vector<B, T>; 3],
+) -> Result<()> {
+    let [r, d, z] = s;
+    let lmin = lambda_max / CHEBYSHEV_RANGE;
+    let theta = 0.5 * (lambda_max + lmin);
+    let delta = 0.5 * (lambda_max - lmin);
+    let sigma = theta / delta;
+    let mut rho = 1.0 / sigma;
+    a.apply(x, r)?;
+    r.axpby(T::ONE, b, -T::ONE)?;
+    d.pointwise_mul(inv_diag, r)?;
+    d.scale(T::from_f64(1.0 / theta))?;
+    for step in 0..CHEBYSHEV_DEGREE {
+        x.axpy(T::ONE, d)?;
+        if step + 1 == CHEBYSHEV_DEGREE {
+            break;
+        }
+        a.apply(x, r)?;
+        r.axpby(T::ONE, b, -T::ONE)?;
+        let rho_new = 1.0 / (2.0 * sigma - rho);
+        // d = ρ' ρ d + (2 ρ' / δ) D⁻¹ r.
+        z.pointwise_mul(inv_diag, r)?;
+        d.axpby(
+            T::from_f64(2.0 * rho_new / delta),
+            z,
+            T::from_f64(rho_new * rho),
+        )?;
+        rho = rho_new;
+    }
+    Ok(())
+}
+
+/// `1.2 λmax(D⁻¹A)` estimated by 30 power iterations from a random start.
+fn power_iteration<B: Backend, T: Scalar>(
+    a: &TensorOperator<B, T>,
+    inv_diag: &Vector<B, T>,
+) -> Result<f64> {
+    let grid: Grid = a.grid();
+    let backend = inv_diag.backend();
+    let mut rng = Rng::new(0x5eed_c4eb);
+    let start: Vec<T> = (0..grid.len())
+        .map(|_| T::from_f64(rng.range(0.5, 1.5)))
+        .collect();
+    let mut v = Vector::from_slice(backend, &start)?;
+    let mut w = Vector::zeros(backend, grid.len())?;
+    let mut lambda = 0.0;
+    for _ in 0..30 {
+        let norm = v.nrm2()?.as_f64();
+        v.scale(T::from_f64(1.0 / norm))?;
+        a.apply(&v, &mut w)?;
+        w.pointwise_mul(inv_diag, &w.try_clone()?)?;
+        lambda = v.dot(&w)?.as_f64();
+        std::mem::swap(&mut v, &mut w);
+    }
+    if !(lambda.is_finite() && lambda > 0.0) {
+        return Err(Error::InvalidArgument {
+            op: "Chebyshev smoother",
+            name: "operator",
+            reason: format!("the estimate of λmax(D⁻¹A) is {lambda}, not positive"),
+        });
+    }
+    Ok(1.2 * lambda)
+}

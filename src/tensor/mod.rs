@@ -1,0 +1,15 @@
+//! Continuous `Q_k` finite elements on Cartesian grids of the unit square and cube,
+//! matrix-free: the 1D bases ([`Basis1d`]), the tensor-product kernel family
+//! ([`TensorOps`]: sum factorization on chip, the fused vertex-patch smoothing step, banded
+//! 1D matrices along one direction), and the mass and Laplace operators
+//! ([`TensorOperator`]) that the solvers take as [`LinearOperator`](crate::solver::LinearOperator)s.
+//! The multigrid built on them is in [`multigrid`](crate::multigrid) (seed 003).
+
+pub mod basis;
+pub(crate) mod cube;
+pub(crate) mod operator;
+pub mod ops;
+
+pub use basis::{check_degree, gauss_lobatto, Basis1d, MAX_DEGREE};
+pub use operator::{OperatorKind, TensorOperator};
+pub use ops::{Grid, Scatter, TensorOps};
