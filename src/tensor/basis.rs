@@ -104,7 +104,7 @@ impl Basis1d {
             for i in 0..n {
                 for j in 0..n {
                     mass[i * n + j] += 0.5 * w * v[i] * v[j];
-                    stiffness[i * n + j] += 2.0 * w * d[i] * d[j];
+                    stiffness[i * n + j] += 0.5 * w * d[i] * d[j];
                 }
             }
         }

@@ -120,3 +120,82 @@ fn hdg_poisson_bad_input() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `poisson_mg --json`: the keys, a converged solve whose true f64 residual meets
+/// the tolerance, and an L2 error that falls at rate k + 1 between two levels.
+#[test]
+fn poisson_mg_json() {
+    let solve = |levels: &str, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--dim", "2", "--degree", "2", "--levels", levels, "--json"];
+        args.extend_from_slice(extra);
+        let out = run("poisson_mg", &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("one JSON object")
+    };
+    let coarse = solve("3", &[]);
+    for key in [
+        "dim",
+        "degree",
+        "levels",
+        "dofs",
+        "iterations",
+        "converged",
+        "relative_residual",
+        "seconds",
+        "dofs_per_second",
+        "l2_error",
+    ] {
+        assert!(coarse.get(key).is_some(), "{key} missing in {coarse}");
+    }
+    assert_eq!(coarse["dofs"], 17 * 17);
+    assert_eq!(coarse["converged"], true);
+    assert!(coarse["relative_residual"].as_f64().unwrap() <= 1e-9);
+    for phase in ["setup", "rhs", "solve", "total"] {
+        assert!(coarse["seconds"][phase].as_f64().unwrap() >= 0.0, "{phase}");
+    }
+    let fine = solve("4", &["--solver", "gmres", "--precision", "mixed"]);
+    assert_eq!(fine["converged"], true);
+    let rate = (coarse["l2_error"].as_f64().unwrap() / fine["l2_error"].as_f64().unwrap()).log2();
+    assert!(rate > 2.8, "L2 rate {rate} for Q2");
+    // f ≡ 1 has no exact solution: the key is null.
+    assert!(solve("2", &["--rhs", "one"])["l2_error"].is_null());
+}
+
+/// Bad dimensions, degrees, levels and tolerances exit with status 2 and name the
+/// argument; an f32 solve that cannot reach 1e-9 exits with 3.
+#[test]
+fn poisson_mg_bad_input() {
+    for (args, needle) in [
+        (&["--dim", "4"][..], "--dim"),
+        (&["--degree", "0"][..], "--degree"),
+        (&["--degree", "11"][..], "--degree"),
+        (&["--levels", "0"][..], "--levels"),
+        (&["--levels", "21"][..], "--levels"),
+        (&["--tol", "2"][..], "--tol"),
+        (&["--vtk", "out.txt"][..], "--vtk"),
+    ] {
+        let out = run("poisson_mg", args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let out = run(
+        "poisson_mg",
+        &[
+            "--precision",
+            "f32",
+            "--levels",
+            "3",
+            "--max-iter",
+            "5",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["converged"], false);
+}

@@ -77,4 +77,223 @@ fn fmg_iterations_equal_the_seed() {
     );
 }
 
-backend_tests!();
+/// FMG on every backend: 2D and 3D, the cycles within the seed's counts, the same
+/// solution as the CPU in f64.
+fn fmg_on_every_backend<B: Backend, T: Scalar>(b: &B) {
+    for (dim, k, levels, seed) in [
+        (2, 1, 4, 9),
+        (2, 3, 4, 3),
+        (2, 6, 3, 2),
+        (3, 1, 3, 6),
+        (3, 3, 2, 3),
+    ] {
+        let params = MultigridParams::default();
+        if let Err(bytes) = b.tensor_patch_fits::<T>(galerkin::tensor::Grid {
+            dim,
+            degree: k,
+            cells: 2,
+        }) {
+            announce(&format!(
+                "[multigrid] {dim}D Q{k}: the patch kernel needs {bytes} bytes, skipped"
+            ));
+            continue;
+        }
+        let mg = Multigrid::<B, T>::new(b, dim, k, levels, params).unwrap();
+        let rhs = rhs_levels(b, &mg, 1.0, |_| 1.0);
+        let mut x = Vector::<B, T>::zeros(b, mg.grid().len()).unwrap();
+        let tol = if T::EPS > 1e-10 { 1e-4 } else { 1e-9 };
+        let report = fmg(
+            &mg,
+            mg.finest(),
+            &rhs,
+            &rhs[levels - 1],
+            &mut x,
+            tol,
+            30,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert!(
+            report.converged && report.cycles <= seed,
+            "{dim}D Q{k}: {report:?}"
+        );
+        // Against the CPU in f64.
+        let cpu = Cpu::new();
+        let mgc = Multigrid::<Cpu, f64>::new(&cpu, dim, k, levels, params).unwrap();
+        let rhsc = rhs_levels(&cpu, &mgc, 1.0, |_| 1.0);
+        let mut xc = Vector::<Cpu, f64>::zeros(&cpu, mgc.grid().len()).unwrap();
+        fmg(
+            &mgc,
+            mgc.finest(),
+            &rhsc,
+            &rhsc[levels - 1],
+            &mut xc,
+            1e-12,
+            30,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let (x, xc) = (x.to_vec().unwrap(), xc.to_vec().unwrap());
+        let scale = xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = x
+            .iter()
+            .zip(&xc)
+            .fold(0.0f64, |m, (a, c)| m.max((a.as_f64() - c).abs()));
+        assert!(
+            err <= 100.0 * tol * scale.max(1e-300) + 1e3 * T::EPS * scale,
+            "{dim}D Q{k}: {err} vs {scale}"
+        );
+    }
+}
+
+/// GMRES and CG preconditioned by one V-cycle in `T` inside an f64 solve: converged to
+/// 1e-9 in the true f64 residual within a few iterations.
+fn krylov_with_vcycle<B: Backend, T: Scalar>(b: &B) {
+    if !b.supports(galerkin::DType::F64) {
+        announce("[multigrid] no f64 on this device: the f64 Krylov test is skipped");
+        return;
+    }
+    for (dim, k, levels) in [(2, 3, 4), (3, 2, 3)] {
+        for symmetric in [false, true] {
+            let params = MultigridParams {
+                symmetric,
+                ..Default::default()
+            };
+            let mg = Multigrid::<B, T>::new(b, dim, k, levels, params).unwrap();
+            let grid = mg.grid();
+            let a = TensorOperator::<B, f64>::new(b, grid, OperatorKind::Laplace).unwrap();
+            let rhs =
+                level_rhs::<B, f64>(b, grid, dim as f64 * PI * PI, |x| (PI * x).sin()).unwrap();
+            let m = MixedPrecision::<B, T, _>::new(&mg);
+            let solver = SolverParams {
+                rtol: 1e-9,
+                max_iter: 30,
+                flexible: true,
+                progress: Progress::Never,
+                ..Default::default()
+            };
+            let mut x = Vector::<B, f64>::zeros(b, grid.len()).unwrap();
+            let report = if symmetric {
+                pcg(&a, Some(&m), &rhs, &mut x, &solver).unwrap()
+            } else {
+                fgmres(&a, Some(&m), &rhs, &mut x, &solver).unwrap()
+            };
+            let case = format!("{dim}D Q{k} symmetric={symmetric} V-cycle in {}", T::DTYPE);
+            assert!(
+                report.converged() && report.iterations <= 12,
+                "{case}: {report}"
+            );
+            assert!(report.relative_residual() <= 1e-9, "{case}: {report}");
+        }
+    }
+}
+
+/// Mixed and f64 give the same L2 error (the seed's Table 7), which falls at rate k + 1.
+#[test]
+fn l2_error_rate_and_mixed_precision() {
+    let cpu = Cpu::new();
+    for (dim, k, levels) in [(2, 1, [3, 4, 5]), (2, 3, [2, 3, 4]), (3, 2, [2, 3, 4])] {
+        let mut errors = Vec::new();
+        for l in levels {
+            let mut per_precision = Vec::new();
+            for mixed in [false, true] {
+                let run = |x: &mut Vector<Cpu, f64>, grid| {
+                    let a =
+                        TensorOperator::<Cpu, f64>::new(&cpu, grid, OperatorKind::Laplace).unwrap();
+                    let rhs =
+                        level_rhs::<Cpu, f64>(&cpu, grid, dim as f64 * PI * PI, |x| (PI * x).sin())
+                            .unwrap();
+                    let solver = SolverParams {
+                        rtol: 1e-10,
+                        max_iter: 30,
+                        progress: Progress::Never,
+                        ..Default::default()
+                    };
+                    let report = if mixed {
+                        let mg =
+                            Multigrid::<Cpu, f32>::new(&cpu, dim, k, l, MultigridParams::default())
+                                .unwrap();
+                        fgmres(
+                            &a,
+                            Some(&MixedPrecision::<Cpu, f32, _>::new(&mg)),
+                            &rhs,
+                            x,
+                            &solver,
+                        )
+                        .unwrap()
+                    } else {
+                        let mg =
+                            Multigrid::<Cpu, f64>::new(&cpu, dim, k, l, MultigridParams::default())
+                                .unwrap();
+                        fgmres(&a, Some(&mg), &rhs, x, &solver).unwrap()
+                    };
+                    assert!(report.converged(), "{report}");
+                };
+                let grid = galerkin::tensor::Grid {
+                    dim,
+                    degree: k,
+                    cells: 1 << l,
+                };
+                let mut x = Vector::<Cpu, f64>::zeros(&cpu, grid.len()).unwrap();
+                run(&mut x, grid);
+                per_precision
+                    .push(l2_error(grid, &x.to_vec().unwrap(), |x| (PI * x).sin()).unwrap());
+            }
+            let (e64, emixed) = (per_precision[0], per_precision[1]);
+            assert!(
+                (e64 - emixed).abs() <= 1e-6 * e64,
+                "{dim}D Q{k} L={l}: f64 {e64}, mixed {emixed}"
+            );
+            errors.push(e64);
+        }
+        for w in errors.windows(2) {
+            let rate = (w[0] / w[1]).log2();
+            assert!(
+                rate >= k as f64 + 1.0 - 0.2,
+                "{dim}D Q{k}: rate {rate} ({errors:?})"
+            );
+        }
+    }
+}
+
+/// Out-of-range sizes are typed errors; a patch kernel too big for the device is refused
+/// with the bytes it needs.
+fn bad_input<B: Backend, T: Scalar>(b: &B) {
+    let p = MultigridParams::default();
+    for (dim, k, levels) in [
+        (1, 2, 3),
+        (4, 2, 3),
+        (2, 0, 3),
+        (2, 11, 3),
+        (2, 2, 0),
+        (2, 2, 21),
+    ] {
+        match Multigrid::<B, T>::new(b, dim, k, levels, p) {
+            Err(Error::InvalidArgument { .. }) => {}
+            Err(e) => panic!("dim {dim} k {k} L {levels}: {e}"),
+            Ok(_) => panic!("dim {dim} k {k} L {levels} accepted"),
+        }
+    }
+    let big = galerkin::tensor::Grid {
+        dim: 3,
+        degree: 10,
+        cells: 2,
+    };
+    if let Err(bytes) = b.tensor_patch_fits::<T>(big) {
+        match Multigrid::<B, T>::new(b, 3, 10, 1, p) {
+            Err(Error::Unsupported { reason, .. }) => {
+                assert!(reason.contains(&bytes.to_string()), "{reason}")
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a patch kernel of {bytes} bytes was accepted"),
+        }
+        // The Chebyshev smoother needs no patch kernel: level 1 is solved by CG.
+        let cheb = MultigridParams {
+            smoother: SmootherKind::Chebyshev,
+            ..p
+        };
+        assert!(Multigrid::<B, T>::new(b, 3, 10, 1, cheb).is_ok());
+    }
+}
+
+backend_tests!(fmg_on_every_backend, krylov_with_vcycle, bad_input);
