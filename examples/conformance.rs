@@ -11,6 +11,7 @@
 
 use clap::Parser;
 use galerkin::hdg::HdgCheck;
+use galerkin::multigrid::TensorCheck;
 use galerkin::verify::{check, standard_checks, Check, Comparison};
 use galerkin::{Backend, BackendKind, BackendTask, Result};
 
@@ -135,6 +136,9 @@ impl BackendTask for Conformance<'_> {
         // The HDG stages (local solvers, assembly, recovery) on a perturbed mesh.
         let hdg = HdgCheck::standard();
         check_all(&mut hdg.iter().map(|c| c as &dyn CheckRow<B>));
+        // The tensor-product operators, the patch smoother and the transfers.
+        let tensor = TensorCheck::standard();
+        check_all(&mut tensor.iter().map(|c| c as &dyn CheckRow<B>));
         Ok((run, failed))
     }
 }

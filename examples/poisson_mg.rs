@@ -24,7 +24,7 @@ use galerkin::multigrid::{
     fmg, l2_error, level_rhs, memory_bytes, Multigrid, MultigridParams, SmootherKind, MAX_LEVEL,
 };
 use galerkin::solver::{
-    gmres, pcg, LinearOperator, MixedPrecision, Preconditioner, Progress, SolverParams,
+    fgmres, gmres, pcg, LinearOperator, MixedPrecision, Preconditioner, Progress, SolverParams,
 };
 use galerkin::tensor::{gauss_lobatto, Grid, OperatorKind, TensorOperator, MAX_DEGREE};
 use galerkin::{Backend, BackendTask, Error, Result, Scalar, Vector};
@@ -40,7 +40,7 @@ enum SolverArg {
     Fmg,
     /// conjugate gradients preconditioned by a symmetric V-cycle (flexible with mixed)
     Cg,
-    /// GMRES(--restart) preconditioned by one V-cycle
+    /// GMRES(--restart) preconditioned by one V-cycle (flexible GMRES with mixed)
     Gmres,
 }
 
@@ -223,12 +223,30 @@ fn check_memory<B: Backend, S: Scalar, T: Scalar>(b: &B, args: &Args, grid: Grid
     let outer = match args.solver {
         SolverArg::Fmg => 5,
         SolverArg::Cg => 6,
+        SolverArg::Gmres if std::mem::size_of::<S>() != std::mem::size_of::<T>() => {
+            2 * args.restart as u64 + 6
+        }
         SolverArg::Gmres => args.restart as u64 + 4,
     };
     let needed = memory_bytes(grid, smoother, std::mem::size_of::<T>())
         + outer * n * std::mem::size_of::<S>() as u64
         + 3 * n * 8;
     let largest = n * std::mem::size_of::<S>().max(std::mem::size_of::<T>()) as u64;
+    // cubecl's pools round allocations up to pages: leave a quarter of the device free.
+    if let Some(memory) = b.info().memory_bytes {
+        let usable = memory / 4 * 3;
+        if needed > usable {
+            return Err(Error::ResourceLimit {
+                backend: b.info().to_string(),
+                what: format!(
+                    "{n} unknowns ({}D Q{}, level {}) with the {:?} solver",
+                    args.dim, args.degree, args.levels, args.solver
+                ),
+                requested: needed,
+                limit: usable,
+            });
+        }
+    }
     let limit = b.info().max_buffer_bytes;
     if largest > limit {
         return Err(Error::ResourceLimit {
@@ -339,6 +357,9 @@ fn solve<B: Backend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result<Out
             let m: &dyn Preconditioner<B, S> = &mixed;
             let report = if args.solver == SolverArg::Cg {
                 pcg(&a, Some(m), &rhs_s, &mut x, &params)?
+            } else if S::DTYPE != T::DTYPE {
+                // An f32 V-cycle inside an f64 solve is not exactly linear: flexible GMRES.
+                fgmres(&a, Some(m), &rhs_s, &mut x, &params)?
             } else {
                 gmres(&a, Some(m), &rhs_s, &mut x, &params)?
             };

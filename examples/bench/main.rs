@@ -21,6 +21,7 @@ mod hdg;
 #[cfg(feature = "cuda")]
 mod layout;
 mod spmv;
+mod tensor;
 mod timing;
 mod vector;
 
@@ -58,6 +59,12 @@ enum SuiteArg {
     Layout,
     /// the HDG pipeline stage by stage (--hdg-n, --degrees; precisions from --spmv-precision)
     Hdg,
+    /// matrix-free Q_k Laplace/mass operators and the patch-smoothing step, 3D, k = 1..8
+    /// (precisions from --precision; sizes times --scale)
+    Tensor,
+    /// the seed's 3D Poisson solves (k = 1, 3, 7 among --degrees): GMRES + V-cycle in f32
+    /// and f64 (levels shifted by log8 of --scale)
+    Mg,
 }
 
 /// `--precision`.
@@ -115,7 +122,7 @@ struct Cli {
     /// seed's mesh, 708 gives 1M triangles).
     #[arg(long = "hdg-n", value_delimiter = ',', default_values_t = [80])]
     hdg_sizes: Vec<usize>,
-    /// HDG suite: the degrees P (comma-separated, 1..=9).
+    /// HDG suite: the degrees P (comma-separated, 1..=9); mg suite: the seed's k among them.
     #[arg(long = "degrees", value_delimiter = ',', default_values_t = [1, 2, 3, 4, 5, 6, 7, 8, 9])]
     hdg_degrees: Vec<usize>,
     /// HDG suite: precondition PCG with Chebyshev(4) over block-Jacobi.
@@ -173,6 +180,8 @@ fn parse() -> Options {
                 SuiteArg::Batched => "batched",
                 SuiteArg::Layout => "layout",
                 SuiteArg::Hdg => "hdg",
+                SuiteArg::Tensor => "tensor",
+                SuiteArg::Mg => "mg",
             }
             .to_string()
         })
@@ -203,6 +212,8 @@ fn main() {
             "cg" => cg::run(&options),
             "batched" => batched::run(&options),
             "hdg" => hdg::run(&options),
+            "tensor" => tensor::run(&options),
+            "mg" => tensor::run_mg(&options),
             #[cfg(feature = "cuda")]
             "layout" => layout::run(&options),
             #[cfg(not(feature = "cuda"))]

@@ -179,6 +179,10 @@ pub struct BackendInfo {
     pub max_cube_count: (u32, u32, u32),
     /// Whether f64 atomic add is available (an optimisation; never required).
     pub atomic_f64: bool,
+    /// Device memory in bytes where the runtime reports it (CUDA: cubecl reads
+    /// `cuDeviceTotalMem` and makes its largest pool page a quarter of it); `None` on the
+    /// CPU and on wgpu. Its memory pools round allocations up to pages, so plan on less.
+    pub memory_bytes: Option<u64>,
 }
 
 impl BackendInfo {

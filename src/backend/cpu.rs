@@ -39,6 +39,7 @@ impl Cpu {
                 max_units_per_cube: threads,
                 max_cube_count: (u32::MAX, 1, 1),
                 atomic_f64: false,
+                memory_bytes: None,
             }),
         }
     }

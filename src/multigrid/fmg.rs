@@ -87,9 +87,10 @@ pub fn fmg<B: Backend, S: Scalar, T: Scalar>(
     let mut history = vec![residual(x, &mut r)?];
     let mut cycles = 0;
     let mut zt = Vector::<B, T>::zeros(backend, n)?;
+    let mut rt = Vector::<B, T>::zeros(backend, n)?;
     let mut z = Vector::<B, S>::zeros(backend, n)?;
     while (cycles == 0 || history[cycles] > rtol * rhs_norm) && cycles < max_cycles {
-        let rt = r.to_precision::<T>()?;
+        rt.convert_from(&r)?;
         zt.fill(T::ZERO)?;
         mg.cycle(&mut zt, &rt)?;
         z.convert_from(&zt)?;

@@ -11,6 +11,7 @@
 //! a one-cell level has no interior vertex). Where the fused patch kernel does not fit the
 //! device's shared memory, the Chebyshev variant solves level 1 by CG instead.
 
+pub mod check;
 mod fmg;
 mod smoother;
 mod transfer;
@@ -24,6 +25,7 @@ use crate::solver::{pcg, LinearOperator, OperatorCost, Preconditioner, Progress,
 use crate::tensor::{Basis1d, Grid, OperatorKind, TensorOperator};
 use crate::vector::Vector;
 
+pub use check::{TensorCheck, TensorStage};
 pub use fmg::{fmg, l2_error, level_rhs, FmgReport};
 pub use smoother::SmootherKind;
 use smoother::{patch_data, Smoother};

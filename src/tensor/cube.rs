@@ -12,7 +12,7 @@
 use cubecl::prelude::*;
 
 use crate::backend::core::BackendCore;
-use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
+use crate::backend::cube::{ceil_div, scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{DType, Scalar};
 use crate::tensor::ops::{patch_shared_values, Grid, Scatter, TensorOps};
@@ -239,7 +239,7 @@ fn cell_colour_kernel<T: Float>(
     let slot = UNIT_POS_Y as usize;
     let c_lap = coef.lap.get::<T>();
     let c_mass = coef.mass.get::<T>();
-    let groups = (blocks.total + cpc - 1) / cpc;
+    let groups = ceil_div(blocks.total, cpc);
     let mut g = CUBE_POS;
     while g < groups {
         let b = g * cpc + slot;
@@ -322,7 +322,7 @@ fn cell_atomic_kernel<T: Float>(
     let slot = UNIT_POS_Y as usize;
     let c_lap = coef.lap.get::<T>();
     let c_mass = coef.mass.get::<T>();
-    let groups = (blocks.total + cpc - 1) / cpc;
+    let groups = ceil_div(blocks.total, cpc);
     let mut g = CUBE_POS;
     while g < groups {
         let b = g * cpc + slot;
@@ -432,7 +432,7 @@ fn patch_kernel<T: Float>(
     let bu = slot * nd;
     let c_lap = coef.lap.get::<T>();
     let c_mass = coef.mass.get::<T>();
-    let groups = (blocks.total + cpc - 1) / cpc;
+    let groups = ceil_div(blocks.total, cpc);
     let n1 = blocks.n1;
     let mut g = CUBE_POS;
     while g < groups {

@@ -177,6 +177,10 @@ fn poisson_mg_bad_input() {
         (&["--levels", "21"][..], "--levels"),
         (&["--tol", "2"][..], "--tol"),
         (&["--vtk", "out.txt"][..], "--vtk"),
+        (
+            &["--dim", "3", "--degree", "10", "--levels", "12"][..],
+            "unknowns",
+        ),
     ] {
         let out = run("poisson_mg", args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -221,6 +221,8 @@ impl<R: CubeRuntime> Cube<R> {
             max_units_per_cube: hw.max_units_per_cube,
             max_cube_count: hw.max_cube_count,
             atomic_f64,
+            // cubecl's CUDA runtime sets max_page_size to cuDeviceTotalMem / 4.
+            memory_bytes: (R::KIND == BackendKind::Cuda).then(|| 4 * props.memory.max_page_size),
         };
         let config = LaunchConfig::default_for(&info);
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

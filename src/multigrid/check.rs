@@ -1,0 +1,172 @@
+//! The tensor kernels as conformance checks ([`Check`]): both operators (with each
+//! scatter), one patch-smoothing step and both transfers, on random inputs, against the
+//! CPU in f64.
+
+use crate::backend::bundle::Backend;
+use crate::error::Result;
+use crate::scalar::{DType, Scalar};
+use crate::solver::LinearOperator;
+use crate::tensor::{Grid, OperatorKind, TensorOperator};
+use crate::vector::Vector;
+use crate::verify::{random_vec, round_to, Check};
+
+use super::{Multigrid, MultigridParams};
+
+/// Which kernel a [`TensorCheck`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorStage {
+    /// The Laplace operator, cell results added by atomics (where the backend has them).
+    LaplaceAtomic,
+    /// The Laplace operator, cell results added by colours.
+    LaplaceColour,
+    /// The mass operator.
+    Mass,
+    /// One step of the vertex-patch smoother (all colours).
+    Smoother,
+    /// Prolongation from level 1 to level 2.
+    Prolongate,
+    /// Restriction from level 2 to level 1.
+    Restrict,
+}
+
+/// One tensor kernel in dimension `dim` at degree `degree` on level 2 (4 cells per
+/// direction).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorCheck {
+    /// The kernel.
+    pub stage: TensorStage,
+    /// 2 or 3.
+    pub dim: usize,
+    /// `k`.
+    pub degree: usize,
+}
+
+impl TensorCheck {
+    /// Every kernel in 2D and 3D at `k = 2` and `5`.
+    pub fn standard() -> Vec<TensorCheck> {
+        use TensorStage::*;
+        let mut out = Vec::new();
+        for stage in [
+            LaplaceAtomic,
+            LaplaceColour,
+            Mass,
+            Smoother,
+            Prolongate,
+            Restrict,
+        ] {
+            for dim in [2, 3] {
+                for degree in [2, 5] {
+                    out.push(TensorCheck { stage, dim, degree });
+                }
+            }
+        }
+        out
+    }
+
+    fn grid(&self, cells: usize) -> Grid {
+        Grid {
+            dim: self.dim,
+            degree: self.degree,
+            cells,
+        }
+    }
+}
+
+/// Random values on `grid`, rounded to `inputs`, zero on the boundary.
+fn random_interior<B: Backend, T: Scalar>(
+    b: &B,
+    grid: Grid,
+    seed: u64,
+    inputs: DType,
+) -> Result<Vector<B, T>> {
+    let values = round_to(&random_vec::<f64>(grid.len(), seed), inputs);
+    let n1 = grid.n1();
+    let values: Vec<T> = values
+        .iter()
+        .enumerate()
+        .map(|(g, &v)| {
+            let c = [g % n1, (g / n1) % n1, g / (n1 * n1)];
+            let edge = (0..grid.dim).any(|d| c[d] == 0 || c[d] == n1 - 1);
+            T::from_f64(if edge { 0.0 } else { v })
+        })
+        .collect();
+    Vector::from_slice(b, &values)
+}
+
+impl Check for TensorCheck {
+    fn name(&self) -> String {
+        let stage = match self.stage {
+            TensorStage::LaplaceAtomic => "tensor laplace (atomic)",
+            TensorStage::LaplaceColour => "tensor laplace (colours)",
+            TensorStage::Mass => "tensor mass",
+            TensorStage::Smoother => "patch smoother step",
+            TensorStage::Prolongate => "mg prolongation",
+            TensorStage::Restrict => "mg restriction",
+        };
+        format!("{stage} {}D k={}", self.dim, self.degree)
+    }
+
+    /// Entries of the operators sum `(2k + 1)^d` products; the smoother's local solves
+    /// amplify round-off by the condition of the patch matrices (`~ (2k)^4`).
+    fn terms(&self) -> usize {
+        let n = (2 * self.degree + 1).pow(self.dim as u32);
+        match self.stage {
+            TensorStage::Smoother => 64 * n * (2 * self.degree).pow(4),
+            _ => 16 * n,
+        }
+    }
+
+    fn run<B: Backend, T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
+        let fine = self.grid(4);
+        match self.stage {
+            TensorStage::LaplaceAtomic | TensorStage::LaplaceColour | TensorStage::Mass => {
+                let kind = if self.stage == TensorStage::Mass {
+                    OperatorKind::Mass
+                } else {
+                    OperatorKind::Laplace
+                };
+                let mut op = TensorOperator::<B, T>::new(b, fine, kind)?;
+                let atomic = self.stage == TensorStage::LaplaceAtomic && b.tensor_atomic_add::<T>();
+                op = op.with_scatter(atomic)?;
+                let x = random_interior::<B, T>(b, fine, 21, inputs)?;
+                let mut y = Vector::full(b, fine.len(), T::from_f64(f64::NAN))?;
+                op.apply(&x, &mut y)?;
+                y.to_vec()
+            }
+            TensorStage::Smoother => {
+                let mg = Multigrid::<B, T>::new(
+                    b,
+                    self.dim,
+                    self.degree,
+                    2,
+                    MultigridParams::default(),
+                )?;
+                let mut x = random_interior::<B, T>(b, fine, 22, inputs)?;
+                let rhs = random_interior::<B, T>(b, fine, 23, inputs)?;
+                mg.smooth_once(&mut x, &rhs)?;
+                x.to_vec()
+            }
+            TensorStage::Prolongate | TensorStage::Restrict => {
+                let mg = Multigrid::<B, T>::new(
+                    b,
+                    self.dim,
+                    self.degree,
+                    2,
+                    MultigridParams::default(),
+                )?;
+                let coarse = self.grid(2);
+                if self.stage == TensorStage::Prolongate {
+                    let x = random_interior::<B, T>(b, coarse, 24, inputs)?;
+                    let mut y = Vector::full(b, fine.len(), T::from_f64(f64::NAN))?;
+                    mg.prolongate(2, &x, &mut y)?;
+                    y.to_vec()
+                } else {
+                    let x = random_interior::<B, T>(b, fine, 25, inputs)?;
+                    let mut y = Vector::full(b, coarse.len(), T::from_f64(f64::NAN))?;
+                    mg.restrict(2, &x, &mut y)?;
+                    y.to_vec()
+                }
+            }
+        }
+    }
+}
