@@ -4,6 +4,7 @@
 #   source .gpu/setup.sh; bash benches/gpu/mg.sh [part]
 # part "a": tests (CUDA, wgpu), the example on both, the tensor suite (f64, f32; CUDA and
 #           wgpu), the patch kernel under ncu (bank conflicts);
+# part "d": after a kernel change: tests, registers/occupancy, tensor suite, solves;
 # part "c": after the last changes: tests, conformance, part b, FMG through the example;
 # part "b": the seed's 3D solves (k = 1, 3, 7), CUDA at the seed's sizes, wgpu one level
 #           smaller (its 2 GiB buffers).
@@ -31,6 +32,22 @@ if [ "$part" = a ]; then
       $bin/poisson_mg --backend cuda --dim 3 --degree 3 --levels 6 --solver fmg --max-iter 1 > "$out/ncu.txt" 2>&1
     echo "ncu rc=$?"; grep -E "patch_kernel|bank|throughput|dfma" "$out/ncu.txt" | head -12
   fi
+elif [ "$part" = d ]; then
+  # After a kernel change: registers and occupancy, the tensor suite, the solves.
+  it=$(ls $bin/it-* | head -1)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" tensor:: multigrid:: --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -10
+  timeout 120 ncu --kernel-name regex:"cell_atomic|patch_kernel" --launch-skip 20 --launch-count 2 --section SpeedOfLight --section Occupancy --section LaunchStats \
+    $bin/poisson_mg --backend cuda --dim 3 --degree 3 --levels 6 --solver gmres --max-iter 3 > "$out/ncu.txt" 2>&1
+  echo "ncu rc=$?"; grep -E "cell_atomic|patch_kernel|Registers Per|Achieved Occupancy|Duration|Compute \(SM\)|Memory Throughput  " "$out/ncu.txt" | head -16
+  timeout 240 $bin/bench --suite tensor --backend cuda --backend wgpu --reps 5 > "$out/tensor.txt" 2>&1
+  echo "tensor rc=$?"; grep -vE "^\[bench\]" "$out/tensor.txt" | tail -44
+  timeout 100 $bin/bench --suite mg --backend cuda --degrees 1 > "$out/mg_cuda_1.txt" 2>&1
+  echo "mg cuda k=1 rc=$?"; grep -vE "^\[bench\]" "$out/mg_cuda_1.txt" | tail -2
+  timeout 150 $bin/bench --suite mg --backend cuda --degrees 3,7 --scale 0.125 > "$out/mg_cuda_37.txt" 2>&1
+  echo "mg cuda k=3,7 rc=$?"; grep -vE "^\[bench\]" "$out/mg_cuda_37.txt" | tail -4
+  timeout 150 $bin/bench --suite mg --backend wgpu --degrees 1,3,7 --scale 0.125 > "$out/mg_wgpu.txt" 2>&1
+  echo "mg wgpu rc=$?"; grep -vE "^\[bench\]" "$out/mg_wgpu.txt" | tail -6
 elif [ "$part" = c ]; then
   it=$(ls $bin/it-* | head -1)
   GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" tensor:: multigrid:: solver::mixed --skip examples --test-threads 4 > "$out/tests.txt" 2>&1

@@ -1,0 +1,276 @@
+//! The CubeCL kernels of [`TensorOps`].
+//!
+//! # Sum factorization on chip
+//! A cube holds `cpc` blocks (cells or patch closures, `n^d` nodes each) in shared memory,
+//! `n^{d−1}` units per block (`UNIT_POS_X`, one per line of nodes) and one block per
+//! `UNIT_POS_Y`. Each 1D contraction is done by the units that own whole lines in its
+//! direction: a unit reads its line into registers, multiplies by the small matrix and
+//! writes the result back over the line it read, so no unit ever writes a slot another
+//! unit reads in the same pass. The local operator takes 7 contractions in 3D (the
+//! x-direction products `M x` and `A x` are shared by the three terms), 4 in 2D.
+
+mod kernels;
+mod patch;
+
+use cubecl::prelude::*;
+
+use crate::backend::core::BackendCore;
+use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
+use crate::error::Result;
+use crate::scalar::{DType, Scalar};
+use crate::tensor::ops::{patch_shared_values, Grid, Scatter, TensorOps};
+
+use kernels::{
+    boundary_kernel, cell_atomic_kernel, cell_colour_kernel, line_kernel, BlocksLaunch,
+    CoefficientsLaunch,
+};
+use patch::patch_kernel;
+
+/// The launch's block placement: `counts` blocks per direction, every second block from
+/// the colour's bit (`Some(colour)`) or every block (`None`).
+fn blocks_arg<R: Runtime>(
+    grid: Grid,
+    counts: [usize; 3],
+    colour: Option<usize>,
+) -> BlocksLaunch<R> {
+    let c = colour.unwrap_or(0);
+    let bit = |d: usize| if d < grid.dim { (c >> d) & 1 } else { 0 };
+    BlocksLaunch::new(
+        counts[0].max(1),
+        counts[1].max(1),
+        bit(0),
+        bit(1),
+        bit(2),
+        if colour.is_some() { 2 } else { 1 },
+        grid.n1(),
+        counts.iter().product(),
+    )
+}
+
+/// Blocks per direction of the cells of `colour` (all cells with `None`).
+fn cell_counts(grid: Grid, colour: Option<usize>) -> [usize; 3] {
+    std::array::from_fn(|d| match (d < grid.dim, colour) {
+        (false, _) => 1,
+        (true, None) => grid.cells,
+        (true, Some(c)) => (grid.cells + 1 - ((c >> d) & 1)) / 2,
+    })
+}
+
+impl<R: CubeRuntime> Cube<R> {
+    /// Blocks per cube for blocks of `lanes` units and `shared` values of shared memory
+    /// each (plus `fixed` values per cube): about 128 units, within the device's limit.
+    fn blocks_per_cube<T: Scalar>(&self, lanes: usize, shared: usize, fixed: usize) -> usize {
+        let bytes = std::mem::size_of::<T>();
+        let limit = self.info().max_shared_bytes / bytes;
+        let by_units = (128 / lanes).max(1);
+        let by_memory = limit.saturating_sub(fixed) / shared.max(1);
+        by_units.min(by_memory).max(1)
+    }
+
+    /// Cube count of a grid-stride launch over `groups` groups.
+    fn group_count(&self, groups: usize) -> CubeCount {
+        CubeCount::Static(
+            groups.clamp(1, self.config().max_cubes as usize) as u32,
+            1,
+            1,
+        )
+    }
+}
+
+impl<R: CubeRuntime> TensorOps for Cube<R> {
+    unsafe fn tensor_cell_apply<T: Scalar>(
+        &self,
+        grid: Grid,
+        coef: [T; 2],
+        cell: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        y: &mut CubeBuffer<T>,
+        scatter: Scatter,
+    ) -> Result<()> {
+        let (k, dim) = (grid.degree, grid.dim);
+        let n = k + 1;
+        let lanes = n.pow(dim as u32 - 1);
+        let nd = n.pow(dim as u32);
+        let cpc = self.blocks_per_cube::<T>(lanes, 2 * nd, 2 * n * n);
+        let colour = match scatter {
+            Scatter::Atomic => None,
+            Scatter::Colour(c) => Some(c),
+        };
+        let counts = cell_counts(grid, colour);
+        let total: usize = counts.iter().product();
+        if total == 0 {
+            return Ok(());
+        }
+        let cubes = self.group_count(total.div_ceil(cpc));
+        let dim3 = CubeDim::new_2d(lanes as u32, cpc as u32);
+        let coef = || CoefficientsLaunch::new(scalar(coef[0]), scalar(coef[1]));
+        match scatter {
+            Scatter::Atomic => self.launch::<T>(("cell-atomic", k, dim, cpc), || {
+                // SAFETY: blocks below `total` read and write nodes of the grid (x and y
+                // hold grid.len() values); cell holds 2 n² values.
+                unsafe {
+                    cell_atomic_kernel::launch_unchecked::<T, R>(
+                        self.client(),
+                        cubes,
+                        dim3,
+                        cell.arg(),
+                        x.arg(),
+                        y.arg(),
+                        coef(),
+                        blocks_arg(grid, counts, colour),
+                        k,
+                        dim,
+                        cpc,
+                    )
+                }
+            }),
+            Scatter::Colour(_) => self.launch::<T>(("cell-colour", k, dim, cpc), || {
+                // SAFETY: as above.
+                unsafe {
+                    cell_colour_kernel::launch_unchecked::<T, R>(
+                        self.client(),
+                        cubes,
+                        dim3,
+                        cell.arg(),
+                        x.arg(),
+                        y.arg(),
+                        coef(),
+                        blocks_arg(grid, counts, colour),
+                        k,
+                        dim,
+                        cpc,
+                    )
+                }
+            }),
+        }
+    }
+
+    fn tensor_atomic_add<T: Scalar>(&self) -> bool {
+        match T::DTYPE {
+            DType::F32 => true,
+            DType::F64 => self.info().atomic_f64,
+            _ => false,
+        }
+    }
+
+    fn tensor_patch_fits<T: Scalar>(&self, grid: Grid) -> std::result::Result<(), usize> {
+        let (n, m) = (2 * grid.degree + 1, 2 * grid.degree - 1);
+        let bytes = (patch_shared_values(grid) + 2 * n * n + m * m + m) * std::mem::size_of::<T>();
+        if bytes <= self.info().max_shared_bytes {
+            Ok(())
+        } else {
+            Err(bytes)
+        }
+    }
+
+    unsafe fn tensor_boundary<T: Scalar>(
+        &self,
+        grid: Grid,
+        src: Option<&CubeBuffer<T>>,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let total = grid.len();
+        let (cubes, dim) = self.config().grid(total);
+        let copy = src.is_some();
+        let src = src.unwrap_or(&*y).handle().clone();
+        self.launch::<T>(("boundary", grid.dim, copy), || {
+            // SAFETY: g < total = grid.len() indexes src and y (both grid vectors).
+            unsafe {
+                boundary_kernel::launch_unchecked::<T, R>(
+                    self.client(),
+                    cubes,
+                    dim,
+                    ArrayArg::from_raw_parts(src, y.padded_len()),
+                    y.arg(),
+                    grid.n1(),
+                    total,
+                    grid.dim,
+                    copy,
+                )
+            }
+        })
+    }
+
+    unsafe fn tensor_patch_smooth<T: Scalar>(
+        &self,
+        grid: Grid,
+        colour: usize,
+        coef: [T; 2],
+        patch: &CubeBuffer<T>,
+        b: &CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let (k, dim) = (grid.degree, grid.dim);
+        let (n, m) = (2 * k + 1, 2 * k - 1);
+        let lanes = n.pow(dim as u32 - 1);
+        let fixed = 2 * n * n + m * m + m;
+        let cpc = self.blocks_per_cube::<T>(lanes, patch_shared_values(grid), fixed);
+        let counts: [usize; 3] = std::array::from_fn(|d| {
+            if d < dim {
+                (grid.cells - ((colour >> d) & 1)) / 2
+            } else {
+                1
+            }
+        });
+        let total: usize = counts.iter().product();
+        if total == 0 {
+            return Ok(());
+        }
+        let cubes = self.group_count(total.div_ceil(cpc));
+        self.launch::<T>(("patch", k, dim, cpc), || {
+            // SAFETY: every patch below `total` reads its closure and writes its interior,
+            // nodes of the grid; patch holds the documented values.
+            unsafe {
+                patch_kernel::launch_unchecked::<T, R>(
+                    self.client(),
+                    cubes,
+                    CubeDim::new_2d(lanes as u32, cpc as u32),
+                    patch.arg(),
+                    b.arg(),
+                    x.arg(),
+                    CoefficientsLaunch::new(scalar(coef[0]), scalar(coef[1])),
+                    blocks_arg(grid, counts, Some(colour)),
+                    k,
+                    dim,
+                    cpc,
+                )
+            }
+        })
+    }
+
+    unsafe fn tensor_line_apply<T: Scalar>(
+        &self,
+        ext: [usize; 3],
+        dir: usize,
+        rows: usize,
+        width: usize,
+        starts: &CubeBuffer<u32>,
+        values: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let inner: usize = ext[..dir].iter().product();
+        let outer: usize = ext[dir + 1..].iter().product();
+        let total = inner * rows * outer;
+        let (cubes, dim) = self.config().grid(total);
+        self.launch::<T>("line", || {
+            // SAFETY: the trait's contract keeps every column inside ext[dir].
+            unsafe {
+                line_kernel::launch_unchecked::<T, R>(
+                    self.client(),
+                    cubes,
+                    dim,
+                    starts.arg(),
+                    values.arg(),
+                    x.arg(),
+                    y.arg(),
+                    inner,
+                    ext[dir],
+                    rows,
+                    width,
+                    total,
+                )
+            }
+        })
+    }
+}
