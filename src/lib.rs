@@ -18,6 +18,7 @@
 
 pub mod backend;
 pub mod batched;
+pub mod dg;
 pub mod error;
 pub mod fvm;
 pub mod hdg;
