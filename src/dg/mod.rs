@@ -1,8 +1,11 @@
-//! Nodal discontinuous Galerkin on tetrahedra (seed 004). So far: the reference element
-//! ([`reference`]) — warp-and-blend nodes, orthonormal basis, differentiation and lift
-//! matrices, checked on the host. The meshes, kernels and time stepping of issue 12 are
-//! still to come.
+//! Nodal discontinuous Galerkin on tetrahedra (seed 004). So far, on the host: the
+//! reference element ([`reference`]: warp-and-blend nodes, orthonormal basis,
+//! differentiation and lift matrices) and the mesh geometry ([`geometry`]: node
+//! coordinates, inverse Jacobians, normals, face scalings, `vmapM`/`vmapP`). The device
+//! kernels, time stepping and the `maxwell` example of issue 12 are still to come.
 
+pub mod geometry;
 pub mod reference;
 
+pub use geometry::DgGeometry;
 pub use reference::{check_order, ReferenceTet, MAX_ORDER};
