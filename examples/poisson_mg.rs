@@ -26,7 +26,7 @@ use galerkin::multigrid::{
 use galerkin::solver::{
     fgmres, gmres, pcg, LinearOperator, MixedPrecision, Preconditioner, Progress, SolverParams,
 };
-use galerkin::tensor::{gauss_lobatto, Grid, OperatorKind, TensorOperator, MAX_DEGREE};
+use galerkin::tensor::{Grid, OperatorKind, TensorOperator, MAX_DEGREE};
 use galerkin::{Backend, BackendTask, Error, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
@@ -415,11 +415,8 @@ fn solve<B: Backend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result<Out
 /// quad or hexahedron).
 fn write_vtk(path: &str, grid: Grid, u: &[f64]) -> Result<()> {
     let n1 = grid.n1();
-    let nodes = gauss_lobatto(grid.degree);
-    let coord = |i: usize| {
-        let c = (i / grid.degree).min(grid.cells - 1);
-        (c as f64 + nodes[i - c * grid.degree]) / grid.cells as f64
-    };
+    let xs = grid.node_coordinates();
+    let coord = |i: usize| xs[i];
     let n1z = if grid.dim == 3 { n1 } else { 1 };
     let points: Vec<[f64; 3]> = (0..grid.len())
         .map(|g| {

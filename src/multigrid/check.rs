@@ -80,15 +80,10 @@ fn random_interior<B: Backend, T: Scalar>(
     inputs: DType,
 ) -> Result<Vector<B, T>> {
     let values = round_to(&random_vec::<f64>(grid.len(), seed), inputs);
-    let n1 = grid.n1();
     let values: Vec<T> = values
         .iter()
         .enumerate()
-        .map(|(g, &v)| {
-            let c = [g % n1, (g / n1) % n1, g / (n1 * n1)];
-            let edge = (0..grid.dim).any(|d| c[d] == 0 || c[d] == n1 - 1);
-            T::from_f64(if edge { 0.0 } else { v })
-        })
+        .map(|(g, &v)| T::from_f64(if grid.on_boundary(g) { 0.0 } else { v }))
         .collect();
     Vector::from_slice(b, &values)
 }

@@ -109,13 +109,6 @@ pub fn fmg<B: Backend, S: Scalar, T: Scalar>(
     })
 }
 
-/// Node `i` of a direction of `grid` as a coordinate in `[0, 1]`.
-fn node_coordinate(grid: Grid, nodes: &[f64], i: usize) -> f64 {
-    let k = grid.degree;
-    let c = (i / k).min(grid.cells - 1);
-    (c as f64 + nodes[i - c * k]) / grid.cells as f64
-}
-
 /// The right-hand side `bᵢ = ∫ f φᵢ` on `grid` of the separable load
 /// `f(x) = scale Π g(x_d)`, with `f` replaced by its `Q_k` interpolant (exact for
 /// polynomial `g` of degree ≤ k); zero on boundary nodes. Computed on the device as
@@ -133,9 +126,7 @@ pub fn level_rhs<B: Backend, T: Scalar>(
     let basis = Basis1d::new(grid.degree)?;
     let (k, n1) = (grid.degree, grid.n1());
     let n = k + 1;
-    let gv: Vec<f64> = (0..n1)
-        .map(|i| g(node_coordinate(grid, &basis.nodes, i)))
-        .collect();
+    let gv: Vec<f64> = grid.node_coordinates().into_iter().map(g).collect();
     let mut rows = vec![std::collections::BTreeMap::new(); n1];
     for c in 0..grid.cells {
         for i in 0..n {

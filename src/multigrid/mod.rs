@@ -28,7 +28,7 @@ use crate::vector::Vector;
 pub use check::{TensorCheck, TensorStage};
 pub use fmg::{fmg, l2_error, level_rhs, FmgReport};
 pub use smoother::SmootherKind;
-use smoother::{patch_data, Smoother};
+use smoother::{patch_data, patch_step, Smoother};
 use transfer::Transfer;
 
 /// The finest level the multigrid accepts (`2^20` cells per direction).
@@ -66,19 +66,13 @@ struct Work<B: Backend, T: Scalar> {
     t: [Vector<B, T>; 2],
 }
 
-/// How level 1 is solved.
-enum Coarse<B: Backend, T: Scalar> {
-    /// One step of the patch smoother (exact: one patch).
-    Patch(B::Buffer<T>),
-    /// CG to a relative residual of `100 ε`.
-    Cg,
-}
-
 /// The geometric multigrid hierarchy of levels `1 ..= L` on one backend in precision `T`.
 pub struct Multigrid<B: Backend, T: Scalar> {
     levels: Vec<Level<B, T>>,
     transfers: Vec<Transfer<B, T>>,
-    coarse: Coarse<B, T>,
+    /// `[M_p | A_p | S | λ]` of the reference patch, the same on every level; `None` where
+    /// the fused patch kernel does not fit the device (then level 1 is solved by CG).
+    patch: Option<B::Buffer<T>>,
     symmetric: bool,
     work: RefCell<Vec<Work<B, T>>>,
 }
@@ -148,9 +142,9 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         let mut out = Multigrid {
             levels: Vec::new(),
             transfers: Vec::new(),
-            coarse: match fits {
-                Ok(()) => Coarse::Patch(backend.upload(&patch_data::<T>(&basis)?)?),
-                Err(_) => Coarse::Cg,
+            patch: match fits {
+                Ok(()) => Some(backend.upload(&patch_data::<T>(&basis)?)?),
+                Err(_) => None,
             },
             symmetric: params.symmetric,
             work: RefCell::new(Vec::new()),
@@ -162,7 +156,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             if let Some(atomic) = params.atomic {
                 op = op.with_scatter(atomic)?;
             }
-            let smoother = Smoother::new(backend, params.smoother, &op, &basis)?;
+            let smoother = Smoother::new(backend, params.smoother, &op)?;
             let scratch = if params.smoother == SmootherKind::Chebyshev {
                 g.len()
             } else {
@@ -214,22 +208,9 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     fn coarse_solve(&self, w: &mut Work<B, T>) -> Result<()> {
         let a = &self.levels[0].op;
         w.x.fill(T::ZERO)?;
-        match &self.coarse {
-            Coarse::Patch(data) => {
-                let backend = w.x.backend().clone();
-                // SAFETY: x, b are grid vectors of level 1 on this backend.
-                unsafe {
-                    backend.tensor_patch_smooth(
-                        a.grid(),
-                        0,
-                        a.scaled_coefficients(),
-                        data,
-                        w.b.buffer(),
-                        w.x.buffer_mut(),
-                    )
-                }
-            }
-            Coarse::Cg => {
+        match &self.patch {
+            Some(data) => patch_step(a, data, &mut w.x, &w.b, false),
+            None => {
                 let params = SolverParams {
                     rtol: 100.0 * T::EPS,
                     max_iter: 10 * a.nrows(),
@@ -251,7 +232,9 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         let (w, wc) = (&mut upper[0], &mut lower[l - 1]);
         let level = &self.levels[l];
         let a = &level.op;
-        level.smoother.smooth(a, &mut w.x, &w.b, false, &mut w.s)?;
+        level
+            .smoother
+            .smooth(a, self.patch.as_ref(), &mut w.x, &w.b, false, &mut w.s)?;
         a.apply(&w.x, &mut w.r)?;
         w.r.axpby(T::ONE, &w.b, -T::ONE)?;
         let transfer = &self.transfers[l - 1];
@@ -265,9 +248,14 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         let (w, wc) = (&mut upper[0], &mut lower[l - 1]);
         transfer.prolongate(&wc.x, &mut w.r, &mut w.t)?;
         w.x.axpy(T::ONE, &w.r)?;
-        level
-            .smoother
-            .smooth(a, &mut w.x, &w.b, self.symmetric, &mut w.s)
+        level.smoother.smooth(
+            a,
+            self.patch.as_ref(),
+            &mut w.x,
+            &w.b,
+            self.symmetric,
+            &mut w.s,
+        )
     }
 
     /// One V-cycle on the finest level: `x ← V(x, b)`.
@@ -297,9 +285,14 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         let mut work = self.work.borrow_mut();
         let top = work.len() - 1;
         let level = &self.levels[top];
-        level
-            .smoother
-            .smooth(&level.op, x, b, false, &mut work[top].s)
+        level.smoother.smooth(
+            &level.op,
+            self.patch.as_ref(),
+            x,
+            b,
+            false,
+            &mut work[top].s,
+        )
     }
 
     /// The transfer into level `fine` (`2 ..= L`).

@@ -42,10 +42,8 @@ const CHEBYSHEV_RANGE: f64 = 20.0;
 
 /// The smoother of one level.
 pub(crate) enum Smoother<B: Backend, T: Scalar> {
-    Patch {
-        /// `[M_p | A_p | S | λ]` of the reference patch.
-        data: B::Buffer<T>,
-    },
+    /// The vertex-patch smoother; its data (one set for every level) is the hierarchy's.
+    Patch,
     Chebyshev {
         inv_diag: Vector<B, T>,
         lambda_max: f64,
@@ -65,18 +63,35 @@ pub(crate) fn patch_data<T: Scalar>(basis: &Basis1d) -> Result<Vec<T>> {
         .collect())
 }
 
+/// One step of the vertex-patch smoother on `a`'s grid: every colour, in order or
+/// `reverse`d; `data` is [`patch_data`] on this backend. On level 1 it is the exact solve
+/// (one patch, colour 0; the other colours have none).
+pub(crate) fn patch_step<B: Backend, T: Scalar>(
+    a: &TensorOperator<B, T>,
+    data: &B::Buffer<T>,
+    x: &mut Vector<B, T>,
+    b: &Vector<B, T>,
+    reverse: bool,
+) -> Result<()> {
+    let grid = a.grid();
+    let backend = x.backend().clone();
+    let coef = a.scaled_coefficients();
+    for i in 0..grid.colours() {
+        let c = if reverse { grid.colours() - 1 - i } else { i };
+        // SAFETY: x and b are grid vectors of this backend (the hierarchy's), data the
+        // patch data.
+        unsafe {
+            backend.tensor_patch_smooth(grid, c, coef, data, b.buffer(), x.buffer_mut())?;
+        }
+    }
+    Ok(())
+}
+
 impl<B: Backend, T: Scalar> Smoother<B, T> {
     /// The smoother `kind` for operator `a`.
-    pub(crate) fn new(
-        backend: &B,
-        kind: SmootherKind,
-        a: &TensorOperator<B, T>,
-        basis: &Basis1d,
-    ) -> Result<Self> {
+    pub(crate) fn new(backend: &B, kind: SmootherKind, a: &TensorOperator<B, T>) -> Result<Self> {
         match kind {
-            SmootherKind::Patch => Ok(Smoother::Patch {
-                data: backend.upload(&patch_data::<T>(basis)?)?,
-            }),
+            SmootherKind::Patch => Ok(Smoother::Patch),
             SmootherKind::Chebyshev => {
                 let inv: Vec<T> = a.diagonal()?.iter().map(|d| T::from_f64(1.0 / d)).collect();
                 let inv_diag = Vector::from_slice(backend, &inv)?;
@@ -90,40 +105,31 @@ impl<B: Backend, T: Scalar> Smoother<B, T> {
     }
 
     /// One smoothing step `x ← S(x, b)`; `reverse` runs the patch colours backwards.
-    /// `s` holds three scratch vectors of the level.
+    /// `patch` is the patch data (present whenever a patch smoother was built); `s` holds
+    /// three scratch vectors of the level.
     pub(crate) fn smooth(
         &self,
         a: &TensorOperator<B, T>,
+        patch: Option<&B::Buffer<T>>,
         x: &mut Vector<B, T>,
         b: &Vector<B, T>,
         reverse: bool,
         s: &mut [Vector<B, T>; 3],
     ) -> Result<()> {
-        match self {
-            Smoother::Patch { data } => {
-                let grid = a.grid();
-                let backend = x.backend().clone();
-                let coef = a.scaled_coefficients();
-                for i in 0..grid.colours() {
-                    let c = if reverse { grid.colours() - 1 - i } else { i };
-                    // SAFETY: x and b are grid vectors of this backend, data the patch data.
-                    unsafe {
-                        backend.tensor_patch_smooth(
-                            grid,
-                            c,
-                            coef,
-                            data,
-                            b.buffer(),
-                            x.buffer_mut(),
-                        )?;
-                    }
-                }
-                Ok(())
-            }
-            Smoother::Chebyshev {
-                inv_diag,
-                lambda_max,
-            } => chebyshev(a, inv_diag, *lambda_max, x, b, s),
+        match (self, patch) {
+            (Smoother::Patch, Some(data)) => patch_step(a, data, x, b, reverse),
+            (Smoother::Patch, None) => Err(Error::Unsupported {
+                backend: x.backend().info().device.clone(),
+                what: "the vertex-patch smoother".into(),
+                reason: "its kernel does not fit the device (refused by Multigrid::new)".into(),
+            }),
+            (
+                Smoother::Chebyshev {
+                    inv_diag,
+                    lambda_max,
+                },
+                _,
+            ) => chebyshev(a, inv_diag, *lambda_max, x, b, s),
         }
     }
 }

@@ -175,10 +175,10 @@ impl<B: Backend, T: Scalar> TensorOperator<B, T> {
         let len = self.grid.len();
         let diag = (0..len)
             .map(|g| {
-                let c = [g % n1, (g / n1) % n1, g / (n1 * n1)];
-                if (0..dim).any(|d| c[d] == 0 || c[d] == n1 - 1) {
+                if self.grid.on_boundary(g) {
                     return 1.0;
                 }
+                let c = [g % n1, (g / n1) % n1, g / (n1 * n1)];
                 let mass: f64 = (0..dim).map(|d| dm[c[d]]).product();
                 let lap: f64 = (0..dim)
                     .map(|t| {

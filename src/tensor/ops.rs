@@ -18,6 +18,7 @@ use crate::backend::core::sealed::Sealed;
 use crate::backend::cpu::Cpu;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::tensor::basis::gauss_lobatto;
 use crate::vector::VectorOps;
 
 /// The shape of one level: dimension (2 or 3), degree `k`, cells per direction.
@@ -53,22 +54,65 @@ impl Grid {
         [n, n, if self.dim == 3 { n } else { 1 }]
     }
 
-    /// Cells (of colour `colour`, or all with `None`).
-    pub fn cell_count(&self, colour: Option<usize>) -> usize {
-        (0..self.dim)
-            .map(|d| match colour {
-                None => self.cells,
-                Some(c) => (self.cells + 1 - ((c >> d) & 1)) / 2,
-            })
-            .product()
+    /// The bit of `colour` in direction `d` (0 for the directions past `dim`).
+    pub fn colour_bit(&self, colour: usize, d: usize) -> usize {
+        if d < self.dim {
+            (colour >> d) & 1
+        } else {
+            0
+        }
     }
 
-    /// Vertex patches of colour `colour` (interior vertices `v` with `(v − 1) mod 2` the
-    /// colour's bit in every direction).
+    /// Cells per direction of colour `colour` (every second cell from the colour's bit),
+    /// or all cells with `None`; 1 past `dim`.
+    pub fn cell_blocks(&self, colour: Option<usize>) -> [usize; 3] {
+        std::array::from_fn(|d| match (d < self.dim, colour) {
+            (false, _) => 1,
+            (true, None) => self.cells,
+            (true, Some(c)) => (self.cells + 1 - self.colour_bit(c, d)) / 2,
+        })
+    }
+
+    /// Cells (of colour `colour`, or all with `None`).
+    pub fn cell_count(&self, colour: Option<usize>) -> usize {
+        self.cell_blocks(colour).iter().product()
+    }
+
+    /// Vertex patches per direction of colour `colour` (interior vertices `v` with
+    /// `(v − 1) mod 2` the colour's bit in every direction); 1 past `dim`.
+    pub fn patch_blocks(&self, colour: usize) -> [usize; 3] {
+        std::array::from_fn(|d| {
+            if d < self.dim {
+                (self.cells - self.colour_bit(colour, d)) / 2
+            } else {
+                1
+            }
+        })
+    }
+
+    /// Vertex patches of colour `colour`.
     pub fn patch_count(&self, colour: usize) -> usize {
-        (0..self.dim)
-            .map(|d| (self.cells - ((colour >> d) & 1)) / 2)
-            .product()
+        self.patch_blocks(colour).iter().product()
+    }
+
+    /// Whether node `g` lies on the boundary of the domain.
+    pub fn on_boundary(&self, g: usize) -> bool {
+        let n1 = self.n1();
+        let c = [g % n1, (g / n1) % n1, g / (n1 * n1)];
+        (0..self.dim).any(|d| c[d] == 0 || c[d] == n1 - 1)
+    }
+
+    /// The coordinates in `[0, 1]` of the `N1` nodes along one direction (Gauss–Lobatto
+    /// nodes in every cell).
+    pub fn node_coordinates(&self) -> Vec<f64> {
+        let (k, cells) = (self.degree, self.cells);
+        let nodes = gauss_lobatto(k);
+        (0..self.n1())
+            .map(|i| {
+                let c = (i / k).min(cells - 1);
+                (c as f64 + nodes[i - c * k]) / cells as f64
+            })
+            .collect()
     }
 
     /// Colours of cells and of patches: `2^d`.
@@ -185,6 +229,13 @@ pub(crate) fn patch_shared_values(grid: Grid) -> usize {
     n.pow(grid.dim as u32) + (n - 2) * n.pow(grid.dim as u32 - 1)
 }
 
+/// Shared memory of the fused patch kernel per cube, in values, besides the patches: the
+/// patch matrices `2 n²`, the eigenvectors `m²` and eigenvalues `m`.
+pub(crate) fn patch_fixed_values(grid: Grid) -> usize {
+    let (n, m) = (2 * grid.degree + 1, 2 * grid.degree - 1);
+    2 * n * n + m * m + m
+}
+
 /// `mat` (`ncols` columns, rows `r0 .. r0 + m`) applied along `dir` of `data` (extents
 /// `ext`), the result with `ext[dir] = m`.
 fn contract(
@@ -258,19 +309,12 @@ fn global_node(grid: Grid, n: usize, origin: [usize; 3], l: usize) -> usize {
     ((origin[2] + z) * n1 + origin[1] + y) * n1 + origin[0] + x
 }
 
-/// Whether global node `g` lies on the boundary of the grid.
-fn on_boundary(grid: Grid, g: usize) -> bool {
-    let n1 = grid.n1();
-    let c = [g % n1, (g / n1) % n1, g / (n1 * n1)];
-    (0..grid.dim).any(|d| c[d] == 0 || c[d] == n1 - 1)
-}
-
 /// The block at `origin` of `x`, boundary nodes read as zero (homogeneous Dirichlet).
 fn load_block<T: Scalar>(grid: Grid, n: usize, origin: [usize; 3], x: &[T]) -> Vec<f64> {
     (0..n.pow(grid.dim as u32))
         .map(|l| {
             let g = global_node(grid, n, origin, l);
-            if on_boundary(grid, g) {
+            if grid.on_boundary(g) {
                 0.0
             } else {
                 x[g].as_f64()
@@ -308,13 +352,7 @@ impl TensorOps for Cpu {
             Scatter::Colour(c) => vec![c],
         };
         for c in colours {
-            let counts: [usize; 3] = std::array::from_fn(|d| {
-                if d < grid.dim {
-                    (grid.cells + 1 - ((c >> d) & 1)) / 2
-                } else {
-                    1
-                }
-            });
+            let counts = grid.cell_blocks(Some(c));
             let count = grid.cell_count(Some(c));
             let results: Vec<(usize, Vec<f64>)> = (0..count)
                 .into_par_iter()
@@ -322,7 +360,7 @@ impl TensorOps for Cpu {
                     let ci = coords(i, counts);
                     let origin: [usize; 3] = std::array::from_fn(|d| {
                         if d < grid.dim {
-                            (2 * ci[d] + ((c >> d) & 1)) * k
+                            (2 * ci[d] + grid.colour_bit(c, d)) * k
                         } else {
                             0
                         }
@@ -366,7 +404,7 @@ impl TensorOps for Cpu {
         y: &mut Vec<T>,
     ) -> Result<()> {
         y.par_iter_mut().enumerate().for_each(|(g, v)| {
-            if on_boundary(grid, g) {
+            if grid.on_boundary(g) {
                 *v = src.map_or(T::ZERO, |s| s[g]);
             }
         });
@@ -390,13 +428,7 @@ impl TensorOps for Cpu {
         let (s, lambda) = rest.split_at(m * m);
         let st: Vec<f64> = (0..m * m).map(|i| s[(i % m) * m + i / m]).collect();
         let coef = [coef[0].as_f64(), coef[1].as_f64()];
-        let counts: [usize; 3] = std::array::from_fn(|d| {
-            if d < dim {
-                (grid.cells - ((colour >> d) & 1)) / 2
-            } else {
-                1
-            }
-        });
+        let counts = grid.patch_blocks(colour);
         let count = grid.patch_count(colour);
         let xs: &Vec<T> = x;
         let corrections: Vec<([usize; 3], Vec<f64>)> = (0..count)
@@ -406,7 +438,7 @@ impl TensorOps for Cpu {
                 // Vertex v = 1 + bit + 2 i; the closure starts at node (v − 1) k.
                 let origin: [usize; 3] = std::array::from_fn(|d| {
                     if d < dim {
-                        (2 * pi[d] + ((colour >> d) & 1)) * k
+                        (2 * pi[d] + grid.colour_bit(colour, d)) * k
                     } else {
                         0
                     }

@@ -18,7 +18,7 @@ use crate::backend::core::BackendCore;
 use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{DType, Scalar};
-use crate::tensor::ops::{patch_shared_values, Grid, Scatter, TensorOps};
+use crate::tensor::ops::{patch_fixed_values, patch_shared_values, Grid, Scatter, TensorOps};
 
 use kernels::{
     boundary_kernel, cell_atomic_kernel, cell_colour_kernel, line_kernel, BlocksLaunch,
@@ -34,7 +34,7 @@ fn blocks_arg<R: Runtime>(
     colour: Option<usize>,
 ) -> BlocksLaunch<R> {
     let c = colour.unwrap_or(0);
-    let bit = |d: usize| if d < grid.dim { (c >> d) & 1 } else { 0 };
+    let bit = |d: usize| grid.colour_bit(c, d);
     BlocksLaunch::new(
         counts[0].max(1),
         counts[1].max(1),
@@ -45,15 +45,6 @@ fn blocks_arg<R: Runtime>(
         grid.n1(),
         counts.iter().product(),
     )
-}
-
-/// Blocks per direction of the cells of `colour` (all cells with `None`).
-fn cell_counts(grid: Grid, colour: Option<usize>) -> [usize; 3] {
-    std::array::from_fn(|d| match (d < grid.dim, colour) {
-        (false, _) => 1,
-        (true, None) => grid.cells,
-        (true, Some(c)) => (grid.cells + 1 - ((c >> d) & 1)) / 2,
-    })
 }
 
 impl<R: CubeRuntime> Cube<R> {
@@ -96,7 +87,7 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
             Scatter::Atomic => None,
             Scatter::Colour(c) => Some(c),
         };
-        let counts = cell_counts(grid, colour);
+        let counts = grid.cell_blocks(colour);
         let total: usize = counts.iter().product();
         if total == 0 {
             return Ok(());
@@ -154,8 +145,8 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
     }
 
     fn tensor_patch_fits<T: Scalar>(&self, grid: Grid) -> std::result::Result<(), usize> {
-        let (n, m) = (2 * grid.degree + 1, 2 * grid.degree - 1);
-        let bytes = (patch_shared_values(grid) + 2 * n * n + m * m + m) * std::mem::size_of::<T>();
+        let bytes =
+            (patch_shared_values(grid) + patch_fixed_values(grid)) * std::mem::size_of::<T>();
         if bytes <= self.info().max_shared_bytes {
             Ok(())
         } else {
@@ -201,17 +192,11 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
         x: &mut CubeBuffer<T>,
     ) -> Result<()> {
         let (k, dim) = (grid.degree, grid.dim);
-        let (n, m) = (2 * k + 1, 2 * k - 1);
+        let n = 2 * k + 1;
         let lanes = n.pow(dim as u32 - 1);
-        let fixed = 2 * n * n + m * m + m;
-        let cpc = self.blocks_per_cube::<T>(lanes, patch_shared_values(grid), fixed);
-        let counts: [usize; 3] = std::array::from_fn(|d| {
-            if d < dim {
-                (grid.cells - ((colour >> d) & 1)) / 2
-            } else {
-                1
-            }
-        });
+        let cpc =
+            self.blocks_per_cube::<T>(lanes, patch_shared_values(grid), patch_fixed_values(grid));
+        let counts = grid.patch_blocks(colour);
         let total: usize = counts.iter().product();
         if total == 0 {
             return Ok(());
