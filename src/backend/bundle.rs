@@ -3,6 +3,7 @@
 use crate::backend::core::{BackendCore, BackendKind};
 use crate::backend::cpu::Cpu;
 use crate::batched::BatchedOps;
+use crate::dg::DgOps;
 use crate::error::{Error, Result};
 use crate::hdg::HdgOps;
 use crate::sparse::SparseOps;
@@ -11,9 +12,15 @@ use crate::vector::VectorOps;
 
 /// A backend: buffers plus every operator family. Implemented by [`Cpu`] and
 /// [`Cube<R>`](crate::Cube).
-pub trait Backend: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps {}
+pub trait Backend:
+    BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps + DgOps
+{
+}
 
-impl<B: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps> Backend for B {}
+impl<B: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps + DgOps> Backend
+    for B
+{
+}
 
 /// A computation generic over the backend, for [`with_backend`]: the way to call generic
 /// code with a backend chosen at run time.

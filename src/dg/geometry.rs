@@ -15,6 +15,19 @@ use super::reference::ReferenceTet;
 /// The local vertex opposite reference face `f` (faces 0..4 contain the other three).
 const OPPOSITE: [usize; 4] = [3, 2, 0, 1];
 
+/// The points of reference face `f` (0..4) of `tet` (every vertex but the one opposite).
+pub fn face_vertices(tet: [u32; 4], f: usize) -> [u32; 3] {
+    let mut out = [0; 3];
+    let mut k = 0;
+    for (c, &p) in tet.iter().enumerate() {
+        if c != OPPOSITE[f] {
+            out[k] = p;
+            k += 1;
+        }
+    }
+    out
+}
+
 /// Geometry and connectivity of a tetrahedral mesh for nodal DG of one order.
 #[derive(Clone, Debug)]
 pub struct DgGeometry {

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use super::geometry::DgGeometry;
 use super::reference::ReferenceTet;
+use crate::error::{Error, Result};
 
 /// The six fields, one vector each.
 pub type Fields = [Vec<f64>; 6];
@@ -230,21 +231,57 @@ impl<'a> MaxwellHost<'a> {
     }
 }
 
-/// The PEC cavity eigenmode `(m, n, 0)` of the unit cube at time `t`, at point `p`:
-/// `E_z = sin(mπx) sin(nπy) cos(ωt)`, `H` from the curl, `ω = π √(m² + n²)`.
-pub fn cavity_mode(m: usize, n: usize, t: f64, p: [f64; 3]) -> [f64; 6] {
+/// Checks a cavity mode `[m, n, p]`: at most one index zero (two zeros give the zero
+/// field).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the mode otherwise.
+pub fn check_mode(mode: [usize; 3]) -> Result<()> {
+    if mode.iter().filter(|&&i| i == 0).count() > 1 {
+        return Err(Error::InvalidArgument {
+            op: "cavity_mode",
+            name: "mode",
+            reason: format!(
+                "the cavity mode {mode:?} has more than one zero index, so its field is zero; \
+                 give at most one zero, e.g. 1,1,0"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The PEC cavity eigenmode `[m, n, p]` of the unit cube (at most one index zero, see
+/// [`check_mode`]) at time `t`, at point `x`: `E = A(x) cos(ωt)`, `H = −(∇×A)(x) sin(ωt)/ω`,
+/// `ω = π √(m² + n² + p²)`, with
+/// `A = (a cos(mπx) sin(nπy) sin(pπz), b sin(mπx) cos(nπy) sin(pπz), c sin(mπx) sin(nπy) cos(pπz))`
+/// and `(a, b, c) ⊥ (m, n, p)`: `(0, 0, 1)` for `p = 0` (so `m,n,0` is
+/// `E_z = sin(mπx) sin(nπy) cos(ωt)`), `(1, 0, 0)` for `m = 0`, `(0, 1, 0)` for `n = 0`,
+/// `(n, −m, 0)` otherwise. Tangential `E` vanishes on the walls and `∇·E = 0`.
+pub fn cavity_mode(mode: [usize; 3], t: f64, x: [f64; 3]) -> [f64; 6] {
     use std::f64::consts::PI;
-    let (mf, nf) = (m as f64 * PI, n as f64 * PI);
-    let w = (mf * mf + nf * nf).sqrt();
-    let (sx, cx) = ((mf * p[0]).sin(), (mf * p[0]).cos());
-    let (sy, cy) = ((nf * p[1]).sin(), (nf * p[1]).cos());
+    let k = mode.map(|i| i as f64 * PI);
+    let w = (k[0] * k[0] + k[1] * k[1] + k[2] * k[2]).sqrt();
+    let amp = match mode {
+        [_, _, 0] => [0.0, 0.0, 1.0],
+        [0, _, _] => [1.0, 0.0, 0.0],
+        [_, 0, _] => [0.0, 1.0, 0.0],
+        [m, n, _] => [n as f64, -(m as f64), 0.0],
+    };
+    let s: [f64; 3] = std::array::from_fn(|d| (k[d] * x[d]).sin());
+    let c: [f64; 3] = std::array::from_fn(|d| (k[d] * x[d]).cos());
+    let (ct, st) = ((w * t).cos(), if w > 0.0 { (w * t).sin() / w } else { 0.0 });
+    let curl = [
+        (amp[2] * k[1] - amp[1] * k[2]) * s[0] * c[1] * c[2],
+        (amp[0] * k[2] - amp[2] * k[0]) * c[0] * s[1] * c[2],
+        (amp[1] * k[0] - amp[0] * k[1]) * c[0] * c[1] * s[2],
+    ];
     [
-        0.0,
-        0.0,
-        sx * sy * (w * t).cos(),
-        -nf / w * sx * cy * (w * t).sin(),
-        mf / w * cx * sy * (w * t).sin(),
-        0.0,
+        amp[0] * c[0] * s[1] * s[2] * ct,
+        amp[1] * s[0] * c[1] * s[2] * ct,
+        amp[2] * s[0] * s[1] * c[2] * ct,
+        -curl[0] * st,
+        -curl[1] * st,
+        -curl[2] * st,
     ]
 }
 
@@ -308,6 +345,41 @@ mod tests {
     }
 
     #[test]
+    fn cavity_modes_solve_maxwell() {
+        // E_t = ∇×H and H_t = −∇×E by central differences; tangential E on the walls.
+        let h = 1e-5;
+        for mode in [[1, 1, 0], [2, 1, 0], [0, 1, 2], [1, 0, 1], [1, 2, 3]] {
+            let (x, t) = ([0.31, 0.47, 0.73], 0.29);
+            let at = |dx: [f64; 3], dt: f64| {
+                cavity_mode(mode, t + dt, [x[0] + dx[0], x[1] + dx[1], x[2] + dx[2]])
+            };
+            let dd = |c: usize, d: usize| {
+                let mut e = [0.0; 3];
+                e[d] = h;
+                (at(e, 0.0)[c] - at(e.map(|v| -v), 0.0)[c]) / (2.0 * h)
+            };
+            let curl = |b: usize| {
+                [
+                    dd(b + 2, 1) - dd(b + 1, 2),
+                    dd(b, 2) - dd(b + 2, 0),
+                    dd(b + 1, 0) - dd(b, 1),
+                ]
+            };
+            let (ce, ch) = (curl(0), curl(3));
+            for c in 0..3 {
+                let et = (at([0.0; 3], h)[c] - at([0.0; 3], -h)[c]) / (2.0 * h);
+                let ht = (at([0.0; 3], h)[3 + c] - at([0.0; 3], -h)[3 + c]) / (2.0 * h);
+                assert!((et - ch[c]).abs() < 1e-5, "{mode:?}: E_t");
+                assert!((ht + ce[c]).abs() < 1e-5, "{mode:?}: H_t");
+            }
+            let wall = cavity_mode(mode, t, [0.0, 0.4, 0.6]);
+            assert!(wall[1].abs() < 1e-12 && wall[2].abs() < 1e-12, "{mode:?}");
+            assert!(check_mode(mode).is_ok());
+        }
+        assert!(check_mode([0, 0, 3]).is_err());
+    }
+
+    #[test]
     fn lsrk4_is_fourth_order() {
         // y' = i y as a real system (x, y): the error after t = 1 falls as dt⁴.
         let run = |steps: usize| {
@@ -339,7 +411,7 @@ mod tests {
                 let mut q = op.zeros();
                 let node = |i: usize| [g.x[0][i], g.x[1][i], g.x[2][i]];
                 for i in 0..g.elements * g.np {
-                    let v = cavity_mode(1, 1, 0.0, node(i));
+                    let v = cavity_mode([1, 1, 0], 0.0, node(i));
                     for c in 0..6 {
                         q[c][i] = v[c];
                     }
@@ -355,7 +427,7 @@ mod tests {
                 assert!(op.energy(&q) <= e0 * (1.0 + 1e-12), "upwind energy grew");
                 let mut err = op.zeros();
                 for i in 0..g.elements * g.np {
-                    let v = cavity_mode(1, 1, final_time, node(i));
+                    let v = cavity_mode([1, 1, 0], final_time, node(i));
                     for c in 0..6 {
                         err[c][i] = q[c][i] - v[c];
                     }

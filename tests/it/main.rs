@@ -7,6 +7,7 @@
 //! fail.
 
 mod batched;
+mod dg;
 mod errors;
 mod examples;
 mod harness;

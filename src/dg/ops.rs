@@ -1,0 +1,533 @@
+//! [`DgOps`]: the nodal DG Maxwell kernels every backend implements (volume curl, surface
+//! flux with both sides of an interior face in one unit, lift, the low-storage RK update,
+//! and one fused stage), the device data they read ([`DgMesh`]) and the CPU
+//! implementation, the reference the device kernels are checked against.
+//!
+//! # Layout (structure of arrays)
+//! Fields: one buffer of `6 L` values, `L = K Np`: field `c` (`Ex, Ey, Ez, Hx, Hy, Hz`) of
+//! node `i` of element `e` at `c L + e Np + i`. Surface fluxes: `6 F` values, `F = 4 K Nfp`,
+//! field `c` of face node `j` of face `f` of element `e` at `c F + (4 e + f) Nfp + j`,
+//! already scaled by `fscale / 2`. Operators: `[Dr | Ds | Dt | Lift]`, row-major
+//! (`3 Np² + 4 Np Nfp` values). Per element: the inverse Jacobian
+//! `[rx, ry, rz, sx, sy, sz, tx, ty, tz]`. Per face: `[nx, ny, nz, fscale / 2]`.
+//!
+//! # Flux
+//! With `[[u]] = u⁺ − u⁻` and `α = 1` (upwind) or `0` (central), on the minus side
+//! `s (n × [[H]] + α ([[E]] − n (n·[[E]])))` for `E` and
+//! `s (−n × [[E]] + α ([[H]] − n (n·[[H]])))` for `H`, `s = fscale/2`; the plus side sees
+//! `−n` and `−[[u]]`, so its flux is the same two cross products with the `α` terms negated
+//! (one unit computes both). Perfect conductor: `E⁺ = −E⁻`, `H⁺ = H⁻`. Absorbing
+//! (Silver–Müller, first order): the exterior state is zero, so the upwind flux lets every
+//! outgoing characteristic leave and nothing enter.
+
+use rayon::prelude::*;
+
+use crate::backend::core::sealed::Sealed;
+use crate::backend::core::BackendCore;
+use crate::backend::cpu::Cpu;
+use crate::error::Result;
+use crate::scalar::Scalar;
+use crate::vector::VectorOps;
+
+/// The kind of a face: an interior face.
+pub const FACE_INTERIOR: u32 = 0;
+/// The kind of a face: a perfect electric conductor wall.
+pub const FACE_PEC: u32 = 1;
+/// The kind of a face: a first-order absorbing (Silver–Müller) boundary.
+pub const FACE_ABSORBING: u32 = 2;
+
+/// The sizes of a DG mesh of one order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DgShape {
+    /// The order `N`.
+    pub order: usize,
+    /// Elements `K`.
+    pub elements: usize,
+    /// Nodes per element `Np`.
+    pub np: usize,
+    /// Nodes per face `Nfp`.
+    pub nfp: usize,
+}
+
+impl DgShape {
+    /// Nodes of one field, `K Np`.
+    pub fn len(&self) -> usize {
+        self.elements * self.np
+    }
+
+    /// Whether the mesh has no node.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Face nodes of one field, `4 K Nfp`.
+    pub fn face_len(&self) -> usize {
+        4 * self.elements * self.nfp
+    }
+
+    /// Values of the operator buffer, `3 Np² + 4 Np Nfp`.
+    pub fn ops_len(&self) -> usize {
+        3 * self.np * self.np + 4 * self.np * self.nfp
+    }
+}
+
+/// Launch parameters of the DG kernels (ignored by the CPU backend).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DgParams {
+    /// Elements per cube (work group) of the element-wise kernels.
+    pub elements_per_cube: usize,
+    /// One fused kernel per RK stage ([`DgOps::dg_stage`]) rather than four
+    /// (volume, flux, lift, update).
+    pub fused: bool,
+}
+
+/// The device data of a DG mesh (built by [`Maxwell`](super::Maxwell)).
+pub struct DgMesh<B: BackendCore, T: Scalar> {
+    pub(crate) shape: DgShape,
+    /// `[Dr | Ds | Dt | Lift]`.
+    pub(crate) ops: B::Buffer<T>,
+    /// Per element: the inverse Jacobian (9 values).
+    pub(crate) elem: B::Buffer<T>,
+    /// Per face: `[nx, ny, nz, fscale / 2]`.
+    pub(crate) face: B::Buffer<T>,
+    /// The reference face nodes, `4 Nfp`.
+    pub(crate) fmask: B::Buffer<u32>,
+    /// Per face node: the global node across the face (itself on the boundary).
+    pub(crate) vmap_p: B::Buffer<u32>,
+    /// Per face: [`FACE_INTERIOR`], [`FACE_PEC`] or [`FACE_ABSORBING`].
+    pub(crate) kind: B::Buffer<u32>,
+    /// The face units: every boundary face and one face (`4 e + f`) of each interior pair.
+    pub(crate) pair_face: B::Buffer<u32>,
+    /// Per face unit and face node: the flux slot of the plus side (`u32::MAX` on the
+    /// boundary).
+    pub(crate) pair_slot: B::Buffer<u32>,
+    /// Face units.
+    pub(crate) pairs: usize,
+}
+
+impl<B: BackendCore, T: Scalar> DgMesh<B, T> {
+    /// The mesh's sizes.
+    pub fn shape(&self) -> DgShape {
+        self.shape
+    }
+}
+
+/// The nodal DG kernel family: implemented by every backend; sealed. Called by
+/// [`Maxwell`](super::Maxwell), which builds every argument.
+///
+/// # Safety
+/// Every method requires: the buffers belong to this backend; field buffers hold `6 L`
+/// values and flux buffers `6 F` ([module docs](self)); `mesh` was built consistently
+/// (every index inside its array); `params` passed [`dg_params_fit`](Self::dg_params_fit).
+pub trait DgOps: VectorOps + Sealed {
+    /// `rhs = (∇×H, −∇×E)` element by element (the volume term).
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn dg_volume<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        q: &Self::Buffer<T>,
+        rhs: &mut Self::Buffer<T>,
+        params: DgParams,
+    ) -> Result<()>;
+
+    /// The surface fluxes of every face node, both sides of an interior face by one unit.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn dg_flux<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        alpha: T,
+        q: &Self::Buffer<T>,
+        flux: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
+    /// `rhs += Lift · flux` element by element.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// See the trait.
+    unsafe fn dg_lift<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        flux: &Self::Buffer<T>,
+        rhs: &mut Self::Buffer<T>,
+        params: DgParams,
+    ) -> Result<()>;
+
+    /// The low-storage RK update over `len` values, `coef = [a, b, dt]`:
+    /// `res = a res + dt rhs; q += b res`.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// See the trait; `rhs`, `res`, `q` hold `len` values.
+    unsafe fn dg_update<T: Scalar>(
+        &self,
+        len: usize,
+        coef: [T; 3],
+        rhs: &Self::Buffer<T>,
+        res: &mut Self::Buffer<T>,
+        q: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
+    /// One fused RK stage, `coef = [a, b, dt]`: `res = a res + dt L(q)`,
+    /// `q_next = q + b res` (volume, the element's own face fluxes, lift and update in one
+    /// kernel; `q_next` must not be `q`, which neighbours still read).
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// See the trait.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn dg_stage<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        alpha: T,
+        coef: [T; 3],
+        q: &Self::Buffer<T>,
+        res: &mut Self::Buffer<T>,
+        q_next: &mut Self::Buffer<T>,
+        params: DgParams,
+    ) -> Result<()>;
+
+    /// The default launch parameters for `shape` in `T`.
+    fn dg_default_params<T: Scalar>(&self, shape: DgShape) -> DgParams;
+
+    /// Whether `params` fit the device for `shape` in `T` (units and on-chip memory per
+    /// cube).
+    fn dg_params_fit<T: Scalar>(&self, shape: DgShape, params: DgParams) -> bool;
+}
+
+/// The unscaled fluxes `(E, H)` of both sides of one face node (minus side, plus side),
+/// from the minus side's normal `n` and the jumps `de`, `dh` seen from the minus side.
+pub(crate) fn face_flux(
+    n: [f64; 3],
+    alpha: f64,
+    de: [f64; 3],
+    dh: [f64; 3],
+) -> ([f64; 6], [f64; 6]) {
+    let nde = n[0] * de[0] + n[1] * de[1] + n[2] * de[2];
+    let ndh = n[0] * dh[0] + n[1] * dh[1] + n[2] * dh[2];
+    let cross = |a: [f64; 3]| {
+        [
+            n[1] * a[2] - n[2] * a[1],
+            n[2] * a[0] - n[0] * a[2],
+            n[0] * a[1] - n[1] * a[0],
+        ]
+    };
+    let (nxh, nxe) = (cross(dh), cross(de));
+    let mut common = [0.0; 6];
+    let mut upwind = [0.0; 6];
+    for d in 0..3 {
+        common[d] = nxh[d];
+        common[3 + d] = -nxe[d];
+        upwind[d] = alpha * (de[d] - nde * n[d]);
+        upwind[3 + d] = alpha * (dh[d] - ndh * n[d]);
+    }
+    (
+        std::array::from_fn(|c| common[c] + upwind[c]),
+        std::array::from_fn(|c| common[c] - upwind[c]),
+    )
+}
+
+/// The jumps `([[E]], [[H]])` at a face node of kind `kind` from the minus and plus
+/// values (the plus values are ignored on the boundary).
+pub(crate) fn jumps(kind: u32, minus: [f64; 6], plus: [f64; 6]) -> ([f64; 3], [f64; 3]) {
+    match kind {
+        FACE_INTERIOR => (
+            std::array::from_fn(|d| plus[d] - minus[d]),
+            std::array::from_fn(|d| plus[3 + d] - minus[3 + d]),
+        ),
+        FACE_PEC => (std::array::from_fn(|d| -2.0 * minus[d]), [0.0; 3]),
+        _ => (
+            std::array::from_fn(|d| -minus[d]),
+            std::array::from_fn(|d| -minus[3 + d]),
+        ),
+    }
+}
+
+/// The volume term of element `e` in f64 (`6 Np` values, field-major).
+fn volume_element(shape: DgShape, ops: &[f64], ijac: &[f64], u: &[f64]) -> Vec<f64> {
+    let np = shape.np;
+    let mut out = vec![0.0; 6 * np];
+    for i in 0..np {
+        // d[c][k]: derivative of field c along reference direction k.
+        let mut d = [[0.0f64; 3]; 6];
+        for k in 0..3 {
+            let row = &ops[k * np * np + i * np..k * np * np + (i + 1) * np];
+            for c in 0..6 {
+                d[c][k] = row
+                    .iter()
+                    .zip(&u[c * np..(c + 1) * np])
+                    .map(|(a, b)| a * b)
+                    .sum();
+            }
+        }
+        // ∂_x_j of field c.
+        let g =
+            |c: usize, j: usize| ijac[j] * d[c][0] + ijac[3 + j] * d[c][1] + ijac[6 + j] * d[c][2];
+        let curl = |b: usize| {
+            [
+                g(b + 2, 1) - g(b + 1, 2),
+                g(b, 2) - g(b + 2, 0),
+                g(b + 1, 0) - g(b, 1),
+            ]
+        };
+        let (ce, ch) = (curl(0), curl(3));
+        for k in 0..3 {
+            out[k * np + i] = ch[k];
+            out[(3 + k) * np + i] = -ce[k];
+        }
+    }
+    out
+}
+
+/// `out[i] += Σ_b Lift[i, b] flux[c][b]` for the element (`flux`: `6 · 4 Nfp` values).
+fn lift_element(shape: DgShape, ops: &[f64], flux: &[f64], out: &mut [f64]) {
+    let (np, nf) = (shape.np, 4 * shape.nfp);
+    let lift = &ops[3 * np * np..];
+    for c in 0..6 {
+        for i in 0..np {
+            let row = &lift[i * nf..(i + 1) * nf];
+            out[c * np + i] += row
+                .iter()
+                .zip(&flux[c * nf..(c + 1) * nf])
+                .map(|(a, b)| a * b)
+                .sum::<f64>();
+        }
+    }
+}
+
+/// The element's fields (`6 Np`, field-major) in f64.
+fn load_element<T: Scalar>(q: &[T], shape: DgShape, e: usize) -> Vec<f64> {
+    let (np, len) = (shape.np, shape.len());
+    let mut u = Vec::with_capacity(6 * np);
+    for c in 0..6 {
+        u.extend(
+            q[c * len + e * np..c * len + (e + 1) * np]
+                .iter()
+                .map(|v| v.as_f64()),
+        );
+    }
+    u
+}
+
+/// Fields at a global node.
+fn node_values<T: Scalar>(q: &[T], len: usize, g: usize) -> [f64; 6] {
+    std::array::from_fn(|c| q[c * len + g].as_f64())
+}
+
+/// Runs `f(e)` (`6 Np` values, field-major) for every element in parallel and stores the
+/// results into `out` (`6 L`, the field layout).
+fn per_element<T: Scalar>(shape: DgShape, out: &mut [T], f: impl Fn(usize) -> Vec<f64> + Sync) {
+    let np = shape.np;
+    let mut tmp = vec![0.0f64; 6 * shape.len()];
+    tmp.par_chunks_mut(6 * np)
+        .enumerate()
+        .for_each(|(e, chunk)| chunk.copy_from_slice(&f(e)));
+    out.par_chunks_mut(shape.len())
+        .enumerate()
+        .for_each(|(c, field)| {
+            for (e, node) in field.chunks_mut(np).enumerate() {
+                for (i, v) in node.iter_mut().enumerate() {
+                    *v = T::from_f64(tmp[e * 6 * np + c * np + i]);
+                }
+            }
+        });
+}
+
+impl Cpu {
+    /// The six face fluxes of element `e` (`6 · 4 Nfp`, field-major), from its own side.
+    fn element_flux<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        alpha: f64,
+        q: &[T],
+        e: usize,
+    ) -> Vec<f64> {
+        let s = mesh.shape;
+        let (nfp, len) = (s.nfp, s.len());
+        let nf = 4 * nfp;
+        let mut out = vec![0.0; 6 * nf];
+        for f in 0..4 {
+            let face = 4 * e + f;
+            let geo = &mesh.face[4 * face..4 * face + 4];
+            let n = [geo[0].as_f64(), geo[1].as_f64(), geo[2].as_f64()];
+            let scale = geo[3].as_f64();
+            let kind = mesh.kind[face];
+            for j in 0..nfp {
+                let gm = e * s.np + mesh.fmask[f * nfp + j] as usize;
+                let gp = mesh.vmap_p[face * nfp + j] as usize;
+                let (de, dh) = jumps(kind, node_values(q, len, gm), node_values(q, len, gp));
+                let (minus, _) = face_flux(n, alpha, de, dh);
+                for c in 0..6 {
+                    out[c * nf + f * nfp + j] = scale * minus[c];
+                }
+            }
+        }
+        out
+    }
+}
+
+fn f64s<T: Scalar>(v: &[T]) -> Vec<f64> {
+    v.iter().map(|x| x.as_f64()).collect()
+}
+
+impl DgOps for Cpu {
+    unsafe fn dg_volume<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        q: &Vec<T>,
+        rhs: &mut Vec<T>,
+        _params: DgParams,
+    ) -> Result<()> {
+        let s = mesh.shape;
+        let (ops, elem) = (f64s(&mesh.ops), f64s(&mesh.elem));
+        per_element(s, rhs, |e| {
+            volume_element(s, &ops, &elem[9 * e..9 * e + 9], &load_element(q, s, e))
+        });
+        Ok(())
+    }
+
+    unsafe fn dg_flux<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        alpha: T,
+        q: &Vec<T>,
+        flux: &mut Vec<T>,
+    ) -> Result<()> {
+        let s = mesh.shape;
+        let (nfp, len, fl) = (s.nfp, s.len(), s.face_len());
+        let alpha = alpha.as_f64();
+        // (slot, values) for both sides of every face unit, then stored.
+        let results: Vec<Vec<(usize, [f64; 6])>> = (0..mesh.pairs)
+            .into_par_iter()
+            .map(|p| {
+                let face = mesh.pair_face[p] as usize;
+                let e = face / 4;
+                let f = face % 4;
+                let geo = &mesh.face[4 * face..4 * face + 4];
+                let n = [geo[0].as_f64(), geo[1].as_f64(), geo[2].as_f64()];
+                let kind = mesh.kind[face];
+                let mut out = Vec::with_capacity(2 * nfp);
+                for j in 0..nfp {
+                    let slot = face * nfp + j;
+                    let gm = e * s.np + mesh.fmask[f * nfp + j] as usize;
+                    let gp = mesh.vmap_p[slot] as usize;
+                    let (de, dh) = jumps(kind, node_values(q, len, gm), node_values(q, len, gp));
+                    let (minus, plus) = face_flux(n, alpha, de, dh);
+                    out.push((slot, minus.map(|v| v * geo[3].as_f64())));
+                    let ps = mesh.pair_slot[p * nfp + j];
+                    if ps != u32::MAX {
+                        let ps = ps as usize;
+                        let sp = mesh.face[4 * (ps / nfp) + 3].as_f64();
+                        out.push((ps, plus.map(|v| v * sp)));
+                    }
+                }
+                out
+            })
+            .collect();
+        for (slot, v) in results.into_iter().flatten() {
+            for c in 0..6 {
+                flux[c * fl + slot] = T::from_f64(v[c]);
+            }
+        }
+        Ok(())
+    }
+
+    unsafe fn dg_lift<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        flux: &Vec<T>,
+        rhs: &mut Vec<T>,
+        _params: DgParams,
+    ) -> Result<()> {
+        let s = mesh.shape;
+        let (nf, fl) = (4 * s.nfp, s.face_len());
+        let ops = f64s(&mesh.ops);
+        let current = rhs.clone();
+        per_element(s, rhs, |e| {
+            let mut fe = Vec::with_capacity(6 * nf);
+            for c in 0..6 {
+                fe.extend(
+                    flux[c * fl + e * nf..c * fl + (e + 1) * nf]
+                        .iter()
+                        .map(|v| v.as_f64()),
+                );
+            }
+            let mut out = load_element(&current, s, e);
+            lift_element(s, &ops, &fe, &mut out);
+            out
+        });
+        Ok(())
+    }
+
+    unsafe fn dg_update<T: Scalar>(
+        &self,
+        len: usize,
+        coef: [T; 3],
+        rhs: &Vec<T>,
+        res: &mut Vec<T>,
+        q: &mut Vec<T>,
+    ) -> Result<()> {
+        let [a, b, dt] = coef.map(|v| v.as_f64());
+        res[..len]
+            .par_iter_mut()
+            .zip(q[..len].par_iter_mut())
+            .zip(rhs[..len].par_iter())
+            .for_each(|((r, qv), k)| {
+                let nr = a * r.as_f64() + dt * k.as_f64();
+                *r = T::from_f64(nr);
+                *qv = T::from_f64(qv.as_f64() + b * nr);
+            });
+        Ok(())
+    }
+
+    unsafe fn dg_stage<T: Scalar>(
+        &self,
+        mesh: &DgMesh<Self, T>,
+        alpha: T,
+        coef: [T; 3],
+        q: &Vec<T>,
+        res: &mut Vec<T>,
+        q_next: &mut Vec<T>,
+        _params: DgParams,
+    ) -> Result<()> {
+        let s = mesh.shape;
+        let (ops, elem) = (f64s(&mesh.ops), f64s(&mesh.elem));
+        let alpha = alpha.as_f64();
+        let mut rhs = vec![T::from_f64(0.0); 6 * s.len()];
+        per_element(s, &mut rhs, |e| {
+            let u = load_element(q, s, e);
+            let mut out = volume_element(s, &ops, &elem[9 * e..9 * e + 9], &u);
+            lift_element(s, &ops, &self.element_flux(mesh, alpha, q, e), &mut out);
+            out
+        });
+        q_next[..6 * s.len()].copy_from_slice(&q[..6 * s.len()]);
+        self.dg_update(6 * s.len(), coef, &rhs, res, q_next)
+    }
+
+    fn dg_default_params<T: Scalar>(&self, _shape: DgShape) -> DgParams {
+        DgParams {
+            elements_per_cube: 1,
+            fused: true,
+        }
+    }
+
+    fn dg_params_fit<T: Scalar>(&self, _shape: DgShape, params: DgParams) -> bool {
+        params.elements_per_cube >= 1
+    }
+}
