@@ -203,3 +203,86 @@ fn poisson_mg_bad_input() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["converged"], false);
 }
+
+#[test]
+fn maxwell_json_and_vtk() {
+    let solve = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["--mesh", "box:2", "--final-time", "0.2", "--json"];
+        args.extend_from_slice(extra);
+        let out = run("maxwell", &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("one JSON object")
+    };
+    let low = solve(&["--order", "2"]);
+    let high = solve(&["--order", "4"]);
+    for key in [
+        "elements",
+        "order",
+        "dofs",
+        "steps",
+        "l2_error",
+        "energy_drift",
+        "seconds",
+        "dof_updates_per_second",
+    ] {
+        assert!(low.get(key).is_some(), "{key} missing in {low}");
+    }
+    assert_eq!(low["elements"], 48);
+    assert_eq!(high["dofs"], 6 * 48 * 35);
+    let (el, eh) = (
+        low["l2_error"].as_f64().unwrap(),
+        high["l2_error"].as_f64().unwrap(),
+    );
+    assert!(eh < el / 10.0 && eh > 0.0, "errors N=2 {el}, N=4 {eh}");
+    // Upwind never gains energy; central keeps it to the time-stepping error.
+    assert!(low["energy_drift"].as_f64().unwrap() <= 1e-14);
+    let central = solve(&["--order", "3", "--flux", "central"]);
+    assert!(
+        central["energy_drift"].as_f64().unwrap().abs() < 1e-6,
+        "{central}"
+    );
+    let f32 = solve(&["--order", "3", "--precision", "f32", "--mode", "1,2,3"]);
+    assert!(f32["l2_error"].as_f64().unwrap() < 0.5, "{f32}");
+
+    let dir = std::env::temp_dir().join(format!("galerkin-maxwell-vtk-{}", std::process::id()));
+    let d = dir.to_str().unwrap();
+    let v = solve(&["--order", "2", "--vtk", d, "--vtk-times", "0.1"]);
+    assert_eq!(v["vtk_files"].as_array().unwrap().len(), 3, "{v}");
+    let first = std::fs::read_to_string(dir.join("maxwell_0000.vtu")).unwrap();
+    assert!(first.contains("Name=\"E\"") && first.contains("Name=\"H\""));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn maxwell_bad_input() {
+    let dir = std::env::temp_dir().join(format!("galerkin-maxwell-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two tetrahedra, the second inverted (vertices 1 and 2 swapped).
+    let inverted = dir.join("inverted.msh");
+    std::fs::write(
+        &inverted,
+        "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n5\n1 0 0 0\n2 1 0 0\n3 0 1 0\n4 0 0 1\n\
+         5 1 1 1\n$EndNodes\n$Elements\n2\n1 4 2 1 1 1 2 3 4\n2 4 2 1 1 3 2 4 5\n$EndElements\n",
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (&["--order", "10"], "--order"),
+        (&["--mode", "0,0,1"], "mode"),
+        (&["--mode", "1;1;0"], "--mode"),
+        (&["--mesh", "missing.msh"], "missing.msh"),
+        (&["--mesh", inverted.to_str().unwrap()], "tetrahedron 1"),
+        (&["--mesh", "box:2", "--absorbing", "3"], "--absorbing"),
+    ];
+    for (args, needle) in cases {
+        let out = run("maxwell", args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
