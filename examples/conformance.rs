@@ -10,6 +10,7 @@
 //! Exit status 1 if any check fails, 2 for bad arguments.
 
 use clap::Parser;
+use galerkin::dg::DgCheck;
 use galerkin::hdg::HdgCheck;
 use galerkin::multigrid::TensorCheck;
 use galerkin::verify::{check, standard_checks, Check, Comparison};
@@ -139,6 +140,9 @@ impl BackendTask for Conformance<'_> {
         // The tensor-product operators, the patch smoother and the transfers.
         let tensor = TensorCheck::standard();
         check_all(&mut tensor.iter().map(|c| c as &dyn CheckRow<B>));
+        // The nodal DG Maxwell kernels (PEC and absorbing faces, upwind and central).
+        let dg = DgCheck::standard();
+        check_all(&mut dg.iter().map(|c| c as &dyn CheckRow<B>));
         Ok((run, failed))
     }
 }

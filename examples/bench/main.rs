@@ -17,6 +17,7 @@ mod common;
 
 mod batched;
 mod cg;
+mod dg;
 mod hdg;
 #[cfg(feature = "cuda")]
 mod layout;
@@ -65,6 +66,11 @@ enum SuiteArg {
     /// the seed's 3D Poisson solves (k = 1, 3, 7 among --degrees): GMRES + V-cycle in f32
     /// and f64 (levels shifted by log8 of --scale)
     Mg,
+    /// nodal DG Maxwell: one RK stage (fused, autotuned) and its four kernels, N among
+    /// --degrees, f32/f64 (sizes times --scale; K ≥ 1M elements for N ≤ 3 on a GPU)
+    Dg,
+    /// nodal DG Maxwell: the cavity convergence study (N = 2, 4, 6, 8; n = 2, 3, 4, 6)
+    DgAccuracy,
 }
 
 /// `--precision`.
@@ -122,7 +128,8 @@ struct Cli {
     /// seed's mesh, 708 gives 1M triangles).
     #[arg(long = "hdg-n", value_delimiter = ',', default_values_t = [80])]
     hdg_sizes: Vec<usize>,
-    /// HDG suite: the degrees P (comma-separated, 1..=9); mg suite: the seed's k among them.
+    /// HDG suite: the degrees P (comma-separated, 1..=9); mg suite: the seed's k among them;
+    /// dg suite: the orders N.
     #[arg(long = "degrees", value_delimiter = ',', default_values_t = [1, 2, 3, 4, 5, 6, 7, 8, 9])]
     hdg_degrees: Vec<usize>,
     /// HDG suite: precondition PCG with Chebyshev(4) over block-Jacobi.
@@ -182,6 +189,8 @@ fn parse() -> Options {
                 SuiteArg::Hdg => "hdg",
                 SuiteArg::Tensor => "tensor",
                 SuiteArg::Mg => "mg",
+                SuiteArg::Dg => "dg",
+                SuiteArg::DgAccuracy => "dg-accuracy",
             }
             .to_string()
         })
@@ -214,6 +223,8 @@ fn main() {
             "hdg" => hdg::run(&options),
             "tensor" => tensor::run(&options),
             "mg" => tensor::run_mg(&options),
+            "dg" => dg::run(&options),
+            "dg-accuracy" => dg::run_accuracy(&options),
             #[cfg(feature = "cuda")]
             "layout" => layout::run(&options),
             #[cfg(not(feature = "cuda"))]

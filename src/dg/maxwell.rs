@@ -570,6 +570,10 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
             self.params = p;
             return Ok(p);
         }
+        if self.backend.kind() == crate::backend::core::BackendKind::Cpu {
+            // The CPU kernels take no launch parameters: nothing to time.
+            return Ok(self.params);
+        }
         let saved = self.params;
         self.res.fill(T::from_f64(0.0))?;
         let mut best: Option<(f64, DgParams)> = None;

@@ -8,6 +8,7 @@
 //! backend and precision ([`Maxwell`], with autotuned launch parameters), and the f64
 //! host operator ([`host`]) that the CPU kernels are checked against.
 
+pub mod check;
 pub(crate) mod cube;
 pub mod geometry;
 pub mod host;
@@ -18,6 +19,7 @@ pub mod partition;
 pub mod reference;
 pub mod setup;
 
+pub use check::{DgCheck, DgStage};
 pub use geometry::{face_vertices, DgGeometry};
 pub use host::{cavity_mode, check_mode, Flux, MaxwellHost};
 pub use maxwell::{Maxwell, StageCost};

@@ -77,6 +77,28 @@ impl TetMesh {
         })
     }
 
+    /// Tags with `tag` every boundary face whose three points satisfy `on` (for generated
+    /// meshes, which carry no tags: e.g. `|p| p[0] == 0.0` for the side `x = 0`); returns
+    /// how many faces it tagged.
+    ///
+    /// # Errors
+    /// From [`tet_neighbors`](crate::mesh::tet_neighbors) for an invalid mesh.
+    pub fn tag_boundary(&mut self, tag: i32, on: impl Fn([f64; 3]) -> bool) -> Result<usize> {
+        let neighbours = crate::mesh::tet_neighbors(&self.tets, self.points.len())?;
+        let mut count = 0;
+        for (tet, across) in self.tets.iter().zip(&neighbours) {
+            for c in (0..4).filter(|&c| across[c] == u32::MAX) {
+                let mut key = crate::mesh::tet_face(*tet, c);
+                if key.iter().all(|&p| on(self.points[p as usize])) {
+                    key.sort_unstable();
+                    self.boundary_tags.insert(key, tag);
+                    count += 1;
+                }
+            }
+        }
+        Ok(count)
+    }
+
     /// Makes the boundary faces tagged `tags` absorbing.
     ///
     /// # Errors

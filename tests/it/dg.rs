@@ -15,15 +15,8 @@ use crate::harness::{announce, assert_close_scaled, widen};
 /// The perturbed unit cube with the faces on `x = 0` tagged 7 and absorbing.
 fn cube_with_absorbing_side(n: usize) -> TetMesh {
     let mut mesh = TetMesh::unit_cube(n, 0.1, 3).unwrap();
-    for t in &mesh.tets {
-        for f in 0..4 {
-            let mut key = galerkin::dg::face_vertices(*t, f);
-            if key.iter().all(|&p| mesh.points[p as usize][0] == 0.0) {
-                key.sort_unstable();
-                mesh.boundary_tags.insert(key, 7);
-            }
-        }
-    }
+    let tagged = mesh.tag_boundary(7, |p| p[0] == 0.0).unwrap();
+    assert_eq!(tagged, 2 * n * n, "two triangles per square of the side");
     mesh.with_absorbing(&[7]).unwrap()
 }
 
