@@ -154,10 +154,10 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         let mut pair_face = Vec::new();
         let mut pair_slot = Vec::new();
         let mut local = vec![0u32; np];
-        for face in 0..4 * geo.elements {
+        for (face, &kind) in kinds.iter().enumerate() {
             let e = face / 4;
             let other = geo.neighbour[face];
-            if kinds[face] != FACE_INTERIOR {
+            if kind != FACE_INTERIOR {
                 pair_face.push(face as u32);
                 pair_slot.extend(std::iter::repeat_n(u32::MAX, nfp));
                 continue;
