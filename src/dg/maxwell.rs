@@ -133,10 +133,11 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         let (np, nfp) = (shape.np, shape.nfp);
         let t = |v: f64| T::from_f64(v);
         let mut ops = Vec::with_capacity(shape.ops_len());
+        // Column-major: nalgebra's storage order.
         for d in &re.diff {
-            ops.extend((0..np * np).map(|k| t(d[(k / np, k % np)])));
+            ops.extend(d.iter().map(|&v| t(v)));
         }
-        ops.extend((0..4 * np * nfp).map(|k| t(re.lift[(k / (4 * nfp), k % (4 * nfp))])));
+        ops.extend(re.lift.iter().map(|&v| t(v)));
         let elem: Vec<T> = geo
             .inverse_jacobian
             .iter()
@@ -548,10 +549,11 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         }
     }
 
-    /// Times the candidate launch parameters (elements per cube, fused or not) on the
-    /// device with stages of `dt = 0` (the fields do not change), keeps the fastest and
-    /// caches it per device, order and precision: a second call (or another `Maxwell` of
-    /// the same order and precision on the same device) returns the cached choice.
+    /// Times the candidate launch parameters (elements per cube; fused with 1, 2 or 4
+    /// elements per unit, or four kernels) on the device with stages of `dt = 0` (the fields
+    /// do not change), keeps the fastest and caches it per device, order and precision: a
+    /// second call (or another `Maxwell` of the same order and precision on the same device)
+    /// returns the cached choice.
     ///
     /// # Errors
     /// Device errors.
@@ -577,10 +579,12 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         let saved = self.params;
         self.res.fill(T::from_f64(0.0))?;
         let mut best: Option<(f64, DgParams)> = None;
-        for fused in [true, false] {
+        let candidates = [(true, 1), (true, 2), (true, 4), (false, 1)];
+        for (fused, epu) in candidates {
             for epc in [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64] {
                 let p = DgParams {
                     elements_per_cube: epc,
+                    elements_per_unit: epu,
                     fused,
                 };
                 if !self.backend.dg_params_fit::<T>(self.mesh.shape, p) {

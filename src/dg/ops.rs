@@ -7,8 +7,9 @@
 //! Fields: one buffer of `6 L` values, `L = K Np`: field `c` (`Ex, Ey, Ez, Hx, Hy, Hz`) of
 //! node `i` of element `e` at `c L + e Np + i`. Surface fluxes: `6 F` values, `F = 4 K Nfp`,
 //! field `c` of face node `j` of face `f` of element `e` at `c F + (4 e + f) Nfp + j`,
-//! already scaled by `fscale / 2`. Operators: `[Dr | Ds | Dt | Lift]`, row-major
-//! (`3 Np² + 4 Np Nfp` values). Per element: the inverse Jacobian
+//! already scaled by `fscale / 2`. Operators: `[Dr | Ds | Dt | Lift]`, each column-major
+//! (`D[i, j]` at `j Np + i`, `Lift[i, b]` at `b Np + i`; `3 Np² + 4 Np Nfp` values), so
+//! that the units of one element, one node each, read a column together. Per element: the inverse Jacobian
 //! `[rx, ry, rz, sx, sy, sz, tx, ty, tz]`. Per face: `[nx, ny, nz, fscale / 2]`.
 //!
 //! # Flux
@@ -76,6 +77,9 @@ impl DgShape {
 pub struct DgParams {
     /// Elements per cube (work group) of the element-wise kernels.
     pub elements_per_cube: usize,
+    /// Elements per unit of the fused stage kernel: each unit serves one node of this many
+    /// elements, so each operator entry it reads serves them all (register blocking).
+    pub elements_per_unit: usize,
     /// One fused kernel per RK stage ([`DgOps::dg_stage`]) rather than four
     /// (volume, flux, lift, update).
     pub fused: bool,
@@ -84,7 +88,7 @@ pub struct DgParams {
 /// The device data of a DG mesh (built by [`Maxwell`](super::Maxwell)).
 pub struct DgMesh<B: BackendCore, T: Scalar> {
     pub(crate) shape: DgShape,
-    /// `[Dr | Ds | Dt | Lift]`.
+    /// `[Dr | Ds | Dt | Lift]`, column-major.
     pub(crate) ops: B::Buffer<T>,
     /// Per element: the inverse Jacobian (9 values).
     pub(crate) elem: B::Buffer<T>,
@@ -262,23 +266,27 @@ pub(crate) fn jumps(kind: u32, minus: [f64; 6], plus: [f64; 6]) -> ([f64; 3], [f
 /// The volume term of element `e` in f64 (`6 Np` values, field-major).
 fn volume_element(shape: DgShape, ops: &[f64], ijac: &[f64], u: &[f64]) -> Vec<f64> {
     let np = shape.np;
-    let mut out = vec![0.0; 6 * np];
-    for i in 0..np {
-        // d[c][k]: derivative of field c along reference direction k.
-        let mut d = [[0.0f64; 3]; 6];
-        for k in 0..3 {
-            let row = &ops[k * np * np + i * np..k * np * np + (i + 1) * np];
+    // d[(3 c + k) Np + i]: derivative of field c along reference direction k at node i,
+    // accumulated a column of D_k at a time.
+    let mut d = vec![0.0f64; 18 * np];
+    for k in 0..3 {
+        for j in 0..np {
+            let col = &ops[(k * np + j) * np..(k * np + j + 1) * np];
             for c in 0..6 {
-                d[c][k] = row
-                    .iter()
-                    .zip(&u[c * np..(c + 1) * np])
-                    .map(|(a, b)| a * b)
-                    .sum();
+                let v = u[c * np + j];
+                let dst = &mut d[(3 * c + k) * np..(3 * c + k + 1) * np];
+                dst.iter_mut().zip(col).for_each(|(o, a)| *o += a * v);
             }
         }
+    }
+    let mut out = vec![0.0; 6 * np];
+    for i in 0..np {
         // ∂_x_j of field c.
-        let g =
-            |c: usize, j: usize| ijac[j] * d[c][0] + ijac[3 + j] * d[c][1] + ijac[6 + j] * d[c][2];
+        let g = |c: usize, j: usize| {
+            ijac[j] * d[3 * c * np + i]
+                + ijac[3 + j] * d[(3 * c + 1) * np + i]
+                + ijac[6 + j] * d[(3 * c + 2) * np + i]
+        };
         let curl = |b: usize| {
             [
                 g(b + 2, 1) - g(b + 1, 2),
@@ -299,14 +307,12 @@ fn volume_element(shape: DgShape, ops: &[f64], ijac: &[f64], u: &[f64]) -> Vec<f
 fn lift_element(shape: DgShape, ops: &[f64], flux: &[f64], out: &mut [f64]) {
     let (np, nf) = (shape.np, 4 * shape.nfp);
     let lift = &ops[3 * np * np..];
-    for c in 0..6 {
-        for i in 0..np {
-            let row = &lift[i * nf..(i + 1) * nf];
-            out[c * np + i] += row
-                .iter()
-                .zip(&flux[c * nf..(c + 1) * nf])
-                .map(|(a, b)| a * b)
-                .sum::<f64>();
+    for b in 0..nf {
+        let col = &lift[b * np..(b + 1) * np];
+        for c in 0..6 {
+            let v = flux[c * nf + b];
+            let dst = &mut out[c * np..(c + 1) * np];
+            dst.iter_mut().zip(col).for_each(|(o, a)| *o += a * v);
         }
     }
 }
@@ -523,11 +529,12 @@ impl DgOps for Cpu {
     fn dg_default_params<T: Scalar>(&self, _shape: DgShape) -> DgParams {
         DgParams {
             elements_per_cube: 1,
+            elements_per_unit: 1,
             fused: true,
         }
     }
 
     fn dg_params_fit<T: Scalar>(&self, _shape: DgShape, params: DgParams) -> bool {
-        params.elements_per_cube >= 1
+        params.elements_per_cube >= 1 && params.elements_per_unit >= 1
     }
 }

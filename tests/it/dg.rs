@@ -56,7 +56,7 @@ fn kernels_match_the_cpu_and_host<B: Backend, T: Scalar>(backend: &B) {
             TetMesh::unit_cube(2, 0.1, 5).unwrap()
         };
         let order = 3;
-        let dg = Maxwell::<B, T>::new(backend, &mesh, order, flux).unwrap();
+        let mut dg = Maxwell::<B, T>::new(backend, &mesh, order, flux).unwrap();
         let cpu = Maxwell::<Cpu, f64>::new(&Cpu::new(), &mesh, order, flux).unwrap();
         let n = dg.dofs();
         let len = n / 6;
@@ -133,13 +133,12 @@ fn kernels_match_the_cpu_and_host<B: Backend, T: Scalar>(backend: &B) {
             );
         }
 
-        // The fused stage: res = a res + dt L(q), q_next = q + b res.
+        // The fused stage: res = a res + dt L(q), q_next = q + b res, with the default
+        // blocking and with several elements per unit (48 elements: groups of 6, 4 and
+        // 14, the last with a partial group).
         let (a, b, dt) = (-0.4, 0.7, 0.01);
         let r0 = random_vec::<f64>(n, 43);
         let r0t: Vec<T> = r0.iter().map(|&v| T::from_f64(v)).collect();
-        let mut res = Vector::from_slice(backend, &r0t).unwrap();
-        let mut next = Vector::from_slice(backend, &poison::<T>(n)).unwrap();
-        dg.fused_stage([a, b, dt], &q, &mut res, &mut next).unwrap();
         let lq64 = widen(&lq);
         let res_ref: Vec<f64> = widen(&r0t)
             .iter()
@@ -148,20 +147,35 @@ fn kernels_match_the_cpu_and_host<B: Backend, T: Scalar>(backend: &B) {
             .collect();
         let next_ref: Vec<f64> = q64.iter().zip(&res_ref).map(|(q, r)| q + b * r).collect();
         let rs = max_abs(&res_ref);
-        assert_close_scaled(
-            &res.to_vec().unwrap(),
-            &res_ref,
-            rs,
-            200,
-            &format!("fused res, {case}"),
-        );
-        assert_close_scaled(
-            &next.to_vec().unwrap(),
-            &next_ref,
-            1.0,
-            200,
-            &format!("fused q, {case}"),
-        );
+        let default = dg.params();
+        for (epc, epu) in [(default.elements_per_cube, 1), (3, 2), (1, 4), (7, 2)] {
+            let p = DgParams {
+                elements_per_cube: epc,
+                elements_per_unit: epu,
+                fused: true,
+            };
+            if dg.set_params(p).is_err() {
+                continue; // a device without room for this blocking
+            }
+            let mut res = Vector::from_slice(backend, &r0t).unwrap();
+            let mut next = Vector::from_slice(backend, &poison::<T>(n)).unwrap();
+            dg.fused_stage([a, b, dt], &q, &mut res, &mut next).unwrap();
+            assert_close_scaled(
+                &res.to_vec().unwrap(),
+                &res_ref,
+                rs,
+                200,
+                &format!("fused res, {case}, {p:?}"),
+            );
+            assert_close_scaled(
+                &next.to_vec().unwrap(),
+                &next_ref,
+                1.0,
+                200,
+                &format!("fused q, {case}, {p:?}"),
+            );
+        }
+        dg.set_params(default).unwrap();
 
         // The update kernel alone.
         let mut res = Vector::from_slice(backend, &r0t).unwrap();
@@ -279,10 +293,9 @@ fn cavity_mode_converges_fused_and_unfused<B: Backend, T: Scalar>(backend: &B) {
             let mut by_path = Vec::new();
             for fused in [true, false] {
                 let mut dg = Maxwell::<B, T>::new(backend, &mesh, order, Flux::Upwind).unwrap();
-                let epc = dg.params().elements_per_cube;
                 dg.set_params(DgParams {
-                    elements_per_cube: epc,
                     fused,
+                    ..dg.params()
                 })
                 .unwrap();
                 dg.set_fields(|x| cavity_mode(mode, 0.0, x)).unwrap();
@@ -327,6 +340,7 @@ fn autotune_keeps_and_caches_a_fitting_choice<B: Backend, T: Scalar>(backend: &B
     assert!(dg
         .set_params(DgParams {
             elements_per_cube: 0,
+            elements_per_unit: 1,
             fused: true
         })
         .is_err());

@@ -2,8 +2,8 @@
 //!
 //! The element-wise kernels run `epc` elements per cube, `Np` units per element
 //! (`UNIT_POS_X` the node, `UNIT_POS_Y` the element's slot), the element's data staged in
-//! shared memory, the operator matrices read through the cache (they are the same for every
-//! element). The flux kernel runs one unit per face node of a face unit (a boundary face or
+//! shared memory, the operator matrices (column-major) read through the cache: they are the
+//! same for every element, and the units of an element read one column together. The flux kernel runs one unit per face node of a face unit (a boundary face or
 //! one interior face pair) and writes both sides.
 
 use cubecl::prelude::*;
@@ -85,56 +85,72 @@ fn node_flux<T: Float>(
     out_p[5] = c5 - u5;
 }
 
-/// The volume term of node `lane` of the element staged at `u[base..]` (`6 Np`,
-/// field-major) with inverse Jacobian `elem[9 e..]`, into `out` (6 values).
+/// The volume terms of node `lane` of `epu` elements, element `w` staged at
+/// `u[base + w 6 Np epc..]` (`6 Np`, field-major) with its inverse Jacobian at `elem[9 e_w..]`
+/// (`e_w = e0 + w epc`, clamped to the mesh), into `out[6 w..6 w + 6]`. Each operator entry
+/// read serves all `epu` elements.
 #[cube]
-fn volume_node<T: Float>(
+#[allow(clippy::too_many_arguments)]
+fn volume_nodes<T: Float>(
     ops: &Array<T>,
     elem: &Array<T>,
     u: &SharedMemory<T>,
     base: usize,
-    e: usize,
+    e0: usize,
+    elements: usize,
     lane: usize,
     out: &mut Array<T>,
     #[comptime] np: usize,
+    #[comptime] epc: usize,
+    #[comptime] epu: usize,
 ) {
-    let mut d = Array::<T>::new(18usize);
+    let mut d = Array::<T>::new(comptime![18 * epu]);
     #[unroll]
-    for c in 0..18usize {
+    for c in 0..comptime![18 * epu] {
         d[c] = T::new(0.0);
     }
-    let row = lane * np;
+    // Column j of each operator: the element's units read it together (coalesced).
     for j in 0..np {
-        let dr = ops[row + j];
-        let ds = ops[comptime![np * np] + row + j];
-        let dt = ops[comptime![2 * np * np] + row + j];
+        let col = j * np + lane;
+        let dr = ops[col];
+        let ds = ops[comptime![np * np] + col];
+        let dt = ops[comptime![2 * np * np] + col];
+        #[unroll]
+        for w in 0..epu {
+            #[unroll]
+            for c in 0..6usize {
+                // Explicit fused multiply-adds: the WGSL path does not contract `+= a * b`.
+                let v = u[base + comptime![w * 6 * np * epc + c * np] + j];
+                let i = comptime![18 * w + 3 * c];
+                d[i] = fma(dr, v, d[i]);
+                d[comptime![i + 1]] = fma(ds, v, d[comptime![i + 1]]);
+                d[comptime![i + 2]] = fma(dt, v, d[comptime![i + 2]]);
+            }
+        }
+    }
+    let mut g = Array::<T>::new(18usize);
+    #[unroll]
+    for w in 0..epu {
+        let e = e0 + comptime![w * epc];
+        let m = 9 * select(e < elements, e, elements - 1);
+        // g[3 c + x] = ∂ field c / ∂ x.
         #[unroll]
         for c in 0..6usize {
-            let v = u[base + c * np + j];
-            d[comptime![3 * c]] += dr * v;
-            d[comptime![3 * c + 1]] += ds * v;
-            d[comptime![3 * c + 2]] += dt * v;
+            #[unroll]
+            for x in 0..3usize {
+                g[comptime![3 * c + x]] = elem[m + x] * d[comptime![18 * w + 3 * c]]
+                    + elem[m + 3 + x] * d[comptime![18 * w + 3 * c + 1]]
+                    + elem[m + 6 + x] * d[comptime![18 * w + 3 * c + 2]];
+            }
         }
+        // E_t = ∇×H (H: fields 3..6), H_t = −∇×E.
+        out[comptime![6 * w]] = g[16] - g[14];
+        out[comptime![6 * w + 1]] = g[11] - g[15];
+        out[comptime![6 * w + 2]] = g[12] - g[10];
+        out[comptime![6 * w + 3]] = g[5] - g[7];
+        out[comptime![6 * w + 4]] = g[6] - g[2];
+        out[comptime![6 * w + 5]] = g[1] - g[3];
     }
-    // g[3 c + x] = ∂ field c / ∂ x.
-    let mut g = Array::<T>::new(18usize);
-    let m = 9 * e;
-    #[unroll]
-    for c in 0..6usize {
-        #[unroll]
-        for x in 0..3usize {
-            g[comptime![3 * c + x]] = elem[m + x] * d[comptime![3 * c]]
-                + elem[m + 3 + x] * d[comptime![3 * c + 1]]
-                + elem[m + 6 + x] * d[comptime![3 * c + 2]];
-        }
-    }
-    // E_t = ∇×H (H: fields 3..6), H_t = −∇×E.
-    out[0] = g[16] - g[14];
-    out[1] = g[11] - g[15];
-    out[2] = g[12] - g[10];
-    out[3] = g[5] - g[7];
-    out[4] = g[6] - g[2];
-    out[5] = g[1] - g[3];
 }
 
 /// Stages the six fields of element `e` into `u[base..]` (unit `lane` loads its node).
@@ -154,9 +170,10 @@ fn load_fields<T: Float>(
     }
 }
 
-/// `acc[c] += Σ_b Lift[lane, b] fl[base + c nf + b]`.
+/// `acc[6 w + c] += Σ_b Lift[lane, b] fl[base + w 6 nf epc + c nf + b]` for `epu` elements.
 #[cube]
-fn lift_node<T: Float>(
+#[allow(clippy::too_many_arguments)]
+fn lift_nodes<T: Float>(
     ops: &Array<T>,
     fl: &SharedMemory<T>,
     base: usize,
@@ -164,14 +181,24 @@ fn lift_node<T: Float>(
     acc: &mut Array<T>,
     #[comptime] np: usize,
     #[comptime] nfp: usize,
+    #[comptime] epc: usize,
+    #[comptime] epu: usize,
 ) {
     let nf = comptime![4 * nfp];
-    let row = comptime![3 * np * np] + lane * nf;
+    let first = comptime![3 * np * np] + lane;
     for b in 0..nf {
-        let l = ops[row + b];
+        let l = ops[first + b * np];
         #[unroll]
-        for c in 0..6usize {
-            acc[c] += l * fl[base + c * nf + b];
+        for w in 0..epu {
+            #[unroll]
+            for c in 0..6usize {
+                let i = comptime![6 * w + c];
+                acc[i] = fma(
+                    l,
+                    fl[base + comptime![w * 6 * nf * epc + c * nf] + b],
+                    acc[i],
+                );
+            }
         }
     }
 }
@@ -203,7 +230,9 @@ pub(super) fn volume_kernel<T: Float>(
         sync_cube();
         if valid {
             let mut out = Array::<T>::new(6usize);
-            volume_node::<T>(ops, elem, &u, base, e, lane, &mut out, np);
+            volume_nodes::<T>(
+                ops, elem, &u, base, e, elements, lane, &mut out, np, epc, 1usize,
+            );
             #[unroll]
             for c in 0..6usize {
                 rhs[c * len + e * np + lane] = out[c];
@@ -313,7 +342,7 @@ pub(super) fn lift_kernel<T: Float>(
             for c in 0..6usize {
                 acc[c] = T::new(0.0);
             }
-            lift_node::<T>(ops, &fl, base, lane, &mut acc, np, nfp);
+            lift_nodes::<T>(ops, &fl, base, lane, &mut acc, np, nfp, epc, 1usize);
             #[unroll]
             for c in 0..6usize {
                 let i = c * len + e * np + lane;
@@ -348,7 +377,9 @@ pub(super) fn update_kernel<T: Float>(
 }
 
 /// One fused RK stage per element: volume term, the element's own face fluxes (staged in
-/// shared memory), lift and update, `q_next = q + b (a res + dt L(q))`.
+/// shared memory), lift and update, `q_next = q + b (a res + dt L(q))`. A cube holds
+/// `epc epu` elements, `Np epc` units; unit `(lane, slot)` serves node `lane` of elements
+/// `g epc epu + w epc + slot`, `w < epu`.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stage_kernel<T: Float>(
@@ -366,10 +397,11 @@ pub(super) fn stage_kernel<T: Float>(
     #[comptime] np: usize,
     #[comptime] nfp: usize,
     #[comptime] epc: usize,
+    #[comptime] epu: usize,
 ) {
     let nf = comptime![4 * nfp];
-    let mut u = SharedMemory::<T>::new(comptime![6 * np * epc]);
-    let mut fl = SharedMemory::<T>::new(comptime![6 * 4 * nfp * epc]);
+    let mut u = SharedMemory::<T>::new(comptime![6 * np * epc * epu]);
+    let mut fl = SharedMemory::<T>::new(comptime![6 * 4 * nfp * epc * epu]);
     let alpha = coef.alpha.get::<T>();
     let a = coef.a.get::<T>();
     let b = coef.b.get::<T>();
@@ -383,47 +415,70 @@ pub(super) fn stage_kernel<T: Float>(
     let mut qp = Array::<T>::new(6usize);
     let mut fm = Array::<T>::new(6usize);
     let mut fp = Array::<T>::new(6usize);
-    let groups = ceil_div(elements, epc);
+    let groups = ceil_div(elements, comptime![epc * epu]);
     let mut g = CUBE_POS;
     while g < groups {
-        let e = g * epc + slot;
-        let valid = e < elements;
-        if valid {
-            load_fields::<T>(q, &mut u, base_u, e, len, lane, np);
-        }
-        sync_cube();
-        if valid {
-            let mut t = lane;
-            while t < nf {
-                let f = t / nfp;
-                let fid = 4 * e + f;
-                let local = fmask[t] as usize;
-                let gp = vmap_p[e * nf + t] as usize;
-                #[unroll]
-                for c in 0..6usize {
-                    qm[c] = u[base_u + c * np + local];
-                    qp[c] = q[c * len + gp];
-                }
-                node_flux::<T>(face, fid, kind[fid], alpha, &qm, &qp, &mut fm, &mut fp);
-                let s = face[4 * fid + 3];
-                #[unroll]
-                for c in 0..6usize {
-                    fl[base_f + c * nf + t] = s * fm[c];
-                }
-                t += np;
+        let e0 = g * comptime![epc * epu] + slot;
+        #[unroll]
+        for w in 0..epu {
+            let e = e0 + comptime![w * epc];
+            if e < elements {
+                load_fields::<T>(
+                    q,
+                    &mut u,
+                    base_u + comptime![w * 6 * np * epc],
+                    e,
+                    len,
+                    lane,
+                    np,
+                );
             }
         }
         sync_cube();
-        if valid {
-            let mut acc = Array::<T>::new(6usize);
-            volume_node::<T>(ops, elem, &u, base_u, e, lane, &mut acc, np);
-            lift_node::<T>(ops, &fl, base_f, lane, &mut acc, np, nfp);
-            #[unroll]
-            for c in 0..6usize {
-                let i = c * len + e * np + lane;
-                let r = a * res[i] + dt * acc[c];
-                res[i] = r;
-                q_next[i] = u[base_u + c * np + lane] + b * r;
+        #[unroll]
+        for w in 0..epu {
+            let e = e0 + comptime![w * epc];
+            if e < elements {
+                let bu = base_u + comptime![w * 6 * np * epc];
+                let bf = base_f + comptime![w * 6 * 4 * nfp * epc];
+                let mut t = lane;
+                while t < nf {
+                    let f = t / nfp;
+                    let fid = 4 * e + f;
+                    let local = fmask[t] as usize;
+                    let gp = vmap_p[e * nf + t] as usize;
+                    #[unroll]
+                    for c in 0..6usize {
+                        qm[c] = u[bu + c * np + local];
+                        qp[c] = q[c * len + gp];
+                    }
+                    node_flux::<T>(face, fid, kind[fid], alpha, &qm, &qp, &mut fm, &mut fp);
+                    let s = face[4 * fid + 3];
+                    #[unroll]
+                    for c in 0..6usize {
+                        fl[bf + c * nf + t] = s * fm[c];
+                    }
+                    t += np;
+                }
+            }
+        }
+        sync_cube();
+        let mut acc = Array::<T>::new(comptime![6 * epu]);
+        volume_nodes::<T>(
+            ops, elem, &u, base_u, e0, elements, lane, &mut acc, np, epc, epu,
+        );
+        lift_nodes::<T>(ops, &fl, base_f, lane, &mut acc, np, nfp, epc, epu);
+        #[unroll]
+        for w in 0..epu {
+            let e = e0 + comptime![w * epc];
+            if e < elements {
+                #[unroll]
+                for c in 0..6usize {
+                    let i = c * len + e * np + lane;
+                    let r = a * res[i] + dt * acc[comptime![6 * w + c]];
+                    res[i] = r;
+                    q_next[i] = u[base_u + comptime![w * 6 * np * epc + c * np] + lane] + b * r;
+                }
             }
         }
         sync_cube();

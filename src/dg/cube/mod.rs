@@ -24,9 +24,9 @@ fn stage_values(shape: DgShape) -> usize {
 }
 
 impl<R: CubeRuntime> Cube<R> {
-    /// Cube count and dim of an element-wise launch.
-    fn element_grid(&self, shape: DgShape, epc: usize) -> (CubeCount, CubeDim) {
-        let groups = shape.elements.div_ceil(epc);
+    /// Cube count and dim of an element-wise launch, `epc epu` elements per cube.
+    fn element_grid(&self, shape: DgShape, epc: usize, epu: usize) -> (CubeCount, CubeDim) {
+        let groups = shape.elements.div_ceil(epc * epu);
         (
             CubeCount::Static(
                 groups.clamp(1, self.config().max_cubes as usize) as u32,
@@ -48,7 +48,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
     ) -> Result<()> {
         let s = mesh.shape;
         let epc = params.elements_per_cube;
-        let (cubes, dim) = self.element_grid(s, epc);
+        let (cubes, dim) = self.element_grid(s, epc, 1);
         self.launch::<T>(("dg-volume", s.np, epc), || {
             // SAFETY: element e < K reads q and writes rhs at c L + e Np + lane (< 6 L),
             // ops rows below 3 Np², elem below 9 K.
@@ -119,7 +119,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
     ) -> Result<()> {
         let s = mesh.shape;
         let epc = params.elements_per_cube;
-        let (cubes, dim) = self.element_grid(s, epc);
+        let (cubes, dim) = self.element_grid(s, epc, 1);
         self.launch::<T>(("dg-lift", s.np, epc), || {
             // SAFETY: element e < K reads flux below 6 F and updates rhs below 6 L.
             unsafe {
@@ -176,9 +176,9 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
         params: DgParams,
     ) -> Result<()> {
         let s = mesh.shape;
-        let epc = params.elements_per_cube;
-        let (cubes, dim) = self.element_grid(s, epc);
-        self.launch::<T>(("dg-stage", s.np, epc), || {
+        let (epc, epu) = (params.elements_per_cube, params.elements_per_unit);
+        let (cubes, dim) = self.element_grid(s, epc, epu);
+        self.launch::<T>(("dg-stage", s.np, epc, epu), || {
             // SAFETY: as the volume, flux and lift kernels together; q_next is not q.
             unsafe {
                 stage_kernel::launch_unchecked::<T, R>(
@@ -199,6 +199,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
                     s.np,
                     s.nfp,
                     epc,
+                    epu,
                 )
             }
         })
@@ -212,6 +213,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
                 shape,
                 DgParams {
                     elements_per_cube: epc,
+                    elements_per_unit: 1,
                     fused: true,
                 },
             )
@@ -220,15 +222,20 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
         }
         DgParams {
             elements_per_cube: epc,
+            elements_per_unit: 1,
             fused: true,
         }
     }
 
     fn dg_params_fit<T: Scalar>(&self, shape: DgShape, params: DgParams) -> bool {
-        let epc = params.elements_per_cube;
+        let (epc, epu) = (params.elements_per_cube, params.elements_per_unit);
         let info = self.info();
-        let bytes = stage_values(shape) * epc * std::mem::size_of::<T>();
+        // The fused kernel stages epc epu elements per cube; the others epc.
+        let staged = if params.fused { epc * epu } else { epc };
+        let bytes = stage_values(shape) * staged * std::mem::size_of::<T>();
         epc >= 1
+            && epu >= 1
+            && (params.fused || epu == 1)
             && shape.np * epc <= info.max_units_per_cube as usize
             && bytes <= info.max_shared_bytes
     }
