@@ -63,13 +63,101 @@ fn invalid(reason: String) -> Error {
     }
 }
 
+/// Rejects faces without a neighbour that lie on another such face with the opposite
+/// normal without being the same triangle: the two sides of a non-conforming interface
+/// (a hanging node or edge), which would otherwise be taken for walls inside the domain.
+/// Coincident triangles (the two sides of a zero-thickness sheet) are allowed.
+fn check_conforming(
+    points: &[[f64; 3]],
+    tets: &[[u32; 4]],
+    neighbours: &[[u32; 4]],
+    normals: &[[f64; 3]],
+) -> Result<()> {
+    let open: Vec<(usize, usize)> = (0..tets.len())
+        .flat_map(|e| (0..4).map(move |f| (e, f)))
+        .filter(|&(e, f)| neighbours[e][OPPOSITE[f]] == NO_NEIGHBOR)
+        .collect();
+    let corners = |(e, f): (usize, usize)| face_vertices(tets[e], f).map(|p| points[p as usize]);
+    let sub3 = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
+    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    // Buckets of side `cell` (the largest face extent): each face goes into every bucket
+    // its bounding box touches, so a point inside a face finds it in the point's bucket.
+    let extent = |c: &[[f64; 3]; 3]| {
+        (0..3)
+            .map(|d| {
+                let (lo, hi) = c
+                    .iter()
+                    .fold((f64::MAX, f64::MIN), |(l, h), p| (l.min(p[d]), h.max(p[d])));
+                hi - lo
+            })
+            .fold(0.0f64, f64::max)
+    };
+    let cell = open
+        .iter()
+        .map(|&ef| extent(&corners(ef)))
+        .fold(0.0f64, f64::max);
+    if open.is_empty() || cell <= 0.0 {
+        return Ok(());
+    }
+    let key = |p: [f64; 3]| p.map(|c| (c / cell).floor() as i64);
+    let mut buckets: std::collections::HashMap<[i64; 3], Vec<usize>> = Default::default();
+    for (i, &ef) in open.iter().enumerate() {
+        let c = corners(ef);
+        let lo = key([0, 1, 2].map(|d| c.iter().map(|p| p[d]).fold(f64::MAX, f64::min)));
+        let hi = key([0, 1, 2].map(|d| c.iter().map(|p| p[d]).fold(f64::MIN, f64::max)));
+        for x in lo[0]..=hi[0] {
+            for y in lo[1]..=hi[1] {
+                for z in lo[2]..=hi[2] {
+                    buckets.entry([x, y, z]).or_default().push(i);
+                }
+            }
+        }
+    }
+    for &(e, f) in &open {
+        let c = corners((e, f));
+        let centroid = [0, 1, 2].map(|d| (c[0][d] + c[1][d] + c[2][d]) / 3.0);
+        let n = normals[4 * e + f];
+        let tol = 1e-8 * extent(&c);
+        for &j in buckets.get(&key(centroid)).into_iter().flatten() {
+            let (o, g) = open[j];
+            let m = normals[4 * o + g];
+            if (o, g) == (e, f) || dot(n, m) > -1.0 + 1e-8 {
+                continue;
+            }
+            let d = corners((o, g));
+            if dot(sub3(centroid, d[0]), m).abs() > tol {
+                continue; // not in the other face's plane
+            }
+            let same = c.iter().all(|p| {
+                d.iter()
+                    .any(|q| dot(sub3(*p, *q), sub3(*p, *q)).sqrt() <= tol)
+            });
+            // Barycentric coordinates of the centroid in the other face.
+            let (u, v, w) = (sub3(d[1], d[0]), sub3(d[2], d[0]), sub3(centroid, d[0]));
+            let (uu, uv, vv, wu, wv) = (dot(u, u), dot(u, v), dot(v, v), dot(w, u), dot(w, v));
+            let den = uu * vv - uv * uv;
+            let s = (vv * wu - uv * wv) / den;
+            let t = (uu * wv - uv * wu) / den;
+            let inside = s > 1e-9 && t > 1e-9 && s + t < 1.0 - 1e-9;
+            if inside && !same {
+                return Err(invalid(format!(
+                    "face {f} of tetrahedron {e} lies on face {g} of tetrahedron {o} without \
+                     sharing its vertices: the mesh is not conforming there (a hanging node?)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl DgGeometry {
     /// The geometry of the tetrahedra `tets` over `points` for the element `reference`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the element for an inverted or degenerate
     /// tetrahedron, naming the face for non-conforming neighbours (face nodes that do not
-    /// match), and for bad point indices or non-manifold faces.
+    /// match, or a face that overlaps other faces without sharing their vertices, as at a
+    /// hanging node), and for bad point indices or non-manifold faces.
     pub fn new(points: &[[f64; 3]], tets: &[[u32; 4]], reference: &ReferenceTet) -> Result<Self> {
         let neighbours = tet_neighbors(tets, points.len())?;
         let (np, nfp) = (reference.np(), reference.face_nodes[0].len());
@@ -147,6 +235,7 @@ impl DgGeometry {
                 fscale.push(len);
             }
         }
+        check_conforming(points, tets, &neighbours, &normals)?;
         let mut vmap_m = Vec::with_capacity(4 * k * nfp);
         let mut vmap_p = Vec::with_capacity(4 * k * nfp);
         let mut neighbour = Vec::with_capacity(4 * k);

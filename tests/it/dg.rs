@@ -434,6 +434,57 @@ fn bad_input_is_named() {
         .err()
         .unwrap();
     assert!(err.to_string().contains("tetrahedron 3"), "{err}");
+    // A flat (degenerate) tetrahedron is named.
+    let mut flat = mesh.clone();
+    let p = flat.tets[2];
+    let mid =
+        [0, 1, 2].map(|d| (flat.points[p[0] as usize][d] + flat.points[p[1] as usize][d]) / 2.0);
+    flat.points[p[3] as usize] = mid;
+    let err = Maxwell::<Cpu, f64>::new(&cpu, &flat, 2, Flux::Upwind)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("degenerate"), "{err}");
+    // A hanging node: one tetrahedron below z = 0, two above it split at the midpoint of
+    // an edge of the shared triangle.
+    let points = vec![
+        [0.0, 0.0, 0.0],
+        [1.0, 0.0, 0.0],
+        [0.0, 1.0, 0.0],
+        [0.0, 0.0, -1.0],
+        [0.5, 0.0, 0.0],
+        [0.0, 0.0, 1.0],
+    ];
+    let oriented = |t: [u32; 4]| {
+        let v = t.map(|i| points[i as usize]);
+        if galerkin::mesh::tet_volume(&v) < 0.0 {
+            [t[1], t[0], t[2], t[3]]
+        } else {
+            t
+        }
+    };
+    let hanging = TetMesh {
+        points: points.clone(),
+        tets: vec![
+            oriented([0, 1, 2, 3]),
+            oriented([0, 4, 2, 5]),
+            oriented([4, 1, 2, 5]),
+        ],
+        boundary_tags: Default::default(),
+        absorbing: Vec::new(),
+    };
+    let err = Maxwell::<Cpu, f64>::new(&cpu, &hanging, 2, Flux::Upwind)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("not conforming"), "{err}");
+    // The same three tetrahedra with the lower one split as well are conforming.
+    let mut conforming = hanging.clone();
+    conforming.tets = vec![
+        oriented([0, 4, 2, 3]),
+        oriented([4, 1, 2, 3]),
+        oriented([0, 4, 2, 5]),
+        oriented([4, 1, 2, 5]),
+    ];
+    assert!(Maxwell::<Cpu, f64>::new(&cpu, &conforming, 2, Flux::Upwind).is_ok());
     // An absorbing tag the mesh does not have.
     let err = mesh.clone().with_absorbing(&[42]).err().unwrap();
     assert!(err.to_string().contains("42"), "{err}");
