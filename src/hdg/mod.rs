@@ -11,6 +11,7 @@ mod output;
 mod params;
 mod pipeline;
 mod post;
+mod post_ops;
 pub mod reference;
 mod stacks;
 mod stages;

@@ -11,7 +11,7 @@ use crate::hdg::coefficients::CoefficientKind;
 use crate::hdg::host;
 use crate::hdg::ops::TRACE_SLOTS;
 use crate::hdg::params::{HdgParams, Problem, TracePreconditioner, TraceSolverParams};
-use crate::hdg::post::{post_process_operators, SplitPost};
+use crate::hdg::post_ops::{post_process_operators, SplitPost};
 use crate::hdg::reference::{num_modes, PostProcessMatrices, ReferenceMatrices};
 use crate::hdg::stacks::stack;
 use crate::hdg::stages::{
