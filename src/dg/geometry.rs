@@ -8,7 +8,7 @@
 //! node `j`: `(4 e + f) Nfp + j`. Reference faces as in [`reference`](super::reference).
 
 use crate::error::{Error, Result};
-use crate::mesh::{tet_neighbors, tet_volume, NO_NEIGHBOR};
+use crate::mesh::{cross, dot, norm, sub, tet_neighbors, tet_volume, NO_NEIGHBOR};
 
 use super::reference::ReferenceTet;
 
@@ -73,38 +73,36 @@ fn check_conforming(
     neighbours: &[[u32; 4]],
     normals: &[[f64; 3]],
 ) -> Result<()> {
+    // The open faces (e, f), their corners and bounding boxes.
     let open: Vec<(usize, usize)> = (0..tets.len())
         .flat_map(|e| (0..4).map(move |f| (e, f)))
         .filter(|&(e, f)| neighbours[e][OPPOSITE[f]] == NO_NEIGHBOR)
         .collect();
-    let corners = |(e, f): (usize, usize)| face_vertices(tets[e], f).map(|p| points[p as usize]);
-    let sub3 = |a: [f64; 3], b: [f64; 3]| [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
-    let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+    let corners: Vec<[[f64; 3]; 3]> = open
+        .iter()
+        .map(|&(e, f)| face_vertices(tets[e], f).map(|p| points[p as usize]))
+        .collect();
+    let boxes: Vec<([f64; 3], [f64; 3])> = corners
+        .iter()
+        .map(|c| {
+            (
+                [0, 1, 2].map(|d| c.iter().map(|p| p[d]).fold(f64::MAX, f64::min)),
+                [0, 1, 2].map(|d| c.iter().map(|p| p[d]).fold(f64::MIN, f64::max)),
+            )
+        })
+        .collect();
+    let extent =
+        |(lo, hi): &([f64; 3], [f64; 3])| (0..3).map(|d| hi[d] - lo[d]).fold(0.0, f64::max);
     // Buckets of side `cell` (the largest face extent): each face goes into every bucket
     // its bounding box touches, so a point inside a face finds it in the point's bucket.
-    let extent = |c: &[[f64; 3]; 3]| {
-        (0..3)
-            .map(|d| {
-                let (lo, hi) = c
-                    .iter()
-                    .fold((f64::MAX, f64::MIN), |(l, h), p| (l.min(p[d]), h.max(p[d])));
-                hi - lo
-            })
-            .fold(0.0f64, f64::max)
-    };
-    let cell = open
-        .iter()
-        .map(|&ef| extent(&corners(ef)))
-        .fold(0.0f64, f64::max);
+    let cell = boxes.iter().map(extent).fold(0.0f64, f64::max);
     if open.is_empty() || cell <= 0.0 {
         return Ok(());
     }
     let key = |p: [f64; 3]| p.map(|c| (c / cell).floor() as i64);
     let mut buckets: std::collections::HashMap<[i64; 3], Vec<usize>> = Default::default();
-    for (i, &ef) in open.iter().enumerate() {
-        let c = corners(ef);
-        let lo = key([0, 1, 2].map(|d| c.iter().map(|p| p[d]).fold(f64::MAX, f64::min)));
-        let hi = key([0, 1, 2].map(|d| c.iter().map(|p| p[d]).fold(f64::MIN, f64::max)));
+    for (i, (lo, hi)) in boxes.iter().enumerate() {
+        let (lo, hi) = (key(*lo), key(*hi));
         for x in lo[0]..=hi[0] {
             for y in lo[1]..=hi[1] {
                 for z in lo[2]..=hi[2] {
@@ -113,33 +111,30 @@ fn check_conforming(
             }
         }
     }
-    for &(e, f) in &open {
-        let c = corners((e, f));
+    for (i, &(e, f)) in open.iter().enumerate() {
+        let c = &corners[i];
         let centroid = [0, 1, 2].map(|d| (c[0][d] + c[1][d] + c[2][d]) / 3.0);
         let n = normals[4 * e + f];
-        let tol = 1e-8 * extent(&c);
+        let tol = 1e-8 * extent(&boxes[i]);
         for &j in buckets.get(&key(centroid)).into_iter().flatten() {
             let (o, g) = open[j];
             let m = normals[4 * o + g];
-            if (o, g) == (e, f) || dot(n, m) > -1.0 + 1e-8 {
+            if j == i || dot(n, m) > -1.0 + 1e-8 {
                 continue;
             }
-            let d = corners((o, g));
-            if dot(sub3(centroid, d[0]), m).abs() > tol {
+            let d = &corners[j];
+            if dot(sub(centroid, d[0]), m).abs() > tol {
                 continue; // not in the other face's plane
             }
-            let same = c.iter().all(|p| {
-                d.iter()
-                    .any(|q| dot(sub3(*p, *q), sub3(*p, *q)).sqrt() <= tol)
-            });
             // Barycentric coordinates of the centroid in the other face.
-            let (u, v, w) = (sub3(d[1], d[0]), sub3(d[2], d[0]), sub3(centroid, d[0]));
+            let (u, v, w) = (sub(d[1], d[0]), sub(d[2], d[0]), sub(centroid, d[0]));
             let (uu, uv, vv, wu, wv) = (dot(u, u), dot(u, v), dot(v, v), dot(w, u), dot(w, v));
             let den = uu * vv - uv * uv;
             let s = (vv * wu - uv * wv) / den;
             let t = (uu * wv - uv * wu) / den;
             let inside = s > 1e-9 && t > 1e-9 && s + t < 1.0 - 1e-9;
-            if inside && !same {
+            let same = || c.iter().all(|p| d.iter().any(|q| norm(sub(*p, *q)) <= tol));
+            if inside && !same() {
                 return Err(invalid(format!(
                     "face {f} of tetrahedron {e} lies on face {g} of tetrahedron {o} without \
                      sharing its vertices: the mesh is not conforming there (a hanging node?)"
@@ -203,13 +198,6 @@ impl DgGeometry {
             let j = xr[0] * (xs[1] * xt[2] - xs[2] * xt[1])
                 - xs[0] * (xr[1] * xt[2] - xr[2] * xt[1])
                 + xt[0] * (xr[1] * xs[2] - xr[2] * xs[1]);
-            let cross = |a: [f64; 3], b: [f64; 3]| {
-                [
-                    a[1] * b[2] - a[2] * b[1],
-                    a[2] * b[0] - a[0] * b[2],
-                    a[0] * b[1] - a[1] * b[0],
-                ]
-            };
             // Rows of the inverse: ∇r = (x_s × x_t)/J, ∇s = (x_t × x_r)/J, ∇t = (x_r × x_s)/J.
             let gr = cross(xs, xt).map(|c| c / j);
             let gs = cross(xt, xr).map(|c| c / j);
@@ -229,7 +217,7 @@ impl DgGeometry {
                     ],
                     _ => gr.map(|c| -c),
                 };
-                let len = (n[0] * n[0] + n[1] * n[1] + n[2] * n[2]).sqrt();
+                let len = norm(n);
                 normals.push(n.map(|c| c / len));
                 // sJ = len · J, fscale = sJ / J.
                 fscale.push(len);

@@ -3,8 +3,9 @@
 //! The element-wise kernels run `epc` elements per cube, `Np` units per element
 //! (`UNIT_POS_X` the node, `UNIT_POS_Y` the element's slot), the element's data staged in
 //! shared memory, the operator matrices (column-major) read through the cache: they are the
-//! same for every element, and the units of an element read one column together. The flux kernel runs one unit per face node of a face unit (a boundary face or
-//! one interior face pair) and writes both sides.
+//! same for every element, and the units of an element read one column together. The flux
+//! kernel runs one unit per face node of a face unit (a boundary face or one interior face
+//! pair) and writes both sides.
 
 use cubecl::prelude::*;
 
