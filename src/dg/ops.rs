@@ -9,8 +9,8 @@
 //! field `c` of face node `j` of face `f` of element `e` at `c F + (4 e + f) Nfp + j`,
 //! already scaled by `fscale / 2`. Operators: `[Dr | Ds | Dt | Lift]`, each column-major
 //! (`D[i, j]` at `j Np + i`, `Lift[i, b]` at `b Np + i`; `3 Np² + 4 Np Nfp` values), so
-//! that the units of one element, one node each, read a column together. Per element: the inverse Jacobian
-//! `[rx, ry, rz, sx, sy, sz, tx, ty, tz]`. Per face: `[nx, ny, nz, fscale / 2]`.
+//! that the units of one element, one node each, read a column together. Per element: the
+//! inverse Jacobian `[rx, ry, rz, sx, sy, sz, tx, ty, tz]`. Per face: `[nx, ny, nz, fscale / 2]`.
 //!
 //! # Flux
 //! With `[[u]] = u⁺ − u⁻` and `α = 1` (upwind) or `0` (central), on the minus side
