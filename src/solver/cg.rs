@@ -15,7 +15,8 @@ use crate::solver::{
     SolverParams, StopReason, Tracker,
 };
 use crate::vector::{
-    cg_scalars, cg_update, cg_update_device, dot_into, pcg_rotate_device, xpay_device, Vector,
+    cg_scalars, cg_update, cg_update_device, dot_into, jacobi_xpay_device,
+    pcg_jacobi_update_device, pcg_rotate_device, xpay_device, Vector,
 };
 
 /// Conjugate gradients for a symmetric positive definite `A`, starting from `x`.
@@ -42,7 +43,9 @@ pub fn cg<B: Backend, S: Scalar>(
 /// (`z = r` without one); one read of the scalars every `params.check_every` iterations for
 /// the stopping tests. The arithmetic is the same as the host-scalar form (identical
 /// iteration counts on the CPU); a curvature `pᵀAp ≤ 0` is detected when the scalars are
-/// read, after the update that used it.
+/// read, after the update that used it. A Jacobi preconditioner
+/// ([`Preconditioner::inverse_diagonal`]) is fused into the update and the direction
+/// ([`pcg_jacobi_update_device`], [`jacobi_xpay_device`]): the same arithmetic, z not stored.
 fn device_scalar_cg<B: Backend, S: Scalar>(
     t: &mut Tracker<'_, '_>,
     a: &dyn LinearOperator<B, S>,
@@ -77,32 +80,47 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
         r.try_clone()?
     };
     let mut q = Vector::zeros(&backend, r.len())?;
+    let jacobi = m.and_then(|m| m.inverse_diagonal());
+    if jacobi.is_some() {
+        z = Vector::zeros(&backend, 0)?;
+    }
+    // Where the update leaves r·r for the stopping test.
+    let residual_slot = if jacobi.is_some() { RZ_NEW } else { RR };
     let check_every = params.check_every.max(1);
     let mut k = k0;
     let reason = loop {
         k += 1;
         a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
         t.applications += 1;
-        cg_update_device(&mut scalars, &p, &q, x, &mut r)?;
+        match jacobi {
+            Some(d) => pcg_jacobi_update_device(&mut scalars, d, &p, &q, x, &mut r)?,
+            None => cg_update_device(&mut scalars, &p, &q, x, &mut r)?,
+        }
         if (k - k0).is_multiple_of(check_every) || k >= params.max_iter {
-            if let Some(reason) = read_device_scalars(t, k, &scalars)? {
+            if let Some(reason) = read_device_scalars(t, k, &scalars, residual_slot)? {
                 break reason;
             }
         }
-        precondition(&r, &mut z, &mut scalars)?;
-        xpay_device(&scalars, if m.is_some() { &z } else { &r }, &mut p)?;
+        match jacobi {
+            Some(d) => jacobi_xpay_device(&scalars, d, &r, &mut p)?,
+            None => {
+                precondition(&r, &mut z, &mut scalars)?;
+                xpay_device(&scalars, if m.is_some() { &z } else { &r }, &mut p)?;
+            }
+        }
     };
     Ok((k, reason))
 }
 
 /// Reads the device scalars after iteration `k`: the curvature `pᵀAp` (not finite, or not
-/// positive: stop) and the residual `√(r·r)` for the tracker's tests.
+/// positive: stop) and the residual `√(r·r)` (in `scalars[rr]`) for the tracker's tests.
 fn read_device_scalars<B: Backend, S: Scalar>(
     t: &mut Tracker<'_, '_>,
     k: usize,
     scalars: &Vector<B, S>,
+    rr: usize,
 ) -> Result<Option<StopReason>> {
-    use cg_scalars::{PQ, RR};
+    use cg_scalars::PQ;
     let s = scalars.to_vec()?;
     let pq = s[PQ].as_f64();
     if !pq.is_finite() {
@@ -111,7 +129,7 @@ fn read_device_scalars<B: Backend, S: Scalar>(
     if pq <= 0.0 {
         return Ok(Some(StopReason::IndefiniteOperator { curvature: pq }));
     }
-    Ok(t.record(k, s[RR].as_f64().sqrt()))
+    Ok(t.record(k, s[rr].as_f64().sqrt()))
 }
 
 /// Preconditioned conjugate gradients (`M` symmetric positive definite; with

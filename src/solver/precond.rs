@@ -36,6 +36,13 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
     fn cost(&self) -> OperatorCost {
         OperatorCost::default()
     }
+
+    /// If this preconditioner is the diagonal scaling `z = d ∘ r`, its `d`: the solvers then
+    /// fuse the scaling into their vector updates (PCG: one pass fewer over the vectors and
+    /// no stored z). `None` (the default) for any other preconditioner.
+    fn inverse_diagonal(&self) -> Option<&Vector<B, S>> {
+        None
+    }
 }
 
 macro_rules! forward_preconditioner {
@@ -52,6 +59,9 @@ macro_rules! forward_preconditioner {
             }
             fn cost(&self) -> OperatorCost {
                 (**self).cost()
+            }
+            fn inverse_diagonal(&self) -> Option<&Vector<B, S>> {
+                (**self).inverse_diagonal()
             }
         }
     )*};
@@ -166,6 +176,9 @@ impl<B: Backend, S: Scalar> Preconditioner<B, S> for Jacobi<B, S> {
             flops: n,
             bytes: 3.0 * n * S::DTYPE.size() as f64,
         }
+    }
+    fn inverse_diagonal(&self) -> Option<&Vector<B, S>> {
+        Some(&self.inv_diag)
     }
 }
 

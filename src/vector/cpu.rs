@@ -236,6 +236,26 @@ pub(crate) fn cg_update<T: Scalar>(alpha: T, p: &[T], q: &[T], x: &mut [T], r: &
     })
 }
 
+/// `r · (d ∘ r)`, accumulated in f64, the product `d ∘ r` rounded to `T` first: the same
+/// value, bit for bit, as [`pointwise_mul_dot`] returns (for PCG-Jacobi without storing z).
+pub(crate) fn jacobi_dot<T: Scalar>(d: &[T], r: &[T]) -> f64 {
+    reduce_chunks(r.len(), |s, e| {
+        lanes2(&r[s..e], &d[s..e], |r, d| r * T::from_f64(d * r).as_f64())
+    })
+}
+
+/// `p = d ∘ r + beta p` (the PCG-Jacobi direction; `d ∘ r` rounded to `T` first, as when z
+/// is stored).
+pub(crate) fn jacobi_xpay<T: Scalar>(d: &[T], r: &[T], beta: T, p: &mut [T]) {
+    for_chunks(p, |start, p| {
+        let end = start + p.len();
+        let (d, r) = (&d[start..end], &r[start..end]);
+        for i in 0..p.len() {
+            p[i] = d[i] * r[i] + beta * p[i];
+        }
+    });
+}
+
 /// The fused preconditioner step `z = d ∘ r`, returning `r · z` (accumulated in f64).
 pub(crate) fn pointwise_mul_dot<T: Scalar>(d: &[T], r: &[T], z: &mut [T]) -> f64 {
     let partials: Vec<f64> = if z.len() < SERIAL_BELOW {

@@ -478,6 +478,74 @@ pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) ->
     unsafe { scalars.backend.pcg_rotate_device(&mut scalars.buffer) }
 }
 
+/// PCG with the Jacobi preconditioner `z = d ∘ r`, update and inner products in one pass on
+/// the device scalars (see [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`;
+/// `rz = r · (d ∘ r)`; `s[BETA] = rz / s[RZ]`; `s[RZ] = s[RR] = rz`; `s[RZ_NEW] = r · r`.
+/// Followed by [`jacobi_xpay_device`], it is one PCG-Jacobi iteration after the SpMV, with
+/// the arithmetic of [`cg_update_device`], `z = d ∘ r`, [`dot_into`] and
+/// [`pcg_rotate_device`] (identical results on the CPU backend).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
+/// differ or `scalars` has fewer than [`cg_scalars::PCG_LEN`] entries.
+pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    d: &Vector<B, T>,
+    p: &Vector<B, T>,
+    q: &Vector<B, T>,
+    x: &mut Vector<B, T>,
+    r: &mut Vector<B, T>,
+) -> Result<()> {
+    const OP: &str = "pcg_jacobi_update_device";
+    agree(OP, "d", x, d)?;
+    agree(OP, "p", x, p)?;
+    agree(OP, "q", x, q)?;
+    agree(OP, "r", x, r)?;
+    if scalars.len() < cg_scalars::PCG_LEN {
+        let what = "scalars (at least cg_scalars::PCG_LEN)";
+        return Err(crate::Error::dims(
+            OP,
+            what,
+            cg_scalars::PCG_LEN,
+            scalars.len(),
+        ));
+    }
+    check_device(OP, &x.backend, &scalars.backend)?;
+    // SAFETY: equal lengths, len(scalars) >= PCG_LEN, one device: checked above.
+    unsafe {
+        x.backend.pcg_jacobi_update_device(
+            &mut scalars.buffer,
+            &d.buffer,
+            &p.buffer,
+            &q.buffer,
+            &mut x.buffer,
+            &mut r.buffer,
+        )
+    }
+}
+
+/// `p = d ∘ r + s[BETA] p`, the direction of PCG-Jacobi after [`pcg_jacobi_update_device`].
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
+/// `scalars` has fewer than [`cg_scalars::LEN`] entries.
+pub fn jacobi_xpay_device<B: VectorOps, T: Scalar>(
+    scalars: &Vector<B, T>,
+    d: &Vector<B, T>,
+    r: &Vector<B, T>,
+    p: &mut Vector<B, T>,
+) -> Result<()> {
+    agree("jacobi_xpay_device", "d", p, d)?;
+    agree("jacobi_xpay_device", "r", p, r)?;
+    check_scalars("jacobi_xpay_device", scalars.len())?;
+    check_device("jacobi_xpay_device", &p.backend, &scalars.backend)?;
+    // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
+    unsafe {
+        p.backend
+            .jacobi_xpay_device(&scalars.buffer, &d.buffer, &r.buffer, &mut p.buffer)
+    }
+}
+
 /// Checks that `slot` indexes a vector of `len` device scalars.
 pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()> {
     if slot < len {

@@ -234,6 +234,41 @@ pub trait VectorOps: BackendCore + Sealed {
     /// `len(scalars) >= cg_scalars::PCG_LEN`.
     unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut Self::Buffer<T>) -> Result<()>;
 
+    /// PCG with the Jacobi preconditioner `z = d ∘ r`, on the device scalars (see
+    /// [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `rz = r · (d ∘ r)`;
+    /// `s[BETA] = rz / s[RZ]`; `s[RZ] = s[RR] = rz`; `s[RZ_NEW] = r · r`. One pass over the
+    /// vectors; z is not stored.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// `d`, `p`, `q`, `x` and `r` have the same length; `len(scalars) >= cg_scalars::PCG_LEN`.
+    unsafe fn pcg_jacobi_update_device<T: Scalar>(
+        &self,
+        scalars: &mut Self::Buffer<T>,
+        d: &Self::Buffer<T>,
+        p: &Self::Buffer<T>,
+        q: &Self::Buffer<T>,
+        x: &mut Self::Buffer<T>,
+        r: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
+    /// `p = d ∘ r + s[BETA] p`: the PCG-Jacobi direction.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// `d`, `r` and `p` have the same length; `len(scalars) >= cg_scalars::LEN`.
+    unsafe fn jacobi_xpay_device<T: Scalar>(
+        &self,
+        scalars: &Self::Buffer<T>,
+        d: &Self::Buffer<T>,
+        r: &Self::Buffer<T>,
+        p: &mut Self::Buffer<T>,
+    ) -> Result<()>;
+
     /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
     /// out of range are left unchanged (nothing is accessed out of bounds).
     ///
@@ -392,6 +427,37 @@ impl VectorOps for Cpu {
         scalars[BETA] = scalars[RZ_NEW] / scalars[RZ];
         scalars[RZ] = scalars[RZ_NEW];
         scalars[RR] = scalars[RZ_NEW];
+        Ok(())
+    }
+
+    unsafe fn pcg_jacobi_update_device<T: Scalar>(
+        &self,
+        scalars: &mut Vec<T>,
+        d: &Vec<T>,
+        p: &Vec<T>,
+        q: &Vec<T>,
+        x: &mut Vec<T>,
+        r: &mut Vec<T>,
+    ) -> Result<()> {
+        use cg_scalars::{BETA, PQ, RR, RZ, RZ_NEW};
+        let alpha = scalars[RR] / scalars[PQ];
+        let rr = T::from_f64(cpu::cg_update(alpha, p, q, x, r));
+        let rz = T::from_f64(cpu::jacobi_dot(d, r));
+        scalars[BETA] = rz / scalars[RZ];
+        scalars[RZ] = rz;
+        scalars[RR] = rz;
+        scalars[RZ_NEW] = rr;
+        Ok(())
+    }
+
+    unsafe fn jacobi_xpay_device<T: Scalar>(
+        &self,
+        scalars: &Vec<T>,
+        d: &Vec<T>,
+        r: &Vec<T>,
+        p: &mut Vec<T>,
+    ) -> Result<()> {
+        cpu::jacobi_xpay(d, r, scalars[cg_scalars::BETA], p);
         Ok(())
     }
 

@@ -8,7 +8,9 @@ use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::vector::cg_scalars::{BETA, PQ, RR, RZ, RZ_NEW};
 use crate::vector::cube::mask_tail;
-use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, lane_sum, partials, Finish};
+use crate::vector::cube::reduce::{
+    cube_sum, cube_sum_to, finish, finish_sum, lane_sum, partials, Finish,
+};
 
 /// `x += α p; r −= α q` over this unit's vectors; returns the unit's share of `r · r`.
 #[cube]
@@ -122,6 +124,95 @@ fn pointwise_mul_dot_kernel<F: Float, N: Size>(
         i += stride;
     }
     cube_sum_to::<F>(lane_sum::<F, N>(acc), partials, cube_dim);
+}
+
+/// PCG with the Jacobi preconditioner `z = d ∘ r`, update and inner products in one pass:
+/// `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; partial sums of `r · r` in
+/// `partials[0..cubes]` and of `r · (d ∘ r)` in `partials[cubes..2 cubes]` (z is not stored:
+/// the direction update recomputes `d ∘ r`).
+#[cube(launch_unchecked)]
+fn pcg_jacobi_update_kernel<F: Float, N: Size>(
+    scalars: &Array<F>,
+    d: &Array<Vector<F, N>>,
+    p: &Array<Vector<F, N>>,
+    q: &Array<Vector<F, N>>,
+    x: &mut Array<Vector<F, N>>,
+    r: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    len: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let a = Vector::<F, N>::new(scalars[RR] / scalars[PQ]);
+    let mut rr = Vector::<F, N>::new(F::new(0.0));
+    let mut rz = Vector::<F, N>::new(F::new(0.0));
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < x.len() {
+        // All loads before any store (see `cg_update_body`).
+        let xi = x[i];
+        let pi = p[i];
+        let ri = r[i];
+        let qi = q[i];
+        let di = d[i];
+        let r_new = mask_tail::<F, N>(ri - a * qi, i, len);
+        x[i] = mask_tail::<F, N>(xi + a * pi, i, len);
+        r[i] = r_new;
+        rr += r_new * r_new;
+        rz += r_new * (di * r_new);
+        i += stride;
+    }
+    let rr = cube_sum::<F>(lane_sum::<F, N>(rr), cube_dim);
+    let rz = cube_sum::<F>(lane_sum::<F, N>(rz), cube_dim);
+    if UNIT_POS == 0 {
+        partials[CUBE_POS] = rr;
+        partials[CUBE_COUNT + CUBE_POS] = rz;
+    }
+}
+
+/// One cube adds the two halves of the partials of [`pcg_jacobi_update_kernel`]:
+/// `s[BETA] = rz / s[RZ]; s[RZ] = rz; s[RR] = rz` (the next α's numerator) and
+/// `s[RZ_NEW] = r·r` (the residual the stopping test reads).
+#[cube(launch_unchecked)]
+fn pcg_jacobi_finish_kernel<F: Float>(
+    partials: &Array<F>,
+    scalars: &mut Array<F>,
+    cubes: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let mut rr = F::new(0.0);
+    let mut rz = F::new(0.0);
+    let mut i = UNIT_POS as usize;
+    while i < cubes {
+        rr += partials[i];
+        rz += partials[cubes + i];
+        i += cube_dim;
+    }
+    let rr = cube_sum::<F>(rr, cube_dim);
+    let rz = cube_sum::<F>(rz, cube_dim);
+    if UNIT_POS == 0 {
+        scalars[BETA] = rz / scalars[RZ];
+        scalars[RZ] = rz;
+        scalars[RR] = rz;
+        scalars[RZ_NEW] = rr;
+    }
+}
+
+/// `p = d ∘ r + s[BETA] p`: the PCG direction with the Jacobi preconditioner applied on the fly.
+#[cube(launch_unchecked)]
+fn jacobi_xpay_device_kernel<F: Float, N: Size>(
+    scalars: &Array<F>,
+    d: &Array<Vector<F, N>>,
+    r: &Array<Vector<F, N>>,
+    p: &mut Array<Vector<F, N>>,
+    len: usize,
+) {
+    let b = Vector::<F, N>::new(scalars[BETA]);
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < p.len() {
+        p[i] = mask_tail::<F, N>(d[i] * r[i] + b * p[i], i, len);
+        i += stride;
+    }
 }
 
 /// Where the step length `α` of [`update`] comes from.
@@ -309,4 +400,91 @@ pub(crate) unsafe fn pointwise_mul_dot<R: CubeRuntime, T: Scalar>(
         }
     })?;
     Ok(T::from_f64(finish_sum(b, &out)?))
+}
+
+/// The PCG-Jacobi update with device scalars (see
+/// [`crate::vector::pcg_jacobi_update_device`]).
+///
+/// # Safety
+/// `d`, `p`, `q`, `x`, `r` have the same length; `scalars` holds `cg_scalars::PCG_LEN` values.
+pub(crate) unsafe fn pcg_jacobi_update_device<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    scalars: &mut CubeBuffer<T>,
+    d: &CubeBuffer<T>,
+    p: &CubeBuffer<T>,
+    q: &CubeBuffer<T>,
+    x: &mut CubeBuffer<T>,
+    r: &mut CubeBuffer<T>,
+) -> Result<()> {
+    let line = line_size::<T>();
+    let (cubes, count, dim) = b.config().reduce(x.padded_len() / line);
+    let out = partials::<R, T>(b, 2 * cubes);
+    b.launch::<T>((line, dim.x), || {
+        // SAFETY: equal lengths (the caller's contract), so equal padded lengths; `out`
+        // holds two slots per cube; the scalars hold RR and PQ.
+        unsafe {
+            pcg_jacobi_update_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                count,
+                dim,
+                line,
+                scalars.arg(),
+                d.arg(),
+                p.arg(),
+                q.arg(),
+                x.arg(),
+                r.arg(),
+                out.arg(),
+                x.len,
+                dim.x as usize,
+            )
+        }
+    })?;
+    let fdim = b.config().cube_dim;
+    b.launch::<T>(fdim, || {
+        // SAFETY: one cube reads the 2 `cubes` partials; unit 0 writes slots below PCG_LEN
+        // (the caller's contract).
+        unsafe {
+            pcg_jacobi_finish_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                CubeCount::Static(1, 1, 1),
+                CubeDim::new_1d(fdim),
+                out.arg(),
+                scalars.arg(),
+                cubes,
+                fdim as usize,
+            )
+        }
+    })
+}
+
+/// `p = d ∘ r + s[BETA] p`.
+///
+/// # Safety
+/// `d`, `r` and `p` have the same length; `scalars` holds `cg_scalars::LEN` values.
+pub(crate) unsafe fn jacobi_xpay_device<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    scalars: &CubeBuffer<T>,
+    d: &CubeBuffer<T>,
+    r: &CubeBuffer<T>,
+    p: &mut CubeBuffer<T>,
+) -> Result<()> {
+    let line = line_size::<T>();
+    let (count, dim) = b.config().grid(p.padded_len() / line);
+    b.launch::<T>(line, || {
+        // SAFETY: equal lengths and the scalar slots (the caller's contract).
+        unsafe {
+            jacobi_xpay_device_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                count,
+                dim,
+                line,
+                scalars.arg(),
+                d.arg(),
+                r.arg(),
+                p.arg(),
+                p.len,
+            )
+        }
+    })
 }

@@ -192,4 +192,26 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
     unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut CubeBuffer<T>) -> Result<()> {
         unsafe { cg::pcg_rotate_device(self, scalars) }
     }
+
+    unsafe fn pcg_jacobi_update_device<T: Scalar>(
+        &self,
+        scalars: &mut CubeBuffer<T>,
+        d: &CubeBuffer<T>,
+        p: &CubeBuffer<T>,
+        q: &CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        unsafe { cg::pcg_jacobi_update_device(self, scalars, d, p, q, x, r) }
+    }
+
+    unsafe fn jacobi_xpay_device<T: Scalar>(
+        &self,
+        scalars: &CubeBuffer<T>,
+        d: &CubeBuffer<T>,
+        r: &CubeBuffer<T>,
+        p: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        unsafe { cg::jacobi_xpay_device(self, scalars, d, r, p) }
+    }
 }

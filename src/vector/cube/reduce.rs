@@ -26,7 +26,7 @@ pub(crate) fn lane_sum<F: Float, N: Size>(value: Vector<F, N>) -> F {
 
 /// Tree sum of one value per unit in shared memory; every unit gets the cube's total.
 #[cube]
-fn cube_sum<F: Float>(value: F, #[comptime] cube_dim: usize) -> F {
+pub(crate) fn cube_sum<F: Float>(value: F, #[comptime] cube_dim: usize) -> F {
     let mut shared = SharedMemory::<F>::new(cube_dim);
     let unit = UNIT_POS as usize;
     shared[unit] = value;
