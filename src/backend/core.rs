@@ -75,6 +75,24 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     /// The number of values in `buffer`.
     fn len<T: Storable>(buffer: &Self::Buffer<T>) -> usize;
 
+    /// A buffer over values `start..start + len` of `buffer`, sharing its memory (a binding
+    /// at an offset), where the backend can bind part of a buffer and `start` is a multiple
+    /// of [`SPLIT_ROW_ALIGN`](crate::sparse::SPLIT_ROW_ALIGN); `None` otherwise (the CPU
+    /// backend: its buffers are host vectors).
+    ///
+    /// # Safety
+    /// The view aliases `buffer`: the caller must not use the two in one operation, nor the
+    /// view after `buffer` is written through another path it does not expect.
+    unsafe fn view<T: Storable>(
+        &self,
+        buffer: &Self::Buffer<T>,
+        start: usize,
+        len: usize,
+    ) -> Option<Self::Buffer<T>> {
+        let _ = (buffer, start, len);
+        None
+    }
+
     /// Whether `other` drives the same device as `self` (buffers of one may be used with the
     /// other). Clones of a backend do.
     fn same_device(&self, other: &Self) -> bool;

@@ -16,6 +16,7 @@ use crate::sparse::csr::{Csr, CsrKernel};
 use crate::sparse::ell::Ell;
 use crate::sparse::ops::{sparse_cost, SparseStorage};
 use crate::sparse::sell::{Sell, SellParams};
+use crate::sparse::split::RowSplit;
 use crate::sparse::staircase::{StaircaseParams, StaircaseSell};
 use crate::sparse::{FormatLimits, RowStats};
 use crate::vector::Vector;
@@ -116,6 +117,10 @@ pub struct FormatOptions {
     pub block_kernel: BlockEllKernel,
     /// Padding limits of the conversions.
     pub limits: FormatLimits,
+    /// Store the matrix as blocks of rows of about this many bytes each ([`RowSplit`]) when
+    /// its arrays exceed it. `None`: split only where the device's largest buffer
+    /// (`BackendInfo::max_buffer_bytes`, e.g. wgpu's binding limit) requires it.
+    pub max_part_bytes: Option<usize>,
 }
 
 /// What [`SparseMatrix::auto`] chose and why.
@@ -150,6 +155,9 @@ pub enum SparseMatrix<B: Backend, V: Element> {
     Staircase(StaircaseSell<B, V>),
     /// Block ELL (with its kernel choice inside).
     BlockEll(BlockEll<B, V>),
+    /// Blocks of rows, each in one of the formats above: a matrix larger than one device
+    /// buffer (see [`RowSplit`]).
+    Split(RowSplit<B, V>),
 }
 
 /// `$body` with `$m` bound to the matrix of whichever format `$matrix` holds.
@@ -162,6 +170,7 @@ macro_rules! each_format {
             SparseMatrix::Sell($m) => $body,
             SparseMatrix::Staircase($m) => $body,
             SparseMatrix::BlockEll($m) => $body,
+            SparseMatrix::Split(_) => unreachable!("row-split matrices are handled first"),
         }
     };
 }
@@ -247,12 +256,39 @@ pub fn choose_format<V: Element>(a: &Csr<Cpu, V>) -> FormatChoice {
 }
 
 impl<B: Backend, V: Element> SparseMatrix<B, V> {
-    /// Converts a host CSR matrix to `format` and moves it to `backend`.
+    /// Converts a host CSR matrix to `format` and moves it to `backend`. A matrix whose
+    /// arrays exceed the device's largest buffer (or `options.max_part_bytes`) is stored as
+    /// blocks of rows ([`SparseMatrix::Split`]), each block in `format`.
     ///
     /// # Errors
     /// Conversion errors ([`Error::Padding`], [`Error::InvalidArgument`]) and allocation
-    /// errors.
+    /// errors ([`Error::ResourceLimit`] where even a split cannot fit, e.g. a vector longer
+    /// than one buffer).
     pub fn from_csr(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        format: Format,
+        options: &FormatOptions,
+    ) -> Result<Self> {
+        let estimate = a.nnz() * (V::DTYPE.size() + 4);
+        if let Some(part) = options.max_part_bytes {
+            if estimate > part {
+                let split = RowSplit::from_csr(backend, a, format, options, part)?;
+                return Ok(SparseMatrix::Split(split));
+            }
+        }
+        match Self::from_csr_single(backend, a, format, options) {
+            Err(Error::ResourceLimit { .. }) if a.nrows() > crate::sparse::SPLIT_ROW_ALIGN => {
+                let part = usize::try_from(backend.info().max_buffer_bytes).unwrap_or(usize::MAX);
+                let split = RowSplit::from_csr(backend, a, format, options, part / 2)?;
+                Ok(SparseMatrix::Split(split))
+            }
+            other => other,
+        }
+    }
+
+    /// [`from_csr`](Self::from_csr) without splitting.
+    pub(crate) fn from_csr_single(
         backend: &B,
         a: &Csr<Cpu, V>,
         format: Format,
@@ -317,7 +353,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         match Self::from_csr(backend, a, choice.format, &options) {
             Ok(m) => Ok((m, choice)),
             Err(Error::Padding { .. }) => Ok((
-                SparseMatrix::Csr(a.to_backend(backend)?),
+                Self::from_csr(backend, a, Format::Csr, &FormatOptions::default())?,
                 FormatChoice {
                     format: Format::Csr,
                     params: "Auto".into(),
@@ -431,6 +467,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
     /// The format.
     pub fn format(&self) -> Format {
         match self {
+            SparseMatrix::Split(s) => s.format(),
             SparseMatrix::Coo(_) => Format::Coo,
             SparseMatrix::Csr(_) => Format::Csr,
             SparseMatrix::Ell(_) => Format::Ell,
@@ -442,22 +479,34 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
 
     /// Rows.
     pub fn nrows(&self) -> usize {
-        each_format!(self, m => SparseStorage::nrows(m))
+        match self {
+            SparseMatrix::Split(s) => s.nrows,
+            other => each_format!(other, m => SparseStorage::nrows(m)),
+        }
     }
 
     /// Columns.
     pub fn ncols(&self) -> usize {
-        each_format!(self, m => SparseStorage::ncols(m))
+        match self {
+            SparseMatrix::Split(s) => s.ncols,
+            other => each_format!(other, m => SparseStorage::ncols(m)),
+        }
     }
 
     /// Nonzeros.
     pub fn nnz(&self) -> usize {
-        each_format!(self, m => SparseStorage::nnz(m))
+        match self {
+            SparseMatrix::Split(s) => s.blocks.iter().map(|b| b.matrix.nnz()).sum(),
+            other => each_format!(other, m => SparseStorage::nnz(m)),
+        }
     }
 
     /// Bytes of the stored arrays, padding included.
     pub fn storage_bytes(&self) -> usize {
-        each_format!(self, m => SparseStorage::storage_bytes(m))
+        match self {
+            SparseMatrix::Split(s) => s.blocks.iter().map(|b| b.matrix.storage_bytes()).sum(),
+            other => each_format!(other, m => SparseStorage::storage_bytes(m)),
+        }
     }
 
     /// `y = alpha A x + beta y` in the original numbering (`y` not read when `beta = 0`).
@@ -472,6 +521,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         y: &mut Vector<B, T>,
     ) -> Result<()> {
         match self {
+            SparseMatrix::Split(s) => s.spmv(alpha, x, beta, y),
             SparseMatrix::Staircase(m) => m.spmv_original(alpha, x, beta, y),
             other => each_format!(other, m => SparseStorage::spmv(m, alpha, x, beta, y)),
         }
@@ -492,7 +542,7 @@ impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B,
     }
     fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
         match self {
-            SparseMatrix::Staircase(_) => {
+            SparseMatrix::Staircase(_) | SparseMatrix::Split(_) => {
                 self.spmv(S::ONE, x, S::ZERO, y)?;
                 x.dot(y)
             }
@@ -507,7 +557,7 @@ impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B,
         slot: usize,
     ) -> Result<()> {
         match self {
-            SparseMatrix::Staircase(_) => {
+            SparseMatrix::Staircase(_) | SparseMatrix::Split(_) => {
                 crate::vector::check_slot("SparseMatrix::apply_dot_device", scalars.len(), slot)?;
                 self.spmv(S::ONE, x, S::ZERO, y)?;
                 crate::vector::dot_into(x, y, scalars, slot)
@@ -518,6 +568,16 @@ impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B,
         }
     }
     fn cost(&self) -> OperatorCost {
-        each_format!(self, m => sparse_cost::<B, V, S, _>(m))
+        match self {
+            SparseMatrix::Split(s) => OperatorCost {
+                flops: s
+                    .blocks
+                    .iter()
+                    .map(|b| LinearOperator::<B, S>::cost(&b.matrix).flops)
+                    .sum(),
+                bytes: (self.storage_bytes() + (s.nrows + s.ncols) * S::DTYPE.size()) as f64,
+            },
+            other => each_format!(other, m => sparse_cost::<B, V, S, _>(m)),
+        }
     }
 }

@@ -51,6 +51,7 @@ pub mod ops;
 pub mod random;
 pub mod reorder;
 pub mod sell;
+pub mod split;
 pub mod staircase;
 
 pub use block_ell::{BlockEll, BlockEllFormat, BlockEllKernel};
@@ -66,6 +67,7 @@ pub use mtx::{
 };
 pub use ops::{FormatKernels, SparseOps, SparseStorage};
 pub use sell::{Sell, SellFormat, SellParams};
+pub use split::{RowBlock, RowSplit, SPLIT_ROW_ALIGN};
 pub use staircase::{StaircaseFormat, StaircaseParams, StaircaseSell};
 
 /// The column index that marks a padding slot.
