@@ -75,7 +75,7 @@ fn gemm_kernel<V: Float, T: Float>(
             if flags.trans_b {
                 bv = b[bbase + j * b_cols + l];
             }
-            acc += T::cast_from(av) * T::cast_from(bv);
+            acc = fma(T::cast_from(av), T::cast_from(bv), acc);
         }
         if flags.beta_zero {
             c[e] = V::cast_from(al * acc);
@@ -168,7 +168,8 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
                 for r in 0..t {
                     #[unroll]
                     for s in 0..t {
-                        acc[r * t + s] += av[r] * bv[s];
+                        // Explicit FMAs: WGSL does not contract `a * b + c`.
+                        acc[r * t + s] = fma(av[r], bv[s], acc[r * t + s]);
                     }
                 }
             }

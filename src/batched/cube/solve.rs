@@ -89,7 +89,7 @@ fn solve_kernel<V: Float, T: Float>(
                 let mut s = x[i];
                 #[unroll(sw.unroll)]
                 for k in 0..i {
-                    s -= T::cast_from(f[fb + i * n + k]) * x[k];
+                    s = fma(-T::cast_from(f[fb + i * n + k]), x[k], s);
                 }
                 if !comptime![sw.forward_unit] {
                     s /= T::cast_from(f[fb + i * n + i]);
@@ -111,7 +111,7 @@ fn solve_kernel<V: Float, T: Float>(
                     if comptime![sw.transposed] {
                         fik = T::cast_from(f[fb + k * n + i]);
                     }
-                    s -= fik * x[k];
+                    s = fma(-fik, x[k], s);
                 }
                 if !comptime![sw.backward_unit] {
                     s /= T::cast_from(f[fb + i * n + i]);

@@ -115,11 +115,12 @@ pub(crate) fn lu_kernel<V: Float, T: Float>(
                     code = (k + 1) as i32;
                 }
             } else if lane > k && local < per_cube {
+                // As in the register kernels: explicit FMAs, the multiplier a division.
                 let l = sh[base + lane * ld + k] / d;
                 sh[base + lane * ld + k] = l;
                 for j in k + 1..n {
                     let ukj = sh[base + k * ld + j];
-                    sh[base + lane * ld + j] -= l * ukj;
+                    sh[base + lane * ld + j] = fma(-l, ukj, sh[base + lane * ld + j]);
                 }
             }
             sync_cube();
@@ -193,7 +194,7 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
                 let lik = sh[base + lane * ld + k];
                 for j in k + 1..lane + 1 {
                     let ljk = sh[base + j * ld + k];
-                    sh[base + lane * ld + j] -= lik * ljk;
+                    sh[base + lane * ld + j] = fma(-lik, ljk, sh[base + lane * ld + j]);
                 }
             }
             sync_cube();
