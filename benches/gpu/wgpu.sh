@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 13 (wgpu against CUDA, the batched and solver targets) on the GPU machine, before and
+# after, same binaries' commands back to back (after `../shared/gpu/pack --test it --example
+# bench --example spmv`, with the previous commit's `bench` copied to .gpu/before/bench.gz):
+#   source .gpu/setup.sh; bash benches/gpu/wgpu.sh <part>
+# part "t": the device tests of the touched modules on CUDA and wgpu, and the split example;
+# part "v": vector suite (dot to host) and batched suite, before and after;
+# part "s": SpMV suite (FVM tets, Poisson 7-pt), before and after;
+# part "c": CG suite (Poisson 7-pt 256³, FVM tets 120, Poisson 27-pt 216: split on wgpu),
+#           after; part "cb": the same, before;
+# part "f": after the last change: batched and solver tests, batched n = 8, CG on Poisson.
+# Full logs go to $OUT; a short table is printed.
+set -uo pipefail
+part=${1:-t}
+bin=.gpu/bin
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$out/gpu.txt"
+[ -e .gpu/before/bench.gz ] && gunzip -f .gpu/before/bench.gz && chmod +x .gpu/before/bench
+it=$(ls $bin/it-* 2>/dev/null | head -1)
+both="--backend cuda --backend wgpu"
+run() { # name timeout command...
+  local name=$1 limit=$2; shift 2
+  timeout "$limit" "$@" > "$out/$name.txt" 2>&1
+  echo "== $name rc=$?"
+  grep -vE "^\[bench\]|^$" "$out/$name.txt" | grep -vE "^#" | cut -c1-150 | tail -${TAIL:-40}
+}
+case $part in
+t)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" solver:: sparse:: batched:: vector:: \
+    --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
+  TAIL=4 run spmv_split 120 $bin/spmv --matrix poisson27:216 --backend wgpu --format sell
+  ;;
+v)
+  for w in before/bench bin/bench; do
+    n=$(basename "$(dirname $w)")
+    TAIL=30 run "vector_$n" 150 .gpu/$w --suite vector $both --log2 26,27 --precision f64 --reps 15
+    TAIL=60 run "batched_$n" 200 .gpu/$w --suite batched $both --log2 8,16,32,64 --precision f64 --reps 10
+  done
+  ;;
+s)
+  for w in before/bench bin/bench; do
+    n=$(basename "$(dirname $w)")
+    TAIL=60 run "spmv_$n" 280 .gpu/$w --suite spmv $both --only fvm_tet --only poisson7 --spmv-precision f64 --reps 10
+  done
+  ;;
+c)
+  TAIL=60 run cg_after 400 $bin/bench --suite cg $both --spmv-precision f64 --spmv-precision mixed --reps 5
+  ;;
+cb)
+  TAIL=60 run cg_before 400 .gpu/before/bench --suite cg $both --spmv-precision f64 --spmv-precision mixed --reps 5
+  ;;
+f)
+  # After the last change (reciprocal in the register Cholesky; the CG bench warms PCG up).
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" batched:: solver::pcg --skip examples \
+    --test-threads 4 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
+  TAIL=60 run batched_final 200 $bin/bench --suite batched $both --log2 8 --precision f64 --reps 10
+  TAIL=60 run cg_final 300 $bin/bench --suite cg $both --only poisson7 --spmv-precision f64 --spmv-precision mixed --reps 5
+  ;;
+esac
