@@ -157,7 +157,7 @@ pub enum SparseMatrix<B: Backend, V: Element> {
     BlockEll(BlockEll<B, V>),
     /// Blocks of rows, each in one of the formats above: a matrix larger than one device
     /// buffer (see [`RowSplit`]).
-    Split(RowSplit<B, V>),
+    Split(RowSplit<SparseMatrix<B, V>>),
 }
 
 /// `$body` with `$m` bound to the matrix of whichever format `$matrix` holds.
@@ -270,18 +270,32 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         format: Format,
         options: &FormatOptions,
     ) -> Result<Self> {
+        // Staircase SELL renumbers a square matrix as a whole; a block of rows is not square:
+        // split, its blocks are SELL-C-σ (the layout Staircase refines), and `format()` says so.
+        let block_format = match format {
+            Format::Staircase => Format::Sell,
+            other => other,
+        };
+        let single = FormatOptions {
+            max_part_bytes: None,
+            ..*options
+        };
+        let convert =
+            |part: &Csr<Cpu, V>| Self::from_csr_single(backend, part, block_format, &single);
         let estimate = a.nnz() * (V::DTYPE.size() + 4);
         if let Some(part) = options.max_part_bytes {
             if estimate > part {
-                let split = RowSplit::from_csr(backend, a, format, options, part)?;
-                return Ok(SparseMatrix::Split(split));
+                return Ok(SparseMatrix::Split(RowSplit::from_csr(a, part, convert)?));
             }
         }
         match Self::from_csr_single(backend, a, format, options) {
             Err(Error::ResourceLimit { .. }) if a.nrows() > crate::sparse::SPLIT_ROW_ALIGN => {
                 let part = usize::try_from(backend.info().max_buffer_bytes).unwrap_or(usize::MAX);
-                let split = RowSplit::from_csr(backend, a, format, options, part / 2)?;
-                Ok(SparseMatrix::Split(split))
+                Ok(SparseMatrix::Split(RowSplit::from_csr(
+                    a,
+                    part / 2,
+                    convert,
+                )?))
             }
             other => other,
         }
@@ -467,7 +481,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
     /// The format.
     pub fn format(&self) -> Format {
         match self {
-            SparseMatrix::Split(s) => s.format(),
+            SparseMatrix::Split(s) => s.blocks.first().map_or(Format::Sell, |b| b.matrix.format()),
             SparseMatrix::Coo(_) => Format::Coo,
             SparseMatrix::Csr(_) => Format::Csr,
             SparseMatrix::Ell(_) => Format::Ell,
@@ -521,7 +535,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
         y: &mut Vector<B, T>,
     ) -> Result<()> {
         match self {
-            SparseMatrix::Split(s) => s.spmv(alpha, x, beta, y),
+            SparseMatrix::Split(s) => s.spmv(alpha, x, beta, y, |m, a, x, b, y| m.spmv(a, x, b, y)),
             SparseMatrix::Staircase(m) => m.spmv_original(alpha, x, beta, y),
             other => each_format!(other, m => SparseStorage::spmv(m, alpha, x, beta, y)),
         }

@@ -12,7 +12,6 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
-use crate::sparse::matrix::{Format, FormatOptions, SparseMatrix};
 use crate::vector::Vector;
 use crate::Cpu;
 
@@ -20,53 +19,43 @@ use crate::Cpu;
 /// aligned for every element type (wgpu binds storage at multiples of 256 bytes).
 pub const SPLIT_ROW_ALIGN: usize = 256;
 
-/// One block: rows `start..start + matrix.nrows()` of the whole matrix.
-pub struct RowBlock<B: Backend, V: Element> {
+/// One block: rows `start..start + rows` of the whole matrix.
+pub struct RowBlock<M> {
     /// The first row.
     pub start: usize,
-    /// The block (all columns of the whole matrix).
-    pub matrix: SparseMatrix<B, V>,
+    /// The number of rows.
+    pub rows: usize,
+    /// The block (all columns of the whole matrix), a
+    /// [`SparseMatrix`](crate::sparse::SparseMatrix) of one format.
+    pub matrix: M,
 }
 
-/// A matrix stored as blocks of consecutive rows (see the module documentation).
-pub struct RowSplit<B: Backend, V: Element> {
-    pub(crate) blocks: Vec<RowBlock<B, V>>,
+/// A matrix stored as blocks of consecutive rows (see the module documentation); `M` is
+/// the block type ([`SparseMatrix`](crate::sparse::SparseMatrix)).
+pub struct RowSplit<M> {
+    pub(crate) blocks: Vec<RowBlock<M>>,
     pub(crate) nrows: usize,
     pub(crate) ncols: usize,
-    pub(crate) format: Format,
 }
 
-impl<B: Backend, V: Element> RowSplit<B, V> {
+impl<M> RowSplit<M> {
     /// The blocks, in row order.
-    pub fn blocks(&self) -> &[RowBlock<B, V>] {
+    pub fn blocks(&self) -> &[RowBlock<M>] {
         &self.blocks
-    }
-
-    /// The format of every block.
-    pub fn format(&self) -> Format {
-        self.format
     }
 
     /// Splits `a` into blocks of about `part_bytes` of stored arrays each (estimated from the
     /// nonzeros; a block whose conversion still exceeds the device limit is halved) and
-    /// converts each to `format` on `backend`.
+    /// converts each with `convert`.
     ///
     /// # Errors
     /// [`Error::ResourceLimit`] if a block of [`SPLIT_ROW_ALIGN`] rows is still too large;
-    /// the conversion errors of the format.
-    pub(crate) fn from_csr(
-        backend: &B,
+    /// the errors of `convert`.
+    pub(crate) fn from_csr<V: Element>(
         a: &Csr<Cpu, V>,
-        format: Format,
-        options: &FormatOptions,
         part_bytes: usize,
+        convert: impl Fn(&Csr<Cpu, V>) -> Result<M>,
     ) -> Result<Self> {
-        // Staircase SELL reorders a square matrix as a whole; a block of rows is not square:
-        // its blocks are SELL-C-σ (the layout Staircase refines), and `format()` says so.
-        let format = match format {
-            Format::Staircase => Format::Sell,
-            other => other,
-        };
         // Values, a column index, and room for the padding of the ELL-like formats.
         let per_nnz = 2 * (V::DTYPE.size() + 4);
         let row_ptr = a.row_ptr();
@@ -76,13 +65,13 @@ impl<B: Backend, V: Element> RowSplit<B, V> {
         while start < a.nrows() {
             let end = block_end(row_ptr, start, budget / per_nnz);
             let part = rows(a, start, end)?;
-            let single = FormatOptions {
-                max_part_bytes: None,
-                ..*options
-            };
-            match SparseMatrix::from_csr_single(backend, &part, format, &single) {
+            match convert(&part) {
                 Ok(matrix) => {
-                    blocks.push(RowBlock { start, matrix });
+                    blocks.push(RowBlock {
+                        start,
+                        rows: end - start,
+                        matrix,
+                    });
                     start = end;
                 }
                 Err(Error::ResourceLimit { .. }) if end - start > SPLIT_ROW_ALIGN => {
@@ -95,20 +84,21 @@ impl<B: Backend, V: Element> RowSplit<B, V> {
             blocks,
             nrows: a.nrows(),
             ncols: a.ncols(),
-            format,
         })
     }
 
-    /// `y = α A x + β y`, block by block (`y` not read when `β = 0`).
+    /// `y = α A x + β y`, block by block (`y` not read when `β = 0`), `spmv(block, α, x, β,
+    /// y_rows)` computing one block.
     ///
     /// # Errors
-    /// As [`SparseMatrix::spmv`].
-    pub(crate) fn spmv<T: Scalar>(
+    /// Length mismatches; the errors of `spmv`.
+    pub(crate) fn spmv<B: Backend, T: Scalar>(
         &self,
         alpha: T,
         x: &Vector<B, T>,
         beta: T,
         y: &mut Vector<B, T>,
+        spmv: impl Fn(&M, T, &Vector<B, T>, T, &mut Vector<B, T>) -> Result<()>,
     ) -> Result<()> {
         if x.len() != self.ncols || y.len() != self.nrows {
             let (what, want, got) = if x.len() != self.ncols {
@@ -127,14 +117,14 @@ impl<B: Backend, V: Element> RowSplit<B, V> {
         // The CPU backend cannot view part of a host vector: its rows go out and back.
         let mut host: Option<Vec<T>> = None;
         for block in &self.blocks {
-            let len = block.matrix.nrows();
+            let len = block.rows;
             // SAFETY: the view is used for this block's product only, while `y` is borrowed
             // mutably here; `start` is a multiple of SPLIT_ROW_ALIGN and the rows lie in y.
             match unsafe { backend.view(y.buffer(), block.start, len) } {
                 Some(buffer) => {
                     // SAFETY: a view of a buffer of `backend`.
                     let mut view = unsafe { Vector::from_buffer(&backend, buffer) };
-                    block.matrix.spmv(alpha, x, beta, &mut view)?;
+                    spmv(&block.matrix, alpha, x, beta, &mut view)?;
                 }
                 None => {
                     let all = match &mut host {
@@ -143,7 +133,7 @@ impl<B: Backend, V: Element> RowSplit<B, V> {
                     };
                     let rows = &mut all[block.start..block.start + len];
                     let mut part = Vector::from_slice(&backend, rows)?;
-                    block.matrix.spmv(alpha, x, beta, &mut part)?;
+                    spmv(&block.matrix, alpha, x, beta, &mut part)?;
                     rows.copy_from_slice(&part.to_vec()?);
                 }
             }
