@@ -152,6 +152,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// A distributed operation failed on one or more ranks; every rank returns this error
+    /// (see [`Communicator::agree`](crate::dist::Communicator::agree)).
+    #[error("rank {rank} failed ({ranks} rank(s) in all): {message}")]
+    Rank {
+        /// The lowest failing rank.
+        rank: usize,
+        /// How many ranks failed.
+        ranks: usize,
+        /// That rank's error.
+        message: String,
+    },
 }
 
 impl Error {

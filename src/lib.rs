@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod batched;
 pub mod dg;
+pub mod dist;
 pub mod error;
 pub mod fvm;
 pub mod hdg;

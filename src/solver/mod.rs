@@ -352,11 +352,22 @@ pub(crate) struct Tracker<'p, 'a> {
 
 impl<'p, 'a> Tracker<'p, 'a> {
     pub(crate) fn new(params: &'p SolverParams<'a>, solver: &'static str, rhs_norm: f64) -> Self {
-        let show = match params.progress {
-            Progress::Always => true,
-            Progress::Never => false,
-            Progress::Auto => std::io::stderr().is_terminal(),
-        };
+        Self::with_progress(params, solver, rhs_norm, true)
+    }
+
+    /// As [`new`](Self::new); `may_show: false` never shows progress (ranks other than 0).
+    pub(crate) fn with_progress(
+        params: &'p SolverParams<'a>,
+        solver: &'static str,
+        rhs_norm: f64,
+        may_show: bool,
+    ) -> Self {
+        let show = may_show
+            && match params.progress {
+                Progress::Always => true,
+                Progress::Never => false,
+                Progress::Auto => std::io::stderr().is_terminal(),
+            };
         let bar = show.then(|| {
             let bar = indicatif::ProgressBar::new_spinner();
             bar.set_style(
@@ -380,6 +391,17 @@ impl<'p, 'a> Tracker<'p, 'a> {
             bar,
             applications: 0,
         }
+    }
+
+    /// The tolerance `max(rtol ‖b‖, atol)`.
+    pub(crate) fn target(&self) -> f64 {
+        self.target
+    }
+
+    /// Measures stagnation afresh from iteration `k` (after a residual replacement).
+    pub(crate) fn restart_stagnation(&mut self, k: usize) {
+        self.best = f64::INFINITY;
+        self.best_at = k;
     }
 
     /// Whether `residual` meets the tolerance.

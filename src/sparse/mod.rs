@@ -62,8 +62,9 @@ pub use matrix::{
     choose_format, detect_block_size, Format, FormatChoice, FormatOptions, SparseMatrix,
 };
 pub use mtx::{
-    read_matrix_market, read_matrix_market_from, write_matrix_market, write_matrix_market_to,
-    write_matrix_market_with, MatrixMarket, MatrixMarketHeader,
+    read_matrix_market, read_matrix_market_from, read_matrix_market_part, write_matrix_market,
+    write_matrix_market_to, write_matrix_market_with, MatrixMarket, MatrixMarketHeader,
+    MatrixMarketPart,
 };
 pub use ops::{FormatKernels, SparseOps, SparseStorage};
 pub use sell::{Sell, SellFormat, SellParams};

@@ -58,7 +58,10 @@ use crate::error::{Error, Result};
 use crate::scalar::Element;
 use crate::sparse::{Coo, Csr};
 
+mod part;
 mod read;
+
+pub use part::{read_matrix_market_part, MatrixMarketPart};
 #[cfg(test)]
 mod tests;
 mod write;

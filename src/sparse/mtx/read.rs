@@ -34,14 +34,14 @@ pub(super) fn read_detecting_gzip<R: BufRead>(
 /// The lines of a file with their 1-based numbers. Each line is read into a buffer the
 /// caller owns and reuses, so that the text of a line and the error context (this struct)
 /// can be borrowed at the same time.
-struct Lines<'a, R> {
-    reader: R,
-    name: &'a str,
-    line: u64,
+pub(super) struct Lines<'a, R> {
+    pub(super) reader: R,
+    pub(super) name: &'a str,
+    pub(super) line: u64,
 }
 
 /// What a line holds, once leading whitespace is skipped.
-enum Line<'b> {
+pub(super) enum Line<'b> {
     Blank,
     Comment(&'b [u8]),
     Content(&'b str),
@@ -49,7 +49,7 @@ enum Line<'b> {
 
 impl<R: BufRead> Lines<'_, R> {
     /// Reads the next line into `buf`; `None` at the end of the file.
-    fn next<'b>(&mut self, buf: &'b mut Vec<u8>) -> Result<Option<Line<'b>>> {
+    pub(super) fn next<'b>(&mut self, buf: &'b mut Vec<u8>) -> Result<Option<Line<'b>>> {
         buf.clear();
         let read = self
             .reader
@@ -76,7 +76,7 @@ impl<R: BufRead> Lines<'_, R> {
     }
 
     /// An [`Error::Parse`] at the current line.
-    fn error(&self, message: String) -> Error {
+    pub(super) fn error(&self, message: String) -> Error {
         Error::Parse {
             path: self.name.to_string(),
             line: self.line,
@@ -100,7 +100,7 @@ fn quote(token: &str) -> String {
     }
 }
 
-fn parse_banner<R: BufRead>(lines: &mut Lines<'_, R>) -> Result<(Format, Field, Symmetry)> {
+pub(super) fn parse_banner<R: BufRead>(lines: &mut Lines<'_, R>) -> Result<(Format, Field, Symmetry)> {
     let expected = "`%%MatrixMarket matrix <format> <field> <symmetry>`";
     let mut buf = Vec::new();
     if lines.next(&mut buf)?.is_none() {
@@ -237,14 +237,14 @@ fn parse_fortran(token: &str) -> Option<f64> {
 }
 
 /// The triplet arrays being filled.
-struct Triplets {
-    rows: Vec<u32>,
-    cols: Vec<u32>,
-    values: Vec<f64>,
+pub(super) struct Triplets {
+    pub(super) rows: Vec<u32>,
+    pub(super) cols: Vec<u32>,
+    pub(super) values: Vec<f64>,
 }
 
 impl Triplets {
-    fn with_capacity(capacity: usize) -> Self {
+    pub(super) fn with_capacity(capacity: usize) -> Self {
         Triplets {
             rows: Vec::with_capacity(capacity),
             cols: Vec::with_capacity(capacity),
@@ -255,7 +255,7 @@ impl Triplets {
     /// Stores `(row, col, value)` and, off the diagonal of symmetric storage, its mirror.
     /// Indices were checked against the size (which fits `u32`) by the caller.
     #[inline]
-    fn push(&mut self, row: usize, col: usize, value: f64, symmetry: Symmetry) {
+    pub(super) fn push(&mut self, row: usize, col: usize, value: f64, symmetry: Symmetry) {
         self.rows.push(row as u32);
         self.cols.push(col as u32);
         self.values.push(value);
@@ -286,7 +286,7 @@ fn parse<R: BufRead>(reader: R, name: &str, text_bytes: Option<u64>) -> Result<M
 
 /// Skips comments and blank lines up to the size line and checks the sizes; the header
 /// it returns holds the comments read so far.
-fn parse_size_line<R: BufRead>(
+pub(super) fn parse_size_line<R: BufRead>(
     lines: &mut Lines<'_, R>,
     buf: &mut Vec<u8>,
     format: Format,
@@ -438,7 +438,7 @@ fn read_entries<R: BufRead>(
 
 /// The 0-based `(row, col, value)` of a coordinate entry line.
 #[inline]
-fn coordinate_entry(
+pub(super) fn coordinate_entry(
     text: &str,
     header: &MatrixMarketHeader,
 ) -> std::result::Result<(usize, usize, f64), String> {

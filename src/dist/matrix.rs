@@ -1,0 +1,259 @@
+//! `DistMatrix`: a distributed sparse matrix on this rank's device, and its SpMV with the halo
+//! exchange overlapped with the local product.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::comm::{from_bytes, to_bytes};
+use super::layout::{DistCsr, Layout};
+use super::vector::DistVector;
+use crate::backend::{Backend, Cpu};
+use crate::error::Result;
+use crate::scalar::{Element, Scalar};
+use crate::solver::LinearOperator;
+use crate::sparse::{Csr, Format, FormatOptions, SparseMatrix};
+use crate::vector::Vector;
+
+/// Time and count of a distributed operator's applications on this rank.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HaloTimes {
+    /// Applications.
+    pub applications: u64,
+    /// Packing the rows others need, the exchange beyond the local product, writing the
+    /// ghost rows to the device.
+    pub halo: Duration,
+    /// The local and the remote products (on a device, launches plus the wait for them
+    /// before the next halo is packed).
+    pub compute: Duration,
+}
+
+/// A sparse matrix distributed by rows over the ranks of a communicator: this rank's local
+/// block (owned columns) and remote block (ghost columns) in any of the library's formats on
+/// its device, and the halo plan. `y = A x` posts the halo receives, packs and sends the rows
+/// other ranks read, runs the local product, finishes the exchange, and adds the remote
+/// product.
+pub struct DistMatrix<B: Backend, V: Element> {
+    layout: Rc<Layout>,
+    local: Option<SparseMatrix<B, V>>,
+    remote: Option<SparseMatrix<B, V>>,
+    send_index: B::Buffer<u32>,
+    backend: B,
+    times: Cell<HaloTimes>,
+}
+
+impl<B: Backend, V: Element> std::fmt::Debug for DistMatrix<B, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DistMatrix(rank {}: {} rows, {} ghosts, local {:?})",
+            self.layout.comm.rank(),
+            self.layout.owned_len(),
+            self.layout.ghost_len(),
+            self.local.as_ref().map(|m| m.format())
+        )
+    }
+}
+
+impl<B: Backend, V: Element> DistMatrix<B, V> {
+    /// Uploads `a` to `backend` with values `V`: the local block in `format` (`None`: chosen
+    /// from its statistics, as [`SparseMatrix::auto`]), the remote block in CSR (mostly empty
+    /// rows). Collective: a rank whose upload fails makes every rank fail with the same error.
+    ///
+    /// # Errors
+    /// [`Error::Rank`](crate::Error::Rank) naming the failing rank and its error.
+    pub fn new(backend: &B, a: &DistCsr, format: Option<Format>) -> Result<Self> {
+        let comm = a.layout.comm.clone();
+        let made = (|| -> Result<Self> {
+            let local = (a.local.nrows() > 0)
+                .then(|| upload(backend, &a.local, format))
+                .transpose()?;
+            let remote = (a.remote.nnz() > 0)
+                .then(|| upload(backend, &a.remote, Some(Format::Csr)))
+                .transpose()?;
+            Ok(DistMatrix {
+                layout: a.layout.clone(),
+                local,
+                remote,
+                send_index: backend.upload(&a.layout.send_index)?,
+                backend: backend.clone(),
+                times: Cell::new(HaloTimes::default()),
+            })
+        })();
+        comm.agree(made)
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Rc<Layout> {
+        &self.layout
+    }
+
+    /// The format of the local block (`None` on a rank without rows).
+    pub fn local_format(&self) -> Option<Format> {
+        self.local.as_ref().map(|m| m.format())
+    }
+
+    /// Halo and compute time of the applications so far.
+    pub fn times(&self) -> HaloTimes {
+        self.times.get()
+    }
+
+    /// Zeroes [`times`](Self::times).
+    pub fn reset_times(&self) {
+        self.times.set(HaloTimes::default());
+    }
+
+    /// `y = A x`, global: the halo exchange overlapped with the local product. Collective.
+    ///
+    /// # Errors
+    /// Vectors of another distribution; device errors (a device error on one rank is not
+    /// agreed: the library's device errors are fatal).
+    pub fn apply<S: Scalar>(&self, x: &DistVector<B, S>, y: &mut DistVector<B, S>) -> Result<()> {
+        self.apply_add(S::ONE, x, S::ZERO, y)
+    }
+
+    /// `y = alpha A x + beta y`, global. Collective.
+    ///
+    /// # Errors
+    /// As [`apply`](Self::apply).
+    pub fn apply_add<S: Scalar>(
+        &self,
+        alpha: S,
+        x: &DistVector<B, S>,
+        beta: S,
+        y: &mut DistVector<B, S>,
+    ) -> Result<()> {
+        let layout = &self.layout;
+        let check = |v: &Rc<Layout>| {
+            if layout.same_as(v) {
+                Ok(())
+            } else {
+                Err(super::layout::invalid(
+                    "DistMatrix::apply",
+                    "x, y",
+                    "the vectors are not distributed as the matrix".into(),
+                ))
+            }
+        };
+        check(x.layout())?;
+        check(y.layout())?;
+        let mut times = self.times.get();
+        // Wait for the work queued before (it produced x): compute, not halo.
+        let t0 = Instant::now();
+        self.backend.synchronize()?;
+        let t1 = Instant::now();
+        times.compute += t1 - t0;
+
+        // Pack the rows others read.
+        let n_send = layout.send_index.len();
+        let packed: Vec<S> = if n_send > 0 {
+            let mut send = Vector::<B, S>::zeros(&self.backend, n_send)?;
+            // SAFETY: `send_index` and both vectors belong to `self.backend` (the vectors'
+            // layout is the matrix's, checked above); any index values are safe for gather.
+            unsafe {
+                self.backend
+                    .gather(x.owned().buffer(), &self.send_index, send.buffer_mut())?;
+            }
+            send.to_vec()?
+        } else {
+            Vec::new()
+        };
+        let send_bytes = to_bytes(&packed);
+        let width = std::mem::size_of::<S>();
+        let sends: Vec<(usize, &[u8])> = layout
+            .sends
+            .iter()
+            .map(|s| (s.rank, &send_bytes[s.start * width..(s.start + s.len) * width]))
+            .collect();
+        let mut recv_bytes = vec![0u8; layout.ghost_len() * width];
+        let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(layout.recvs.len());
+        let mut rest: &mut [u8] = &mut recv_bytes;
+        for s in &layout.recvs {
+            let (head, tail) = rest.split_at_mut(s.len * width);
+            recvs.push((s.rank, head));
+            rest = tail;
+        }
+
+        // Exchange, with the local product in between.
+        let mut local_result = Ok(());
+        let mut local_time = Duration::ZERO;
+        let t2 = Instant::now();
+        layout.comm.exchange(&sends, &mut recvs, &mut || {
+            let t = Instant::now();
+            local_result = match &self.local {
+                Some(a) => a.apply_add(alpha, x.owned(), beta, y.owned_mut()),
+                None => Ok(()),
+            };
+            local_time = t.elapsed();
+        });
+        let exchange = t2.elapsed();
+        local_result?;
+        drop(recvs);
+
+        // Ghost rows to the device; the remote product.
+        let t3 = Instant::now();
+        if let Some(remote) = &self.remote {
+            let ghosts: Vec<S> = from_bytes(&recv_bytes);
+            let mut slot = x.ghost.borrow_mut();
+            let ghost = match slot.as_mut() {
+                Some(g) => {
+                    g.write(&ghosts)?;
+                    g
+                }
+                None => slot.insert(Vector::from_slice(&self.backend, &ghosts)?),
+            };
+            let t4 = Instant::now();
+            times.halo += (t4 - t3) + (t2 - t1) + exchange.saturating_sub(local_time);
+            remote.apply_add(alpha, ghost, S::ONE, y.owned_mut())?;
+            times.compute += local_time + t4.elapsed();
+        } else {
+            times.halo += (t2 - t1) + exchange.saturating_sub(local_time);
+            times.compute += local_time;
+        }
+        times.applications += 1;
+        self.times.set(times);
+        Ok(())
+    }
+}
+
+fn upload<B: Backend, V: Element>(
+    backend: &B,
+    a: &Csr<Cpu, f64>,
+    format: Option<Format>,
+) -> Result<SparseMatrix<B, V>> {
+    let a: Csr<Cpu, V> = a.convert();
+    match format {
+        None => Ok(SparseMatrix::auto(backend, &a)?.0),
+        Some(f) => SparseMatrix::from_csr(backend, &a, f, &FormatOptions::default()),
+    }
+}
+
+/// A distributed operator: what the distributed solvers apply.
+pub trait DistOperator<B: Backend, S: Scalar> {
+    /// The distribution of `x` and `y`.
+    fn layout(&self) -> &Rc<Layout>;
+
+    /// `y = A x`. Collective.
+    ///
+    /// # Errors
+    /// Distribution mismatches; device errors.
+    fn apply(&self, x: &DistVector<B, S>, y: &mut DistVector<B, S>) -> Result<()>;
+}
+
+impl<B: Backend, V: Element, S: Scalar> DistOperator<B, S> for DistMatrix<B, V> {
+    fn layout(&self) -> &Rc<Layout> {
+        &self.layout
+    }
+
+    fn apply(&self, x: &DistVector<B, S>, y: &mut DistVector<B, S>) -> Result<()> {
+        DistMatrix::apply(self, x, y)
+    }
+}
+
+/// The local block as a single-process operator (for rank-local preconditioners).
+impl<B: Backend, V: Element> DistMatrix<B, V> {
+    /// This rank's diagonal block on the device, if it has rows.
+    pub fn local_operator<S: Scalar>(&self) -> Option<&dyn LinearOperator<B, S>> {
+        self.local.as_ref().map(|m| m as &dyn LinearOperator<B, S>)
+    }
+}

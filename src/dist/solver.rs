@@ -1,0 +1,429 @@
+//! Krylov solvers on distributed operators: CG/PCG, BiCGStab, GMRES/FGMRES, and the mixed
+//! solve (f64 flexible CG around an f32 inner PCG), with the single-process algorithms and
+//! bookkeeping ([`SolveReport`], residual replacement, stopping tests). The scalars live on
+//! the host and each group of inner products needed together is one global sum (CG: `p·q`,
+//! then `r·r` with `r·z`). Every rank gets the same sums, so the same decisions and the same
+//! report (its `time` is the slowest rank's).
+//!
+//! Preconditioners act per rank: [`BlockJacobi`] applies any single-process
+//! [`Preconditioner`] of this rank's diagonal block (point Jacobi is then the global Jacobi;
+//! Chebyshev or small-block Jacobi of the block make the usual block-Jacobi).
+
+use std::cell::Cell;
+
+use super::matrix::DistOperator;
+use super::vector::DistVector;
+use crate::backend::Backend;
+use crate::error::{check_len, Error, Result};
+use crate::scalar::Scalar;
+use crate::solver::{
+    Preconditioner, Progress, SolveReport, SolverParams, StopReason, Tracker,
+    MAX_RESIDUAL_REPLACEMENTS,
+};
+use crate::vector::cg_update;
+
+/// A preconditioner of a distributed operator.
+pub trait DistPreconditioner<B: Backend, S: Scalar> {
+    /// `z = M⁻¹ r`. Collective if the preconditioner communicates.
+    ///
+    /// # Errors
+    /// Distribution mismatches; device errors.
+    fn precondition(&self, r: &DistVector<B, S>, z: &mut DistVector<B, S>) -> Result<()>;
+}
+
+/// Block-Jacobi by rank: a single-process preconditioner of this rank's diagonal block
+/// ([`DistCsr::local_block`](super::DistCsr::local_block)) applied to the owned rows. No
+/// communication. With [`Jacobi`](crate::solver::Jacobi) it is the global point Jacobi.
+pub struct BlockJacobi<'a, B: Backend, S: Scalar> {
+    local: Box<dyn Preconditioner<B, S> + 'a>,
+}
+
+impl<'a, B: Backend, S: Scalar> BlockJacobi<'a, B, S> {
+    /// Wraps `local`, a preconditioner of this rank's diagonal block.
+    pub fn new(local: Box<dyn Preconditioner<B, S> + 'a>) -> Self {
+        BlockJacobi { local }
+    }
+}
+
+impl<B: Backend, S: Scalar> DistPreconditioner<B, S> for BlockJacobi<'_, B, S> {
+    fn precondition(&self, r: &DistVector<B, S>, z: &mut DistVector<B, S>) -> Result<()> {
+        r.check_layout("BlockJacobi::precondition", z)?;
+        if r.owned_len() == 0 {
+            return Ok(());
+        }
+        check_len("BlockJacobi", "local preconditioner size", r.owned_len(), self.local.size())?;
+        self.local.precondition(r.owned(), z.owned_mut())
+    }
+}
+
+/// Checks that `b` and `x` have `a`'s distribution.
+pub(super) fn check<B: Backend, S: Scalar>(
+    op: &'static str,
+    a: &dyn DistOperator<B, S>,
+    b: &DistVector<B, S>,
+    x: &DistVector<B, S>,
+) -> Result<()> {
+    if !a.layout().same_as(b.layout()) || !a.layout().same_as(x.layout()) {
+        return Err(Error::InvalidArgument {
+            op,
+            name: "b, x",
+            reason: "b and x must be distributed as the operator (its layout)".into(),
+        });
+    }
+    Ok(())
+}
+
+pub(super) type DistIterate<'i, B, S> = dyn for<'t, 'p, 'a> FnMut(
+        &'t mut Tracker<'p, 'a>,
+        &mut DistVector<B, S>,
+        DistVector<B, S>,
+        usize,
+    ) -> Result<(usize, StopReason)>
+    + 'i;
+
+/// `r = b − A x`.
+fn residual<B: Backend, S: Scalar>(
+    a: &dyn DistOperator<B, S>,
+    b: &DistVector<B, S>,
+    x: &DistVector<B, S>,
+) -> Result<DistVector<B, S>> {
+    let mut ax = DistVector::zeros(b.owned().backend(), b.layout())?;
+    a.apply(x, &mut ax)?;
+    let mut r = b.try_clone()?;
+    r.axpy(-S::ONE, &ax)?;
+    Ok(r)
+}
+
+/// The single-process `drive` on distributed vectors: `‖b‖`, the iteration, the true
+/// residual, residual replacement (see [`crate::solver`]); the report's time is the slowest
+/// rank's.
+pub(super) fn drive<B: Backend, S: Scalar>(
+    params: &SolverParams<'_>,
+    name: &'static str,
+    a: &dyn DistOperator<B, S>,
+    b: &DistVector<B, S>,
+    x: &mut DistVector<B, S>,
+    iterate: &mut DistIterate<'_, B, S>,
+) -> Result<SolveReport> {
+    let comm = a.layout().comm().clone();
+    let finish = |report: SolveReport| -> SolveReport {
+        let slowest = comm.max(report.time.as_secs_f64());
+        SolveReport {
+            time: std::time::Duration::from_secs_f64(slowest),
+            ..report
+        }
+    };
+    let bnorm = b.nrm2()?.as_f64();
+    let mut t = Tracker::with_progress(params, name, bnorm, comm.is_root());
+    if !bnorm.is_finite() || bnorm == 0.0 {
+        let reason = if bnorm == 0.0 {
+            x.fill(S::ZERO)?;
+            t.record(0, 0.0);
+            StopReason::Converged
+        } else {
+            StopReason::NonFinite { quantity: "b" }
+        };
+        let true_norm = residual(a, b, x)?.nrm2()?.as_f64();
+        t.applications += 1;
+        return Ok(finish(t.report(0, reason, true_norm)));
+    }
+    let mut r = residual(a, b, x)?;
+    t.applications += 1;
+    let (mut k, mut replacements) = (0, 0);
+    loop {
+        let (k_end, reason) = iterate(&mut t, x, r, k)?;
+        k = k_end;
+        let true_r = residual(a, b, x)?;
+        t.applications += 1;
+        let true_norm = true_r.nrm2()?.as_f64();
+        if reason != StopReason::Converged || t.converged(true_norm) {
+            return Ok(finish(t.report(k, reason, true_norm)));
+        }
+        if replacements == MAX_RESIDUAL_REPLACEMENTS || k >= params.max_iter {
+            let target = t.target();
+            let reason = StopReason::ResidualGap {
+                true_residual: true_norm,
+                target,
+            };
+            return Ok(finish(t.report(k, reason, true_norm)));
+        }
+        replacements += 1;
+        t.restart_stagnation(k);
+        r = true_r;
+    }
+}
+
+/// Preconditioned conjugate gradients on a distributed SPD operator (`m = None`: plain CG),
+/// from `x`. Two global sums per iteration: `p·q`, then `r·r` with `r·z` (and, with
+/// `params.flexible`, the Polak–Ribière `r·z_old`). The same arithmetic as
+/// [`solver::pcg`](crate::solver::pcg) up to the order of the sums: on one rank the same
+/// iterations, on several the same within round-off.
+///
+/// # Errors
+/// Distribution mismatches; device errors. Numerical trouble is in the report.
+pub fn cg<B: Backend, S: Scalar>(
+    a: &dyn DistOperator<B, S>,
+    m: Option<&dyn DistPreconditioner<B, S>>,
+    b: &DistVector<B, S>,
+    x: &mut DistVector<B, S>,
+    params: &SolverParams<'_>,
+) -> Result<SolveReport> {
+    let name = match (m.is_some(), params.flexible) {
+        (false, _) => "CG",
+        (true, false) => "PCG",
+        (true, true) => "flexible PCG",
+    };
+    check(name, a, b, x)?;
+    drive(params, name, a, b, x, &mut |t, x, r, k0| {
+        cg_iterate(t, a, m, x, r, k0, params.flexible)
+    })
+}
+
+fn cg_iterate<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
+    a: &dyn DistOperator<B, S>,
+    m: Option<&dyn DistPreconditioner<B, S>>,
+    x: &mut DistVector<B, S>,
+    mut r: DistVector<B, S>,
+    k0: usize,
+    flexible: bool,
+) -> Result<(usize, StopReason)> {
+    let comm = a.layout().comm().clone();
+    let backend = r.owned().backend().clone();
+    let layout = r.layout().clone();
+    let mut z = DistVector::zeros(&backend, &layout)?;
+    // [r·r, r·z] (r·z = r·r without M).
+    let sums = |r: &DistVector<B, S>, z: &mut DistVector<B, S>, rr: S, r_zold: S| -> Result<[S; 3]> {
+        let rz = match m {
+            Some(m) => {
+                m.precondition(r, z)?;
+                r.owned().dot(z.owned())?
+            }
+            None => rr,
+        };
+        let s = comm.sum(&[rr.as_f64(), rz.as_f64(), r_zold.as_f64()]);
+        Ok([S::from_f64(s[0]), S::from_f64(s[1]), S::from_f64(s[2])])
+    };
+    let rr_local = r.owned().dot(r.owned())?;
+    let [rr, mut rz, _] = sums(&r, &mut z, rr_local, S::ZERO)?;
+    let mut p = if m.is_some() { z.try_clone()? } else { r.try_clone()? };
+    let mut q = DistVector::zeros(&backend, &layout)?;
+    if let Some(reason) = t.record(k0, rr.as_f64().sqrt()) {
+        return Ok((k0, reason));
+    }
+    let mut k = k0;
+    let reason = loop {
+        k += 1;
+        a.apply(&p, &mut q)?;
+        t.applications += 1;
+        let pq = p.dot(&q)?;
+        let pqf = pq.as_f64();
+        if !pqf.is_finite() {
+            break StopReason::NonFinite { quantity: "pᵀAp" };
+        }
+        if pqf <= 0.0 {
+            break StopReason::IndefiniteOperator { curvature: pqf };
+        }
+        let alpha = rz / pq;
+        let rr_local = cg_update(alpha, p.owned(), q.owned(), x.owned_mut(), r.owned_mut())?;
+        let r_zold = if flexible && m.is_some() {
+            r.owned().dot(z.owned())?
+        } else {
+            S::ZERO
+        };
+        let [rr, rz_new, r_zold] = sums(&r, &mut z, rr_local, r_zold)?;
+        if let Some(reason) = t.record(k, rr.as_f64().sqrt()) {
+            break reason;
+        }
+        let beta = (rz_new - r_zold) / rz;
+        rz = rz_new;
+        if !beta.as_f64().is_finite() {
+            break StopReason::NonFinite { quantity: "β" };
+        }
+        match m {
+            Some(_) => p.axpby(S::ONE, &z, beta)?,
+            None => p.axpby(S::ONE, &r, beta)?,
+        }
+    };
+    Ok((k, reason))
+}
+
+/// BiCGStab on a distributed operator, right-preconditioned, as
+/// [`solver::bicgstab`](crate::solver::bicgstab); `t·t` and `t·s` are one global sum.
+///
+/// # Errors
+/// As [`cg`].
+pub fn bicgstab<B: Backend, S: Scalar>(
+    a: &dyn DistOperator<B, S>,
+    m: Option<&dyn DistPreconditioner<B, S>>,
+    b: &DistVector<B, S>,
+    x: &mut DistVector<B, S>,
+    params: &SolverParams<'_>,
+) -> Result<SolveReport> {
+    check("BiCGStab", a, b, x)?;
+    drive(params, "BiCGStab", a, b, x, &mut |t, x, r, k0| {
+        bicgstab_iterate(t, a, m, x, r, k0)
+    })
+}
+
+fn bicgstab_iterate<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
+    a: &dyn DistOperator<B, S>,
+    m: Option<&dyn DistPreconditioner<B, S>>,
+    x: &mut DistVector<B, S>,
+    mut r: DistVector<B, S>,
+    k0: usize,
+) -> Result<(usize, StopReason)> {
+    let comm = a.layout().comm().clone();
+    let backend = r.owned().backend().clone();
+    let layout = r.layout().clone();
+    let r_hat = r.try_clone()?;
+    if let Some(reason) = t.record(k0, r.nrm2()?.as_f64()) {
+        return Ok((k0, reason));
+    }
+    let (mut rho, mut alpha, mut omega) = (S::ONE, S::ONE, S::ONE);
+    let zeros = || DistVector::<B, S>::zeros(&backend, &layout);
+    let (mut p, mut v, mut p_hat, mut s_hat, mut t_vec) = (zeros()?, zeros()?, zeros()?, zeros()?, zeros()?);
+    let precondition = |from: &DistVector<B, S>, to: &mut DistVector<B, S>| match m {
+        Some(m) => m.precondition(from, to),
+        None => to.copy_from(from),
+    };
+    let mut k = k0;
+    let reason = loop {
+        k += 1;
+        let rho_new = r_hat.dot(&r)?;
+        if rho_new.as_f64() == 0.0 || !rho_new.as_f64().is_finite() {
+            break StopReason::Breakdown {
+                quantity: "ρ = r̂·r",
+                value: rho_new.as_f64(),
+            };
+        }
+        let beta = (rho_new / rho) * (alpha / omega);
+        rho = rho_new;
+        p.axpby(-(beta * omega), &v, beta)?;
+        p.axpy(S::ONE, &r)?;
+        precondition(&p, &mut p_hat)?;
+        a.apply(&p_hat, &mut v)?;
+        t.applications += 1;
+        let rv = r_hat.dot(&v)?;
+        if rv.as_f64() == 0.0 || !rv.as_f64().is_finite() {
+            break StopReason::Breakdown {
+                quantity: "r̂·v",
+                value: rv.as_f64(),
+            };
+        }
+        alpha = rho / rv;
+        r.axpy(-alpha, &v)?;
+        let s_norm = r.nrm2()?.as_f64();
+        if t.converged(s_norm) {
+            x.axpy(alpha, &p_hat)?;
+            t.record(k, s_norm);
+            break StopReason::Converged;
+        }
+        precondition(&r, &mut s_hat)?;
+        a.apply(&s_hat, &mut t_vec)?;
+        t.applications += 1;
+        let local = [
+            t_vec.owned().dot(t_vec.owned())?.as_f64(),
+            t_vec.owned().dot(r.owned())?.as_f64(),
+        ];
+        let [tt, ts] = <[f64; 2]>::try_from(comm.sum(&local)).unwrap_or([0.0; 2]);
+        if tt == 0.0 {
+            break StopReason::Breakdown {
+                quantity: "t·t",
+                value: 0.0,
+            };
+        }
+        omega = S::from_f64(ts) / S::from_f64(tt);
+        x.axpy(alpha, &p_hat)?;
+        x.axpy(omega, &s_hat)?;
+        r.axpy(-omega, &t_vec)?;
+        if let Some(reason) = t.record(k, r.nrm2()?.as_f64()) {
+            break reason;
+        }
+        if omega.as_f64() == 0.0 {
+            break StopReason::Breakdown {
+                quantity: "ω",
+                value: 0.0,
+            };
+        }
+    };
+    Ok((k, reason))
+}
+
+/// The f32 inner solve of [`mixed_cg`] as an f64 preconditioner: `z ≈ A₃₂⁻¹ r` by PCG in f32
+/// to a relative tolerance, from zero.
+pub struct InnerCg<'a, B: Backend> {
+    a: &'a dyn DistOperator<B, f32>,
+    m: Option<&'a dyn DistPreconditioner<B, f32>>,
+    rtol: f64,
+    max_iter: usize,
+    iterations: Cell<usize>,
+}
+
+impl<'a, B: Backend> InnerCg<'a, B> {
+    /// The inner solve with `a` (f32 values and vectors), preconditioner `m`, relative
+    /// tolerance `rtol` and at most `max_iter` iterations per application.
+    pub fn new(
+        a: &'a dyn DistOperator<B, f32>,
+        m: Option<&'a dyn DistPreconditioner<B, f32>>,
+        rtol: f64,
+        max_iter: usize,
+    ) -> Self {
+        InnerCg {
+            a,
+            m,
+            rtol,
+            max_iter,
+            iterations: Cell::new(0),
+        }
+    }
+
+    /// Inner iterations so far.
+    pub fn iterations(&self) -> usize {
+        self.iterations.get()
+    }
+}
+
+impl<B: Backend> DistPreconditioner<B, f64> for InnerCg<'_, B> {
+    fn precondition(&self, r: &DistVector<B, f64>, z: &mut DistVector<B, f64>) -> Result<()> {
+        let backend = r.owned().backend();
+        let r32 = DistVector::from_owned(r.layout(), r.owned().to_precision::<f32>()?)?;
+        let mut z32 = DistVector::<B, f32>::zeros(backend, r.layout())?;
+        let params = SolverParams {
+            rtol: self.rtol,
+            max_iter: self.max_iter,
+            progress: Progress::Never,
+            stagnation_window: 0,
+            ..SolverParams::default()
+        };
+        let report = cg(self.a, self.m, &r32, &mut z32, &params)?;
+        self.iterations.set(self.iterations.get() + report.iterations);
+        z.owned_mut().convert_from(z32.owned())
+    }
+}
+
+/// The f64 system solved to `params.rtol` with the work in f32: flexible CG in f64 on `a64`,
+/// preconditioned by an f32 PCG on `a32` ([`InnerCg`]). As the single-process
+/// [`mixed_solve`](crate::solver::mixed_solve) with `MixedOuter::FlexibleCg`.
+///
+/// # Errors
+/// As [`cg`].
+pub fn mixed_cg<B: Backend>(
+    a64: &dyn DistOperator<B, f64>,
+    inner: &InnerCg<'_, B>,
+    b: &DistVector<B, f64>,
+    x: &mut DistVector<B, f64>,
+    params: &SolverParams<'_>,
+) -> Result<SolveReport> {
+    let flexible = SolverParams {
+        rtol: params.rtol,
+        atol: params.atol,
+        max_iter: params.max_iter,
+        stagnation_window: params.stagnation_window,
+        progress: params.progress,
+        flexible: true,
+        ..SolverParams::default()
+    };
+    cg(a64, Some(inner), b, x, &flexible)
+}

@@ -1,0 +1,313 @@
+//! The checks every rank runs under `mpirun` (see `main.rs`).
+
+use std::rc::Rc;
+
+use galerkin::dist::{
+    self, BlockJacobi, Communicator, DistCsr, DistMatrix, DistPreconditioner, DistVector, InnerCg,
+    Partition, PartitionMethod,
+};
+use galerkin::random::Rng;
+use galerkin::solver::{
+    bicgstab, gmres, mixed_solve, pcg, InnerSolver, Jacobi, MixedOuter, MixedParams, Progress,
+    SolveReport, SolverParams,
+};
+use galerkin::sparse::{Csr, SparseMatrix};
+use galerkin::{Backend, Cpu, Element, Error, Scalar, Vector};
+
+fn env(name: &str) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} must be set by the launcher"))
+}
+
+/// Prints on rank 0.
+fn say(comm: &Communicator, s: &str) {
+    if comm.is_root() {
+        println!("  {s}");
+    }
+}
+
+pub fn run() {
+    let comm = Communicator::mpi().expect("MPI initializes");
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("[rank panic] {info}");
+        Communicator::abort(1);
+    }));
+    let (n, seed) = (env("GALERKIN_DIST_N") as usize, env("GALERKIN_DIST_SEED"));
+    let a = galerkin::fvm::tpfa_tets_structured(n, 0.15, seed % 1000).unwrap();
+    say(&comm, &format!("{} ranks, FVM {} rows", comm.size(), a.nrows()));
+    assert_eq!(comm.sum_scalar(comm.rank() as f64), (comm.size() * (comm.size() - 1) / 2) as f64);
+
+    let cpu = Cpu::new();
+    for (name, part) in partitions(&comm, &a) {
+        let d = DistCsr::from_global(&comm, &a, Rc::new(part)).unwrap();
+        let q = d.quality();
+        say(&comm, &format!("partition {name}: {q}"));
+        check_spmv::<Cpu, f64, f64>(&comm, &cpu, &a, &d, seed, 1e-13);
+        check_spmv::<Cpu, f32, f64>(&comm, &cpu, &a, &d, seed, 1e-6);
+        check_spmv::<Cpu, f32, f32>(&comm, &cpu, &a, &d, seed, 1e-5);
+        check_solvers(&comm, &cpu, &a, &d, name != "uneven");
+    }
+
+    #[cfg(feature = "wgpu")]
+    match galerkin::Wgpu::new() {
+        Ok(w) => {
+            say(&comm, &format!("wgpu: {}", galerkin::BackendCore::info(&w)));
+            let d = dist::distribute(&comm, &a, PartitionMethod::Metis).unwrap();
+            check_spmv::<galerkin::Wgpu, f64, f64>(&comm, &w, &a, &d, seed, 1e-13);
+            check_spmv::<galerkin::Wgpu, f32, f32>(&comm, &w, &a, &d, seed, 1e-5);
+            check_solvers(&comm, &w, &a, &d, false);
+        }
+        Err(e) => {
+            let required = std::env::var("GALERKIN_REQUIRE_BACKENDS").unwrap_or_default();
+            assert!(!required.contains("wgpu"), "wgpu is required but unavailable: {e}");
+            say(&comm, &format!("SKIPPING wgpu ranks: {e}"));
+        }
+    }
+
+    check_matrix_market(&comm, &cpu);
+    check_read_errors(&comm, seed);
+    comm.agree(Ok(())).unwrap();
+    say(&comm, "dist checks passed");
+}
+
+/// Contiguous, METIS, and an uneven one: rank 0 owns nothing (with 2+ ranks) and the last
+/// rank owns scattered rows, every one of which reads ghosts.
+fn partitions(comm: &Communicator, a: &Csr<Cpu, f64>) -> Vec<(&'static str, Partition)> {
+    let p = comm.size();
+    let n = a.nrows();
+    let uneven = if p == 1 {
+        Partition::contiguous(n, 1).unwrap()
+    } else {
+        let others = p - 1;
+        let owner = (0..n)
+            .map(|g| {
+                if g % 7 == 3 {
+                    (p - 1) as u32
+                } else {
+                    // The middle ranks (or the last one with 2 ranks) share the rest.
+                    let k = (g * others / n).min(others - 1);
+                    (1 + k) as u32
+                }
+            })
+            .collect();
+        Partition::from_owners(owner, p).unwrap()
+    };
+    vec![
+        ("contiguous", Partition::contiguous(n, p).unwrap()),
+        ("metis", Partition::metis(a, p).unwrap()),
+        ("uneven", uneven),
+    ]
+}
+
+fn random_vec(seed: u64, n: usize) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.range(-1.0, 1.0)).collect()
+}
+
+fn cast<S: Element>(v: &[f64]) -> Vec<S> {
+    v.iter().map(|&x| S::from_f64(x)).collect()
+}
+
+/// Distributed `y = A x` and `y = 2 A x − y` equal the host f64 SpMV (y poisoned first).
+fn check_spmv<B: Backend, V: Element, S: Scalar>(
+    comm: &Communicator,
+    backend: &B,
+    a: &Csr<Cpu, f64>,
+    d: &DistCsr,
+    seed: u64,
+    tol: f64,
+) {
+    let n = a.nrows();
+    let xg = random_vec(seed ^ 0x5eed, n);
+    let y0 = random_vec(seed ^ 0xbeef, n);
+    let cpu = Cpu::new();
+    let mut reference = Vector::from_slice(&cpu, &y0).unwrap();
+    a.spmv(1.0, &Vector::from_slice(&cpu, &xg).unwrap(), 0.0, &mut reference).unwrap();
+    let ax = reference.to_vec().unwrap();
+    let m = DistMatrix::<B, V>::new(backend, d, None).unwrap();
+    let x = DistVector::from_global(backend, d.layout(), &cast::<S>(&xg)).unwrap();
+    let mut y = DistVector::from_global(backend, d.layout(), &vec![S::from_f64(f64::NAN); n]).unwrap();
+    m.apply(&x, &mut y).unwrap();
+    let got = y.gather(0).unwrap();
+    let mut y2 = DistVector::from_global(backend, d.layout(), &cast::<S>(&y0)).unwrap();
+    m.apply_add(S::from_f64(2.0), &x, -S::ONE, &mut y2).unwrap();
+    let got2 = y2.gather(0).unwrap();
+    if let (Some(got), Some(got2)) = (got, got2) {
+        let scale = ax.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1.0);
+        let e1 = got.iter().zip(&ax).map(|(g, r)| (g.as_f64() - r).abs()).fold(0.0, f64::max);
+        let e2 = got2
+            .iter()
+            .zip(ax.iter().zip(&y0))
+            .map(|(g, (r, y))| (g.as_f64() - (2.0 * r - y)).abs())
+            .fold(0.0, f64::max);
+        assert!(e1 <= tol * scale, "SpMV {}/{}: error {e1:e} > {tol:e}", std::any::type_name::<V>(), std::any::type_name::<S>());
+        assert!(e2 <= 2.0 * tol * scale, "SpMV axpby {}/{}: error {e2:e}", std::any::type_name::<V>(), std::any::type_name::<S>());
+    }
+    let t = m.times();
+    assert_eq!(t.applications, 2);
+}
+
+/// A report's fingerprint, equal on every rank.
+fn same_on_every_rank(comm: &Communicator, r: &SolveReport) {
+    let mut h: u64 = r.iterations as u64;
+    for v in r.residual_history.iter().chain([&r.final_residual, &r.rhs_norm]) {
+        h = h.rotate_left(7) ^ v.to_bits();
+    }
+    let h = (h >> 12) as f64;
+    let all = comm.all_gather(h);
+    assert!(all.iter().all(|&v| v == all[0]), "reports differ between ranks: {r}");
+    let t = comm.all_gather(r.time.as_secs_f64());
+    assert!(t.iter().all(|&v| v == t[0]), "report times differ between ranks");
+}
+
+fn jacobi_block<'a, B: Backend, S: Scalar>(backend: &B, d: &DistCsr) -> BlockJacobi<'a, B, S> {
+    if d.local_block().nrows() == 0 {
+        BlockJacobi::new(Box::new(galerkin::solver::Identity::new(0)))
+    } else {
+        BlockJacobi::new(Box::new(Jacobi::<B, S>::new(backend, d.local_block()).unwrap()))
+    }
+}
+
+fn quiet(rtol: f64) -> SolverParams<'static> {
+    SolverParams {
+        rtol,
+        max_iter: 2000,
+        progress: Progress::Never,
+        ..SolverParams::default()
+    }
+}
+
+fn close(comm: &Communicator, what: &str, dist: &SolveReport, single: &SolveReport, slack: usize) {
+    same_on_every_rank(comm, dist);
+    assert!(dist.converged() && single.converged(), "{what}: {dist} / {single}");
+    let (k1, k2) = (dist.iterations, single.iterations);
+    assert!(
+        k1.abs_diff(k2) <= slack,
+        "{what}: {k1} iterations distributed, {k2} in one process"
+    );
+    let ratio = dist.final_residual / single.final_residual.max(1e-300);
+    say(comm, &format!("{what}: {k1} iterations (one process {k2}), residual ratio {ratio:.2}"));
+}
+
+/// The distributed solvers against the single-process ones, f64, f32 and mixed.
+fn check_solvers<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>, d: &DistCsr, all: bool) {
+    let n = a.nrows();
+    let ones = vec![1.0; n];
+    let cpu = Cpu::new();
+    let mut bh = Vector::zeros(&cpu, n).unwrap();
+    a.spmv(1.0, &Vector::from_slice(&cpu, &ones).unwrap(), 0.0, &mut bh).unwrap();
+    let bg = bh.to_vec().unwrap();
+
+    // f64, PCG with Jacobi.
+    let (single, _) = SparseMatrix::<B, f64>::auto(backend, a).unwrap();
+    let jac = Jacobi::<B, f64>::new(backend, a).unwrap();
+    let b1 = Vector::from_slice(backend, &bg).unwrap();
+    let p = quiet(1e-8);
+    let mut x1 = Vector::zeros(backend, n).unwrap();
+    let r1 = pcg(&single, Some(&jac), &b1, &mut x1, &p).unwrap();
+    let m = DistMatrix::<B, f64>::new(backend, d, None).unwrap();
+    let bj = jacobi_block::<B, f64>(backend, d);
+    let b = DistVector::from_global(backend, d.layout(), &bg).unwrap();
+    let mut x = DistVector::zeros(backend, d.layout()).unwrap();
+    let r = dist::cg(&m, Some(&bj as &dyn DistPreconditioner<B, f64>), &b, &mut x, &p).unwrap();
+    close(comm, "PCG-Jacobi f64", &r, &r1, 1);
+    let xg = x.gather(0).unwrap();
+    if let Some(xg) = xg {
+        let x1 = x1.to_vec().unwrap();
+        let e = xg.iter().zip(&x1).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(e < 1e-6, "x differs from one process by {e:e}");
+    }
+
+    // f32 CG (plain).
+    let (single32, _) = SparseMatrix::<B, f32>::auto(backend, &a.convert()).unwrap();
+    let b32 = Vector::from_slice(backend, &cast::<f32>(&bg)).unwrap();
+    let p32 = quiet(1e-5);
+    let mut x32 = Vector::zeros(backend, n).unwrap();
+    let r32 = pcg(&single32, None, &b32, &mut x32, &p32).unwrap();
+    let m32 = DistMatrix::<B, f32>::new(backend, d, None).unwrap();
+    let bd32 = DistVector::from_global(backend, d.layout(), &cast::<f32>(&bg)).unwrap();
+    let mut xd32 = DistVector::zeros(backend, d.layout()).unwrap();
+    let rd32 = dist::cg(&m32, None, &bd32, &mut xd32, &p32).unwrap();
+    close(comm, "CG f32", &rd32, &r32, 2);
+    if !all {
+        return;
+    }
+
+    // GMRES(30) and BiCGStab with Jacobi, f64.
+    let mut x1 = Vector::zeros(backend, n).unwrap();
+    let r1 = gmres(&single, Some(&jac), &b1, &mut x1, &p).unwrap();
+    let mut x = DistVector::zeros(backend, d.layout()).unwrap();
+    let r = dist::gmres(&m, Some(&bj as &dyn DistPreconditioner<B, f64>), &b, &mut x, &p).unwrap();
+    close(comm, "GMRES(30)-Jacobi f64", &r, &r1, 1);
+    let mut x1 = Vector::zeros(backend, n).unwrap();
+    let r1 = bicgstab(&single, Some(&jac), &b1, &mut x1, &p).unwrap();
+    let mut x = DistVector::zeros(backend, d.layout()).unwrap();
+    let r = dist::bicgstab(&m, Some(&bj as &dyn DistPreconditioner<B, f64>), &b, &mut x, &p).unwrap();
+    close(comm, "BiCGStab-Jacobi f64", &r, &r1, 2);
+
+    // Mixed: flexible CG (f64) around PCG-Jacobi in f32.
+    let p = quiet(1e-10);
+    let jac32 = Jacobi::<B, f32>::new(backend, a).unwrap();
+    let mixed = MixedParams {
+        outer: MixedOuter::FlexibleCg,
+        inner: InnerSolver::Cg,
+        inner_rtol: 1e-3,
+        inner_max_iter: 200,
+        inner_restart: 30,
+    };
+    let mut x1 = Vector::zeros(backend, n).unwrap();
+    let r1 = mixed_solve(&single, &single32, Some(&jac32), &b1, &mut x1, &p, &mixed).unwrap();
+    let bj32 = jacobi_block::<B, f32>(backend, d);
+    let inner = InnerCg::new(&m32, Some(&bj32), 1e-3, 200);
+    let mut x = DistVector::zeros(backend, d.layout()).unwrap();
+    let r = dist::mixed_cg(&m, &inner, &b, &mut x, &p).unwrap();
+    close(comm, "mixed f64/f32", &r, &r1, 1);
+}
+
+/// A Matrix Market file read in parallel parts equals the file read whole; PCG on it.
+fn check_matrix_market(comm: &Communicator, cpu: &Cpu) {
+    let Some(dir) = std::env::var_os("GALERKIN_DATA_DIR") else {
+        say(comm, "SKIPPING the Matrix Market checks: GALERKIN_DATA_DIR is not set");
+        return;
+    };
+    let path = std::path::Path::new(&dir).join("mtx/HB_bcsstk09.mtx");
+    let whole = galerkin::sparse::read_matrix_market(&path).unwrap().to_csr().unwrap();
+    for method in [PartitionMethod::Contiguous, PartitionMethod::Metis] {
+        let d = dist::read_matrix_market(comm, &path, method).unwrap();
+        assert_eq!(d.global_len(), whole.nrows());
+        say(comm, &format!("bcsstk09 read in {} parts, {method:?}: {}", comm.size(), d.quality()));
+        check_spmv::<Cpu, f64, f64>(comm, cpu, &whole, &d, 99, 1e-13);
+        check_solvers(comm, cpu, &whole, &d, false);
+    }
+}
+
+/// A rank that fails to read its part: every rank gets the same error, naming that rank,
+/// the file and the line.
+fn check_read_errors(comm: &Communicator, seed: u64) {
+    let path = std::env::temp_dir().join(format!("galerkin-dist-bad-{seed}-{}.mtx", comm.rank()));
+    let mut text = String::from("%%MatrixMarket matrix coordinate real general\n40 40 40\n");
+    for i in 1..40 {
+        text += &format!("{i} {i} 2.0\n");
+    }
+    text += "40 x 2.0\n";
+    std::fs::write(&path, text).unwrap();
+    let err = dist::read_matrix_market(comm, &path, PartitionMethod::Contiguous).unwrap_err();
+    std::fs::remove_file(&path).ok();
+    let last = comm.size() - 1;
+    match &err {
+        Error::Rank { rank, ranks, message } => {
+            assert_eq!((*rank, *ranks), (last, 1), "{err}");
+            assert!(message.contains(":42:"), "the line number is missing: {err}");
+        }
+        other => panic!("expected Error::Rank, got {other}"),
+    }
+    let missing = dist::read_matrix_market(comm, "/nonexistent/a.mtx", PartitionMethod::Contiguous)
+        .unwrap_err();
+    assert!(
+        matches!(&missing, Error::Rank { rank: 0, ranks, .. } if *ranks == comm.size()),
+        "{missing}"
+    );
+    say(comm, &format!("read errors agreed: {err}"));
+}

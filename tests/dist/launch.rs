@@ -1,0 +1,123 @@
+//! The parent: launches the checks and the `solve` example under `mpirun`.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// `mpirun` with the flags CI needs (root, more ranks than cores).
+fn mpirun(np: usize) -> Command {
+    let mut c = Command::new("timeout");
+    c.args(["900", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]);
+    c.arg(np.to_string());
+    // Open MPI: no attempt to use high-speed fabrics that a CI machine lacks.
+    c.env("OMPI_MCA_btl", "self,vader,tcp")
+        .env("OMPI_MCA_pml", "ob1")
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env("RAYON_NUM_THREADS", "1");
+    c
+}
+
+fn show(what: &str, out: &Output) -> String {
+    format!(
+        "{what}: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
+    dir.join("examples").join(name)
+}
+
+pub fn run() {
+    if Command::new("mpirun").arg("--version").output().is_err() {
+        panic!(
+            "mpirun is not installed: the distributed tests need MPI \
+             (apt-get install -y libopenmpi-dev openmpi-bin)"
+        );
+    }
+    let exe = std::env::current_exe().expect("test binary path");
+    // A hidden size: the same on every rank of a launch, different from run to run.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    let n = 5 + (seed % 4) as usize;
+    for np in [1usize, 2, 4] {
+        let t0 = std::time::Instant::now();
+        let out = mpirun(np)
+            .arg(&exe)
+            .env("GALERKIN_DIST_CHILD", "1")
+            .env("GALERKIN_DIST_N", n.to_string())
+            .env("GALERKIN_DIST_SEED", seed.to_string())
+            .output()
+            .expect("mpirun runs");
+        let text = show(&format!("checks on {np} ranks (fvm-tet:{n}, seed {seed})"), &out);
+        assert!(out.status.success(), "{text}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("dist checks passed"),
+            "{text}"
+        );
+        println!("dist: {np} rank(s): checks passed in {:.1} s", t0.elapsed().as_secs_f64());
+        print!("{}", String::from_utf8_lossy(&out.stdout));
+    }
+    solve_example(n);
+    println!("dist: all distributed tests passed");
+}
+
+/// `solve` under `mpirun -np 2` writes the same solution as one process, and `--json`
+/// reports per-rank times and the partition.
+fn solve_example(n: usize) {
+    let solve = example("solve");
+    assert!(solve.exists(), "{} is missing: cargo test builds the examples", solve.display());
+    let dir = std::env::temp_dir().join(format!("galerkin-dist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let matrix = format!("fvm-tet:{n}");
+    let one = dir.join("x1.txt");
+    let two = dir.join("x2.txt");
+    let out = Command::new(&solve)
+        .args(["--matrix", &matrix, "--out"])
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", show("solve, one process", &out));
+    for partition in ["contiguous", "metis"] {
+        let out = mpirun(2)
+            .arg(&solve)
+            .args(["--matrix", &matrix, "--partition", partition, "--json", "--out"])
+            .arg(&two)
+            .output()
+            .unwrap();
+        let text = show(&format!("solve under mpirun -np 2 --partition {partition}"), &out);
+        assert!(out.status.success(), "{text}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for key in ["\"ranks\": 2", "\"halo_s\"", "\"reduce_s\"", "\"compute_s\"", "\"row_imbalance\"", "\"cut_nonzeros\"", "\"iterations\""] {
+            assert!(stdout.contains(key), "{key} missing\n{text}");
+        }
+        let read = |p: &PathBuf| -> Vec<f64> {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .map(|l| l.trim().parse().unwrap())
+                .collect()
+        };
+        let (x1, x2) = (read(&one), read(&two));
+        assert_eq!(x1.len(), x2.len());
+        let err = x1.iter().zip(&x2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-6, "solutions differ by {err:e}\n{text}");
+        println!("dist: solve --partition {partition} on 2 ranks matches one process (max difference {err:.1e})");
+    }
+    // Bad input: every rank exits with the same clear error, status 1, no hang.
+    let out = mpirun(2)
+        .arg(&solve)
+        .args(["--matrix", "/nonexistent/matrix.mtx"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{}", show("solve with a missing file", &out));
+    assert!(stderr.contains("/nonexistent/matrix.mtx"), "{}", show("missing file", &out));
+    std::fs::remove_dir_all(&dir).ok();
+}
