@@ -29,6 +29,9 @@ use galerkin::{Backend, BackendTask, Cpu, Element, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
+#[cfg(feature = "mpi")]
+#[path = "common/solve_dist.rs"]
+mod solve_dist;
 use common::{load, read_vector, write_vector, BackendArg, FormatArg, PrecisionArg};
 
 /// The Krylov method.
@@ -104,9 +107,30 @@ struct Args {
     /// Where to run.
     #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
     backend: BackendArg,
-    /// Write x here, one value per line, full precision.
+    /// Write x here, one value per line, full precision (in global row order, from rank 0,
+    /// when distributed).
     #[arg(long)]
     out: Option<String>,
+    /// Print one JSON object instead of the text report.
+    #[arg(long)]
+    json: bool,
+    /// Distributed runs (feature `mpi`, under `mpirun`): how rows are given to ranks,
+    /// `contiguous` or `metis`.
+    #[arg(long, default_value = "contiguous")]
+    partition: String,
+    /// Distributed runs: this rank's device (default: node rank modulo the devices).
+    #[arg(long)]
+    device: Option<usize>,
+    /// Run the distributed solve even outside `mpirun` (one rank; feature `mpi`).
+    #[arg(long)]
+    distributed: bool,
+}
+
+/// Whether this process was started by an MPI launcher.
+fn under_mpirun() -> bool {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
 }
 
 struct Task<'a> {
@@ -262,6 +286,29 @@ fn relative_residual(a: &Csr<Cpu, f64>, b: &[f64], x: &[f64]) -> Result<f64> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if !["contiguous", "metis"].contains(&args.partition.as_str()) {
+        eprintln!(
+            "solve: error: invalid value `{}` for --partition: expected `contiguous` or `metis`",
+            args.partition
+        );
+        return ExitCode::from(2);
+    }
+    if args.distributed || under_mpirun() {
+        #[cfg(feature = "mpi")]
+        return match solve_dist::run(&args) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::from(3),
+            Err(e) => {
+                eprintln!("solve: error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+        #[cfg(not(feature = "mpi"))]
+        if args.distributed {
+            eprintln!("solve: error: --distributed needs a build with `--features mpi`");
+            return ExitCode::from(2);
+        }
+    }
     let result = (|| -> Result<bool> {
         let t0 = Instant::now();
         let a = load(&args.matrix)?;
@@ -301,6 +348,19 @@ fn main() -> ExitCode {
             b: &b,
         };
         let (x, report) = galerkin::with_backend(args.backend.kind(), task)?;
+        if args.json {
+            println!(
+                "{{\"ranks\": 1, \"backend\": \"{}\", \"rows\": {}, \"solver\": \"{}\", \"converged\": {}, \"iterations\": {}, \"final_residual\": {:e}, \"relative_residual\": {:e}, \"time_s\": {:.6}}}",
+                args.backend.kind().name(),
+                a.nrows(),
+                report.solver,
+                report.converged(),
+                report.iterations,
+                report.final_residual,
+                report.relative_residual(),
+                report.time.as_secs_f64()
+            );
+        }
         println!("{report}");
         println!(
             "true relative residual of the f64 system: {:.3e}",

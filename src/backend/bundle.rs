@@ -69,3 +69,52 @@ pub fn with_backend<T: BackendTask>(kind: BackendKind, task: T) -> Result<T::Out
         }),
     }
 }
+
+/// As [`with_backend`], on device `device` of the kind (the index among the CUDA devices, or
+/// among wgpu's discrete GPUs; 0 is the default device; ignored for the CPU). With MPI, a
+/// rank usually takes `node_rank % device_count(kind)`.
+///
+/// # Errors
+/// As [`with_backend`], and [`Error::BackendUnavailable`] for a device that does not exist.
+pub fn with_backend_on<T: BackendTask>(
+    kind: BackendKind,
+    device: usize,
+    task: T,
+) -> Result<T::Output> {
+    match (kind, device) {
+        (_, 0) | (BackendKind::Cpu, _) => with_backend(kind, task),
+        #[cfg(feature = "wgpu")]
+        (BackendKind::Wgpu, i) => task.run(crate::backend::cube::Wgpu::on(
+            cubecl::wgpu::WgpuDevice::DiscreteGpu(i),
+        )?),
+        #[cfg(feature = "cuda")]
+        (BackendKind::Cuda, i) => {
+            let count = device_count(kind);
+            if i >= count {
+                return Err(Error::BackendUnavailable {
+                    backend: "cuda".into(),
+                    reason: format!("device {i} requested, {count} CUDA device(s) present"),
+                });
+            }
+            task.run(crate::backend::cube::Cuda::on(cubecl::cuda::CudaDevice { index: i })?)
+        }
+        #[allow(unreachable_patterns)]
+        (other, _) => with_backend(other, task),
+    }
+}
+
+/// The devices of `kind` on this machine: the CUDA device count (0 if the driver is
+/// missing); 1 for the CPU and for wgpu (whose adapters are not counted here).
+pub fn device_count(kind: BackendKind) -> usize {
+    match kind {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            use cudarc::driver::result;
+            result::init()
+                .and_then(|_| result::device::get_count())
+                .map(|n| n.max(0) as usize)
+                .unwrap_or(0)
+        }
+        _ => 1,
+    }
+}

@@ -27,7 +27,7 @@ pub(crate) mod cpu;
 pub(crate) mod cube;
 
 pub use self::core::{BackendCore, BackendInfo, BackendKind};
-pub use bundle::{with_backend, Backend, BackendTask};
+pub use bundle::{device_count, with_backend, with_backend_on, Backend, BackendTask};
 pub use cpu::Cpu;
 #[cfg(feature = "cuda")]
 pub use cube::Cuda;

@@ -172,6 +172,15 @@ impl Communicator {
         self.timed(|t| t.all_gather_f64(&[local]))
     }
 
+    /// Every rank's text, in rank order (for reports: device names, messages).
+    pub fn all_gather_strings(&self, local: &str) -> Vec<String> {
+        self.transport
+            .all_gather_bytes(local.as_bytes())
+            .into_iter()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .collect()
+    }
+
     /// Every rank's bytes, in rank order.
     pub(crate) fn all_gather_bytes(&self, local: &[u8]) -> Vec<Vec<u8>> {
         self.transport.all_gather_bytes(local)
