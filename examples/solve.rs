@@ -128,9 +128,14 @@ struct Args {
 
 /// Whether this process was started by an MPI launcher.
 fn under_mpirun() -> bool {
-    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
 }
 
 struct Task<'a> {

@@ -39,7 +39,8 @@ pub use backend::Cuda;
 #[cfg(feature = "wgpu")]
 pub use backend::Wgpu;
 pub use backend::{
-    device_count, with_backend, with_backend_on, Backend, BackendCore, BackendInfo, BackendKind, BackendTask, Cpu, Cube,
+    device_count, with_backend, with_backend_on, Backend, BackendCore, BackendInfo, BackendKind,
+    BackendTask, Cpu, Cube,
 };
 pub use error::{Error, Result};
 pub use scalar::{DType, Element, Precision, Scalar, Storable};

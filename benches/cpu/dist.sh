@@ -18,9 +18,10 @@ j = json.loads(sys.stdin.read())
 k = max(j["iterations"], 1)
 ranks = j["per_rank"]
 worst = lambda key: max(r[key] for r in ranks) / k * 1e6
-print(f"{label:7} {j[\"ranks\"]:>5} {j[\"rows\"]:>9} {j[\"iterations\"]:>6} {j[\"time_s\"]:>8.3f} "
-      f"{j[\"time_s\"]/k*1e6:>10.1f} {worst(\"compute_s\"):>10.1f} {worst(\"halo_s\"):>9.1f} {worst(\"reduce_s\"):>9.1f} "
-      f"{j[\"partition\"][\"row_imbalance\"]:>6.3f} {j[\"partition\"][\"cut_nonzeros\"]:>8}")
+p = j["partition"]
+row = (label, j["ranks"], j["rows"], j["iterations"], j["time_s"], j["time_s"] / k * 1e6,
+       worst("compute_s"), worst("halo_s"), worst("reduce_s"), p["row_imbalance"], p["cut_nonzeros"])
+print("%-7s %5d %9d %6d %8.3f %10.1f %10.1f %9.1f %9.1f %6.3f %8d" % row)
 ' "$1"
 }
 printf "%-7s %5s %9s %6s %8s %10s %10s %9s %9s %6s %8s\n" run ranks rows iters time_s us/iter compute halo reduce imbal cut

@@ -54,14 +54,23 @@ fn local_preconditioner<'p, B: Backend, S: Scalar>(
     Ok(match args.precond {
         PrecondArg::None => Box::new(Identity::new(block.nrows())),
         PrecondArg::Jacobi => Box::new(Jacobi::<B, S>::new(backend, block)?),
-        PrecondArg::BlockJacobi => Box::new(LocalBlockJacobi::<B, S>::new(backend, block, args.block_size)?),
+        PrecondArg::BlockJacobi => Box::new(LocalBlockJacobi::<B, S>::new(
+            backend,
+            block,
+            args.block_size,
+        )?),
         PrecondArg::Chebyshev => {
             let op = local_op.ok_or_else(|| Error::InvalidArgument {
                 op: "solve",
                 name: "--precond",
                 reason: "Chebyshev needs the local block on the device".into(),
             })?;
-            Box::new(Chebyshev::new(backend, op, &block.diagonal(), ChebyshevParams::default())?)
+            Box::new(Chebyshev::new(
+                backend,
+                op,
+                &block.diagonal(),
+                ChebyshevParams::default(),
+            )?)
         }
     })
 }
@@ -81,12 +90,20 @@ fn params(args: &Args, comm: &Communicator, flexible: bool) -> SolverParams<'sta
     }
 }
 
-fn solve_in<B: Backend, S: Scalar>(t: &Task<'_>, backend: &B) -> Result<(DistVector<B, f64>, SolveReport, Vec<f64>)> {
+fn solve_in<B: Backend, S: Scalar>(
+    t: &Task<'_>,
+    backend: &B,
+) -> Result<(DistVector<B, f64>, SolveReport, Vec<f64>)> {
     let (args, a, comm) = (t.args, t.a, t.comm);
     let format = args.format.format();
     let m = DistMatrix::<B, S>::new(backend, a, format)?;
     let b = rhs::<B, S>(t, backend, &m)?;
-    let local = comm.agree(local_preconditioner::<B, S>(backend, args, a, m.local_operator::<S>()))?;
+    let local = comm.agree(local_preconditioner::<B, S>(
+        backend,
+        args,
+        a,
+        m.local_operator::<S>(),
+    ))?;
     let bj = BlockJacobi::new(local);
     let mp = (args.precond != PrecondArg::None).then_some(&bj as &dyn DistPreconditioner<B, S>);
     let mut x = DistVector::<B, S>::zeros(backend, a.layout())?;
@@ -106,7 +123,11 @@ fn solve_in<B: Backend, S: Scalar>(t: &Task<'_>, backend: &B) -> Result<(DistVec
 }
 
 /// `b` from `--rhs` (read whole on every rank, the owned rows kept), or `b = A·1`.
-fn rhs<B: Backend, S: Scalar>(t: &Task<'_>, backend: &B, m: &DistMatrix<B, S>) -> Result<DistVector<B, S>> {
+fn rhs<B: Backend, S: Scalar>(
+    t: &Task<'_>,
+    backend: &B,
+    m: &DistMatrix<B, S>,
+) -> Result<DistVector<B, S>> {
     let layout = t.a.layout();
     match &t.args.rhs {
         Some(path) => {
@@ -117,7 +138,10 @@ fn rhs<B: Backend, S: Scalar>(t: &Task<'_>, backend: &B, m: &DistMatrix<B, S>) -
             DistVector::from_global(backend, layout, &b)
         }
         None => {
-            let ones = DistVector::from_owned(layout, galerkin::Vector::full(backend, layout.owned_len(), S::ONE)?)?;
+            let ones = DistVector::from_owned(
+                layout,
+                galerkin::Vector::full(backend, layout.owned_len(), S::ONE)?,
+            )?;
             let mut b = DistVector::zeros(backend, layout)?;
             m.apply(&ones, &mut b)?;
             Ok(b)
@@ -126,7 +150,11 @@ fn rhs<B: Backend, S: Scalar>(t: &Task<'_>, backend: &B, m: &DistMatrix<B, S>) -
 }
 
 /// `[compute, halo, reduce, applications]` of this rank.
-fn timing<B: Backend, S: Scalar>(comm: &Communicator, m: &DistMatrix<B, S>, r: &SolveReport) -> Vec<f64> {
+fn timing<B: Backend, S: Scalar>(
+    comm: &Communicator,
+    m: &DistMatrix<B, S>,
+    r: &SolveReport,
+) -> Vec<f64> {
     let h = m.times();
     let reduce = comm.reduction_time().as_secs_f64();
     let halo = h.halo.as_secs_f64();
@@ -134,13 +162,21 @@ fn timing<B: Backend, S: Scalar>(comm: &Communicator, m: &DistMatrix<B, S>, r: &
     vec![compute, halo, reduce, h.applications as f64]
 }
 
-fn solve_mixed<B: Backend>(t: &Task<'_>, backend: &B) -> Result<(DistVector<B, f64>, SolveReport, Vec<f64>)> {
+fn solve_mixed<B: Backend>(
+    t: &Task<'_>,
+    backend: &B,
+) -> Result<(DistVector<B, f64>, SolveReport, Vec<f64>)> {
     let (args, a, comm) = (t.args, t.a, t.comm);
     let format = args.format.format();
     let m64 = DistMatrix::<B, f64>::new(backend, a, format)?;
     let m32 = DistMatrix::<B, f32>::new(backend, a, format)?;
     let b = rhs::<B, f64>(t, backend, &m64)?;
-    let local = comm.agree(local_preconditioner::<B, f32>(backend, args, a, m32.local_operator::<f32>()))?;
+    let local = comm.agree(local_preconditioner::<B, f32>(
+        backend,
+        args,
+        a,
+        m32.local_operator::<f32>(),
+    ))?;
     let bj = BlockJacobi::new(local);
     let mp = (args.precond != PrecondArg::None).then_some(&bj as &dyn DistPreconditioner<B, f32>);
     let inner = InnerCg::new(&m32, mp, args.inner_tol, args.inner_max_iter);
@@ -185,7 +221,8 @@ impl BackendTask for Task<'_> {
         if comm.is_root() {
             let err = match (&x, &args.rhs) {
                 (Some(x), None) => Some(
-                    (x.iter().map(|v| (v - 1.0) * (v - 1.0)).sum::<f64>() / x.len().max(1) as f64).sqrt(),
+                    (x.iter().map(|v| (v - 1.0) * (v - 1.0)).sum::<f64>() / x.len().max(1) as f64)
+                        .sqrt(),
                 ),
                 _ => None,
             };
@@ -219,9 +256,15 @@ impl BackendTask for Task<'_> {
                     per_rank.join(", ")
                 );
             } else {
-                println!("partition: {} — {quality}", self.a.layout().partition().method());
+                println!(
+                    "partition: {} — {quality}",
+                    self.a.layout().partition().method()
+                );
                 println!("{report}");
-                println!("{:>5} {:>10} {:>10} {:>8} {:>11} {:>11} {:>11}", "rank", "rows", "nonzeros", "ghosts", "compute s", "halo s", "reduce s");
+                println!(
+                    "{:>5} {:>10} {:>10} {:>8} {:>11} {:>11} {:>11}",
+                    "rank", "rows", "nonzeros", "ghosts", "compute s", "halo s", "reduce s"
+                );
                 for r in 0..comm.size() {
                     println!(
                         "{r:>5} {:>10} {:>10} {:>8} {:>11.4} {:>11.4} {:>11.4}",
@@ -249,7 +292,8 @@ pub fn run(args: &Args) -> Result<bool> {
     let comm = Communicator::mpi()?;
     let method: PartitionMethod = args.partition.parse()?;
     if args.solver == SolverArg::Refine
-        || (args.precision == PrecisionArg::Mixed && !matches!(args.solver, SolverArg::Cg | SolverArg::Pcg))
+        || (args.precision == PrecisionArg::Mixed
+            && !matches!(args.solver, SolverArg::Cg | SolverArg::Pcg))
     {
         return Err(Error::Unsupported {
             what: format!("--solver {:?} with --precision {:?}", args.solver, args.precision),
@@ -268,7 +312,9 @@ pub fn run(args: &Args) -> Result<bool> {
         );
     }
     let kind = args.backend.kind();
-    let device = args.device.unwrap_or_else(|| comm.node_rank() % galerkin::device_count(kind).max(1));
+    let device = args
+        .device
+        .unwrap_or_else(|| comm.node_rank() % galerkin::device_count(kind).max(1));
     let started = std::cell::Cell::new(false);
     let task = Task {
         started: &started,

@@ -96,7 +96,9 @@ pub fn with_backend_on<T: BackendTask>(
                     reason: format!("device {i} requested, {count} CUDA device(s) present"),
                 });
             }
-            task.run(crate::backend::cube::Cuda::on(cubecl::cuda::CudaDevice { index: i })?)
+            task.run(crate::backend::cube::Cuda::on(cubecl::cuda::CudaDevice {
+                index: i,
+            })?)
         }
         #[allow(unreachable_patterns)]
         (other, _) => with_backend(other, task),

@@ -164,7 +164,9 @@ impl Communicator {
 
     /// The largest of every rank's value.
     pub fn max(&self, local: f64) -> f64 {
-        self.all_gather(local).into_iter().fold(f64::NEG_INFINITY, f64::max)
+        self.all_gather(local)
+            .into_iter()
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 
     /// Every rank's value, in rank order.

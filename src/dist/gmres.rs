@@ -64,7 +64,10 @@ fn arnoldi<B: Backend, S: Scalar>(
 }
 
 /// `w −= Σ hᵢ vᵢ` with `hᵢ = vᵢ·w` in one global sum; returns `h`.
-fn project<B: Backend, S: Scalar>(v: &[DistVector<B, S>], w: &mut DistVector<B, S>) -> Result<Vec<f64>> {
+fn project<B: Backend, S: Scalar>(
+    v: &[DistVector<B, S>],
+    w: &mut DistVector<B, S>,
+) -> Result<Vec<f64>> {
     let mut local = Vec::with_capacity(v.len());
     for vi in v {
         local.push(vi.owned().dot(w.owned())?.as_f64());

@@ -43,11 +43,19 @@ impl std::str::FromStr for PartitionMethod {
 ///
 /// # Errors
 /// As [`DistCsr::from_global`]; METIS failures (agreed).
-pub fn distribute(comm: &Communicator, a: &Csr<Cpu, f64>, method: PartitionMethod) -> Result<DistCsr> {
+pub fn distribute(
+    comm: &Communicator,
+    a: &Csr<Cpu, f64>,
+    method: PartitionMethod,
+) -> Result<DistCsr> {
     let partition = match method {
         PartitionMethod::Contiguous => comm.agree(Partition::contiguous(a.nrows(), comm.size()))?,
         PartitionMethod::Metis => {
-            let mine = if comm.is_root() { Some(metis(a, comm.size())) } else { None };
+            let mine = if comm.is_root() {
+                Some(metis(a, comm.size()))
+            } else {
+                None
+            };
             broadcast_partition(comm, mine, a.nrows())?
         }
     };
@@ -64,12 +72,17 @@ fn metis(_: &Csr<Cpu, f64>, _: usize) -> Result<Partition> {
     Err(Error::Unsupported {
         what: "METIS partitioning".into(),
         backend: "this build".into(),
-        reason: "galerkin was built without the `metis` feature (the `mpi` feature enables it)".into(),
+        reason: "galerkin was built without the `metis` feature (the `mpi` feature enables it)"
+            .into(),
     })
 }
 
 /// Rank 0's partition (or its error) on every rank.
-fn broadcast_partition(comm: &Communicator, root: Option<Result<Partition>>, n: usize) -> Result<Partition> {
+fn broadcast_partition(
+    comm: &Communicator,
+    root: Option<Result<Partition>>,
+    n: usize,
+) -> Result<Partition> {
     let (local, bytes) = match root {
         Some(Ok(p)) => {
             let owners: Vec<u32> = (0..n).map(|g| p.owner(g) as u32).collect();
@@ -131,7 +144,13 @@ fn to_owners(
         coo_cols.extend(from_bytes::<u32>(&b[8 + 4 * n..8 + 8 * n]));
         coo_vals.extend(from_bytes::<f64>(&b[8 + 8 * n..]));
     }
-    let coo = Coo::new(partition.counts()[me], partition.len(), coo_rows, coo_cols, coo_vals)?;
+    let coo = Coo::new(
+        partition.counts()[me],
+        partition.len(),
+        coo_rows,
+        coo_cols,
+        coo_vals,
+    )?;
     let mine = Csr::from_coo(&coo)?;
     DistCsr::from_rows(comm, partition, &mine)
 }
@@ -150,20 +169,22 @@ pub fn read_matrix_market(
     method: PartitionMethod,
 ) -> Result<DistCsr> {
     let path = path.as_ref();
-    let part = comm.agree(read_matrix_market_part(path, comm.rank(), comm.size()).and_then(|p| {
-        if p.header.nrows != p.header.ncols {
-            return Err(Error::InvalidMatrix {
-                format: "distributed",
-                reason: format!(
-                    "{}: a distributed solve needs a square matrix, the file declares {} x {}",
-                    path.display(),
-                    p.header.nrows,
-                    p.header.ncols
-                ),
-            });
-        }
-        Ok(p)
-    }))?;
+    let part = comm.agree(
+        read_matrix_market_part(path, comm.rank(), comm.size()).and_then(|p| {
+            if p.header.nrows != p.header.ncols {
+                return Err(Error::InvalidMatrix {
+                    format: "distributed",
+                    reason: format!(
+                        "{}: a distributed solve needs a square matrix, the file declares {} x {}",
+                        path.display(),
+                        p.header.nrows,
+                        p.header.ncols
+                    ),
+                });
+            }
+            Ok(p)
+        }),
+    )?;
     let lines = comm.sum_scalar(part.entry_lines as f64) as usize;
     if lines != part.header.stored_entries {
         return comm.agree(Err(Error::Parse {

@@ -131,12 +131,31 @@ impl DistCsr {
     /// # Errors
     /// The same [`Error::Rank`] on every rank if any rank's rows do not fit the partition
     /// (wrong row count, wrong column count, a partition for another number of ranks).
-    pub fn from_rows(comm: &Communicator, partition: Rc<Partition>, rows: &Csr<Cpu, f64>) -> Result<Self> {
+    pub fn from_rows(
+        comm: &Communicator,
+        partition: Rc<Partition>,
+        rows: &Csr<Cpu, f64>,
+    ) -> Result<Self> {
         let rank = comm.rank();
         let check = (|| {
-            check_len("DistCsr::from_rows", "partition parts (ranks)", comm.size(), partition.parts())?;
-            check_len("DistCsr::from_rows", "rows of this rank", partition.counts()[rank], rows.nrows())?;
-            check_len("DistCsr::from_rows", "ncols (global size)", partition.len(), rows.ncols())
+            check_len(
+                "DistCsr::from_rows",
+                "partition parts (ranks)",
+                comm.size(),
+                partition.parts(),
+            )?;
+            check_len(
+                "DistCsr::from_rows",
+                "rows of this rank",
+                partition.counts()[rank],
+                rows.nrows(),
+            )?;
+            check_len(
+                "DistCsr::from_rows",
+                "ncols (global size)",
+                partition.len(),
+                rows.ncols(),
+            )
         })();
         comm.agree(check)?;
         let owned = partition.rows_of(rank);
@@ -161,14 +180,21 @@ impl DistCsr {
         for (k, &(q, _)) in ghost_keys.iter().enumerate() {
             match recvs.last_mut() {
                 Some(s) if s.rank == q => s.len += 1,
-                _ => recvs.push(Segment { rank: q, start: k, len: 1 }),
+                _ => recvs.push(Segment {
+                    rank: q,
+                    start: k,
+                    len: 1,
+                }),
             }
         }
 
         // Tell each owner which of its rows this rank reads; learn which of ours others read.
         let mut requests = vec![Vec::new(); comm.size()];
         for s in &recvs {
-            let ids: Vec<u64> = ghosts[s.start..s.start + s.len].iter().map(|&g| g as u64).collect();
+            let ids: Vec<u64> = ghosts[s.start..s.start + s.len]
+                .iter()
+                .map(|&g| g as u64)
+                .collect();
             requests[s.rank] = to_bytes(&ids);
         }
         let asked = comm.all_to_all_bytes(&requests);
@@ -181,8 +207,15 @@ impl DistCsr {
             }
             let start = send_index.len();
             // Every id was chosen by its reader as owned here.
-            send_index.extend(ids.iter().map(|&g| partition.local_index(g as usize) as u32));
-            sends.push(Segment { rank: p, start, len: ids.len() });
+            send_index.extend(
+                ids.iter()
+                    .map(|&g| partition.local_index(g as usize) as u32),
+            );
+            sends.push(Segment {
+                rank: p,
+                start,
+                len: ids.len(),
+            });
         }
 
         // Split the rows into the local and the remote block.
@@ -219,7 +252,11 @@ impl DistCsr {
             sends,
             recvs,
         });
-        Ok(DistCsr { layout, local, remote })
+        Ok(DistCsr {
+            layout,
+            local,
+            remote,
+        })
     }
 
     /// The rows `partition` gives this rank, taken from a matrix every rank holds whole (a
@@ -229,11 +266,30 @@ impl DistCsr {
     /// # Errors
     /// As [`from_rows`](Self::from_rows), and a matrix that is not square or does not match
     /// the partition.
-    pub fn from_global(comm: &Communicator, a: &Csr<Cpu, f64>, partition: Rc<Partition>) -> Result<Self> {
+    pub fn from_global(
+        comm: &Communicator,
+        a: &Csr<Cpu, f64>,
+        partition: Rc<Partition>,
+    ) -> Result<Self> {
         let check = (|| {
-            check_len("DistCsr::from_global", "ncols (square)", a.nrows(), a.ncols())?;
-            check_len("DistCsr::from_global", "partition rows", a.nrows(), partition.len())?;
-            check_len("DistCsr::from_global", "partition parts (ranks)", comm.size(), partition.parts())
+            check_len(
+                "DistCsr::from_global",
+                "ncols (square)",
+                a.nrows(),
+                a.ncols(),
+            )?;
+            check_len(
+                "DistCsr::from_global",
+                "partition rows",
+                a.nrows(),
+                partition.len(),
+            )?;
+            check_len(
+                "DistCsr::from_global",
+                "partition parts (ranks)",
+                comm.size(),
+                partition.parts(),
+            )
         })();
         comm.agree(check)?;
         let rows = partition.rows_of(comm.rank());

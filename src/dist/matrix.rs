@@ -163,7 +163,12 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         let sends: Vec<(usize, &[u8])> = layout
             .sends
             .iter()
-            .map(|s| (s.rank, &send_bytes[s.start * width..(s.start + s.len) * width]))
+            .map(|s| {
+                (
+                    s.rank,
+                    &send_bytes[s.start * width..(s.start + s.len) * width],
+                )
+            })
             .collect();
         let mut recv_bytes = vec![0u8; layout.ghost_len() * width];
         let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(layout.recvs.len());

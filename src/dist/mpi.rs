@@ -44,14 +44,15 @@ impl Communicator {
         if let Some(t) = WORLD.with(|w| w.borrow().upgrade()) {
             return Ok(Communicator::from_transport(t));
         }
-        let (universe, _) = mpi::initialize_with_threading(Threading::Funneled).ok_or_else(|| {
-            Error::BackendUnavailable {
-                backend: "mpi".into(),
-                reason: "MPI could not be initialized (it is initialized once per process, \
+        let (universe, _) =
+            mpi::initialize_with_threading(Threading::Funneled).ok_or_else(|| {
+                Error::BackendUnavailable {
+                    backend: "mpi".into(),
+                    reason: "MPI could not be initialized (it is initialized once per process, \
                          and not again after it was finalized)"
-                    .into(),
-            }
-        })?;
+                        .into(),
+                }
+            })?;
         let world = universe.world();
         let node_rank = world.split_shared(world.rank()).rank() as usize;
         let t = Rc::new(MpiTransport {
@@ -116,7 +117,8 @@ impl Transport for MpiTransport {
 
     fn all_gather_bytes(&self, local: &[u8]) -> Vec<Vec<u8>> {
         let mut counts = vec![0i32; self.size()];
-        self.world.all_gather_into(&(local.len() as i32), &mut counts[..]);
+        self.world
+            .all_gather_into(&(local.len() as i32), &mut counts[..]);
         let d = displs(&counts);
         let mut buf = vec![0u8; counts.iter().map(|&c| c as usize).sum::<usize>() + 1];
         {

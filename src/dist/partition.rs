@@ -109,11 +109,13 @@ impl Partition {
         let mut counts = vec![0usize; parts];
         let mut local = Vec::with_capacity(owner.len());
         for (i, &p) in owner.iter().enumerate() {
-            let c = counts.get_mut(p as usize).ok_or_else(|| Error::InvalidArgument {
-                op: "Partition::from_owners",
-                name: "owner",
-                reason: format!("row {i} is given to rank {p}, but there are {parts} ranks"),
-            })?;
+            let c = counts
+                .get_mut(p as usize)
+                .ok_or_else(|| Error::InvalidArgument {
+                    op: "Partition::from_owners",
+                    name: "owner",
+                    reason: format!("row {i} is given to rank {p}, but there are {parts} ranks"),
+                })?;
             local.push(*c as u32);
             *c += 1;
         }
@@ -225,7 +227,10 @@ impl Partition {
             let (cols, _) = a.row(i);
             let p = self.owner[i];
             nnz[p as usize] += cols.len();
-            cut += cols.iter().filter(|&&j| self.owner[j as usize] != p).count();
+            cut += cols
+                .iter()
+                .filter(|&&j| self.owner[j as usize] != p)
+                .count();
         }
         Ok(PartitionQuality {
             row_imbalance: imbalance(&self.counts),

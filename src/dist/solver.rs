@@ -51,7 +51,12 @@ impl<B: Backend, S: Scalar> DistPreconditioner<B, S> for BlockJacobi<'_, B, S> {
         if r.owned_len() == 0 {
             return Ok(());
         }
-        check_len("BlockJacobi", "local preconditioner size", r.owned_len(), self.local.size())?;
+        check_len(
+            "BlockJacobi",
+            "local preconditioner size",
+            r.owned_len(),
+            self.local.size(),
+        )?;
         self.local.precondition(r.owned(), z.owned_mut())
     }
 }
@@ -193,20 +198,25 @@ fn cg_iterate<B: Backend, S: Scalar>(
     let layout = r.layout().clone();
     let mut z = DistVector::zeros(&backend, &layout)?;
     // [r·r, r·z] (r·z = r·r without M).
-    let sums = |r: &DistVector<B, S>, z: &mut DistVector<B, S>, rr: S, r_zold: S| -> Result<[S; 3]> {
-        let rz = match m {
-            Some(m) => {
-                m.precondition(r, z)?;
-                r.owned().dot(z.owned())?
-            }
-            None => rr,
+    let sums =
+        |r: &DistVector<B, S>, z: &mut DistVector<B, S>, rr: S, r_zold: S| -> Result<[S; 3]> {
+            let rz = match m {
+                Some(m) => {
+                    m.precondition(r, z)?;
+                    r.owned().dot(z.owned())?
+                }
+                None => rr,
+            };
+            let s = comm.sum(&[rr.as_f64(), rz.as_f64(), r_zold.as_f64()]);
+            Ok([S::from_f64(s[0]), S::from_f64(s[1]), S::from_f64(s[2])])
         };
-        let s = comm.sum(&[rr.as_f64(), rz.as_f64(), r_zold.as_f64()]);
-        Ok([S::from_f64(s[0]), S::from_f64(s[1]), S::from_f64(s[2])])
-    };
     let rr_local = r.owned().dot(r.owned())?;
     let [rr, mut rz, _] = sums(&r, &mut z, rr_local, S::ZERO)?;
-    let mut p = if m.is_some() { z.try_clone()? } else { r.try_clone()? };
+    let mut p = if m.is_some() {
+        z.try_clone()?
+    } else {
+        r.try_clone()?
+    };
     let mut q = DistVector::zeros(&backend, &layout)?;
     if let Some(reason) = t.record(k0, rr.as_f64().sqrt()) {
         return Ok((k0, reason));
@@ -283,7 +293,8 @@ fn bicgstab_iterate<B: Backend, S: Scalar>(
     }
     let (mut rho, mut alpha, mut omega) = (S::ONE, S::ONE, S::ONE);
     let zeros = || DistVector::<B, S>::zeros(&backend, &layout);
-    let (mut p, mut v, mut p_hat, mut s_hat, mut t_vec) = (zeros()?, zeros()?, zeros()?, zeros()?, zeros()?);
+    let (mut p, mut v, mut p_hat, mut s_hat, mut t_vec) =
+        (zeros()?, zeros()?, zeros()?, zeros()?, zeros()?);
     let precondition = |from: &DistVector<B, S>, to: &mut DistVector<B, S>| match m {
         Some(m) => m.precondition(from, to),
         None => to.copy_from(from),
@@ -398,7 +409,8 @@ impl<B: Backend> DistPreconditioner<B, f64> for InnerCg<'_, B> {
             ..SolverParams::default()
         };
         let report = cg(self.a, self.m, &r32, &mut z32, &params)?;
-        self.iterations.set(self.iterations.get() + report.iterations);
+        self.iterations
+            .set(self.iterations.get() + report.iterations);
         z.owned_mut().convert_from(z32.owned())
     }
 }

@@ -48,7 +48,12 @@ impl<B: Backend, T: Element> DistVector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`] if `owned` does not have the layout's owned length.
     pub fn from_owned(layout: &Rc<Layout>, owned: Vector<B, T>) -> Result<Self> {
-        check_len("DistVector::from_owned", "owned", layout.owned_len(), owned.len())?;
+        check_len(
+            "DistVector::from_owned",
+            "owned",
+            layout.owned_len(),
+            owned.len(),
+        )?;
         Ok(DistVector {
             layout: layout.clone(),
             owned,
@@ -61,7 +66,12 @@ impl<B: Backend, T: Element> DistVector<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`] if `global` is not of the global length.
     pub fn from_global(backend: &B, layout: &Rc<Layout>, global: &[T]) -> Result<Self> {
-        check_len("DistVector::from_global", "global", layout.global_len(), global.len())?;
+        check_len(
+            "DistVector::from_global",
+            "global",
+            layout.global_len(),
+            global.len(),
+        )?;
         let mine: Vec<T> = layout.owned.iter().map(|&g| global[g]).collect();
         Self::from_owned(layout, Vector::from_slice(backend, &mine)?)
     }
@@ -124,7 +134,11 @@ impl<B: Backend, T: Element> DistVector<B, T> {
     }
 
     /// Checks that `other` has this vector's distribution.
-    pub(crate) fn check_layout<U: Element>(&self, op: &'static str, other: &DistVector<B, U>) -> Result<()> {
+    pub(crate) fn check_layout<U: Element>(
+        &self,
+        op: &'static str,
+        other: &DistVector<B, U>,
+    ) -> Result<()> {
         if self.layout.same_as(&other.layout) {
             Ok(())
         } else {

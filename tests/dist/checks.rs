@@ -36,17 +36,23 @@ pub fn run() {
     }));
     let (n, seed) = (env("GALERKIN_DIST_N") as usize, env("GALERKIN_DIST_SEED"));
     let a = galerkin::fvm::tpfa_tets_structured(n, 0.15, seed % 1000).unwrap();
-    say(&comm, &format!("{} ranks, FVM {} rows", comm.size(), a.nrows()));
-    assert_eq!(comm.sum_scalar(comm.rank() as f64), (comm.size() * (comm.size() - 1) / 2) as f64);
+    say(
+        &comm,
+        &format!("{} ranks, FVM {} rows", comm.size(), a.nrows()),
+    );
+    assert_eq!(
+        comm.sum_scalar(comm.rank() as f64),
+        (comm.size() * (comm.size() - 1) / 2) as f64
+    );
 
     let cpu = Cpu::new();
     for (name, part) in partitions(&comm, &a) {
         let d = DistCsr::from_global(&comm, &a, Rc::new(part)).unwrap();
         let q = d.quality();
         say(&comm, &format!("partition {name}: {q}"));
-        check_spmv::<Cpu, f64, f64>(&comm, &cpu, &a, &d, seed, 1e-13);
-        check_spmv::<Cpu, f32, f64>(&comm, &cpu, &a, &d, seed, 1e-6);
-        check_spmv::<Cpu, f32, f32>(&comm, &cpu, &a, &d, seed, 1e-5);
+        check_spmv::<Cpu, f64, f64>(&cpu, &a, &d, seed, 1e-13);
+        check_spmv::<Cpu, f32, f64>(&cpu, &a, &d, seed, 1e-6);
+        check_spmv::<Cpu, f32, f32>(&cpu, &a, &d, seed, 1e-5);
         check_solvers(&comm, &cpu, &a, &d, name != "uneven");
     }
 
@@ -55,13 +61,16 @@ pub fn run() {
         Ok(w) => {
             say(&comm, &format!("wgpu: {}", galerkin::BackendCore::info(&w)));
             let d = dist::distribute(&comm, &a, PartitionMethod::Metis).unwrap();
-            check_spmv::<galerkin::Wgpu, f64, f64>(&comm, &w, &a, &d, seed, 1e-13);
-            check_spmv::<galerkin::Wgpu, f32, f32>(&comm, &w, &a, &d, seed, 1e-5);
+            check_spmv::<galerkin::Wgpu, f64, f64>(&w, &a, &d, seed, 1e-13);
+            check_spmv::<galerkin::Wgpu, f32, f32>(&w, &a, &d, seed, 1e-5);
             check_solvers(&comm, &w, &a, &d, false);
         }
         Err(e) => {
             let required = std::env::var("GALERKIN_REQUIRE_BACKENDS").unwrap_or_default();
-            assert!(!required.contains("wgpu"), "wgpu is required but unavailable: {e}");
+            assert!(
+                !required.contains("wgpu"),
+                "wgpu is required but unavailable: {e}"
+            );
             say(&comm, &format!("SKIPPING wgpu ranks: {e}"));
         }
     }
@@ -112,7 +121,6 @@ fn cast<S: Element>(v: &[f64]) -> Vec<S> {
 
 /// Distributed `y = A x` and `y = 2 A x − y` equal the host f64 SpMV (y poisoned first).
 fn check_spmv<B: Backend, V: Element, S: Scalar>(
-    comm: &Communicator,
     backend: &B,
     a: &Csr<Cpu, f64>,
     d: &DistCsr,
@@ -124,11 +132,18 @@ fn check_spmv<B: Backend, V: Element, S: Scalar>(
     let y0 = random_vec(seed ^ 0xbeef, n);
     let cpu = Cpu::new();
     let mut reference = Vector::from_slice(&cpu, &y0).unwrap();
-    a.spmv(1.0, &Vector::from_slice(&cpu, &xg).unwrap(), 0.0, &mut reference).unwrap();
+    a.spmv(
+        1.0,
+        &Vector::from_slice(&cpu, &xg).unwrap(),
+        0.0,
+        &mut reference,
+    )
+    .unwrap();
     let ax = reference.to_vec().unwrap();
     let m = DistMatrix::<B, V>::new(backend, d, None).unwrap();
     let x = DistVector::from_global(backend, d.layout(), &cast::<S>(&xg)).unwrap();
-    let mut y = DistVector::from_global(backend, d.layout(), &vec![S::from_f64(f64::NAN); n]).unwrap();
+    let mut y =
+        DistVector::from_global(backend, d.layout(), &vec![S::from_f64(f64::NAN); n]).unwrap();
     m.apply(&x, &mut y).unwrap();
     let got = y.gather(0).unwrap();
     let mut y2 = DistVector::from_global(backend, d.layout(), &cast::<S>(&y0)).unwrap();
@@ -136,14 +151,28 @@ fn check_spmv<B: Backend, V: Element, S: Scalar>(
     let got2 = y2.gather(0).unwrap();
     if let (Some(got), Some(got2)) = (got, got2) {
         let scale = ax.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1.0);
-        let e1 = got.iter().zip(&ax).map(|(g, r)| (g.as_f64() - r).abs()).fold(0.0, f64::max);
+        let e1 = got
+            .iter()
+            .zip(&ax)
+            .map(|(g, r)| (g.as_f64() - r).abs())
+            .fold(0.0, f64::max);
         let e2 = got2
             .iter()
             .zip(ax.iter().zip(&y0))
             .map(|(g, (r, y))| (g.as_f64() - (2.0 * r - y)).abs())
             .fold(0.0, f64::max);
-        assert!(e1 <= tol * scale, "SpMV {}/{}: error {e1:e} > {tol:e}", std::any::type_name::<V>(), std::any::type_name::<S>());
-        assert!(e2 <= 2.0 * tol * scale, "SpMV axpby {}/{}: error {e2:e}", std::any::type_name::<V>(), std::any::type_name::<S>());
+        assert!(
+            e1 <= tol * scale,
+            "SpMV {}/{}: error {e1:e} > {tol:e}",
+            std::any::type_name::<V>(),
+            std::any::type_name::<S>()
+        );
+        assert!(
+            e2 <= 2.0 * tol * scale,
+            "SpMV axpby {}/{}: error {e2:e}",
+            std::any::type_name::<V>(),
+            std::any::type_name::<S>()
+        );
     }
     let t = m.times();
     assert_eq!(t.applications, 2);
@@ -152,21 +181,33 @@ fn check_spmv<B: Backend, V: Element, S: Scalar>(
 /// A report's fingerprint, equal on every rank.
 fn same_on_every_rank(comm: &Communicator, r: &SolveReport) {
     let mut h: u64 = r.iterations as u64;
-    for v in r.residual_history.iter().chain([&r.final_residual, &r.rhs_norm]) {
+    for v in r
+        .residual_history
+        .iter()
+        .chain([&r.final_residual, &r.rhs_norm])
+    {
         h = h.rotate_left(7) ^ v.to_bits();
     }
     let h = (h >> 12) as f64;
     let all = comm.all_gather(h);
-    assert!(all.iter().all(|&v| v == all[0]), "reports differ between ranks: {r}");
+    assert!(
+        all.iter().all(|&v| v == all[0]),
+        "reports differ between ranks: {r}"
+    );
     let t = comm.all_gather(r.time.as_secs_f64());
-    assert!(t.iter().all(|&v| v == t[0]), "report times differ between ranks");
+    assert!(
+        t.iter().all(|&v| v == t[0]),
+        "report times differ between ranks"
+    );
 }
 
 fn jacobi_block<'a, B: Backend, S: Scalar>(backend: &B, d: &DistCsr) -> BlockJacobi<'a, B, S> {
     if d.local_block().nrows() == 0 {
         BlockJacobi::new(Box::new(galerkin::solver::Identity::new(0)))
     } else {
-        BlockJacobi::new(Box::new(Jacobi::<B, S>::new(backend, d.local_block()).unwrap()))
+        BlockJacobi::new(Box::new(
+            Jacobi::<B, S>::new(backend, d.local_block()).unwrap(),
+        ))
     }
 }
 
@@ -181,23 +222,36 @@ fn quiet(rtol: f64) -> SolverParams<'static> {
 
 fn close(comm: &Communicator, what: &str, dist: &SolveReport, single: &SolveReport, slack: usize) {
     same_on_every_rank(comm, dist);
-    assert!(dist.converged() && single.converged(), "{what}: {dist} / {single}");
+    assert!(
+        dist.converged() && single.converged(),
+        "{what}: {dist} / {single}"
+    );
     let (k1, k2) = (dist.iterations, single.iterations);
     assert!(
         k1.abs_diff(k2) <= slack,
         "{what}: {k1} iterations distributed, {k2} in one process"
     );
     let ratio = dist.final_residual / single.final_residual.max(1e-300);
-    say(comm, &format!("{what}: {k1} iterations (one process {k2}), residual ratio {ratio:.2}"));
+    say(
+        comm,
+        &format!("{what}: {k1} iterations (one process {k2}), residual ratio {ratio:.2}"),
+    );
 }
 
 /// The distributed solvers against the single-process ones, f64, f32 and mixed.
-fn check_solvers<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>, d: &DistCsr, all: bool) {
+fn check_solvers<B: Backend>(
+    comm: &Communicator,
+    backend: &B,
+    a: &Csr<Cpu, f64>,
+    d: &DistCsr,
+    all: bool,
+) {
     let n = a.nrows();
     let ones = vec![1.0; n];
     let cpu = Cpu::new();
     let mut bh = Vector::zeros(&cpu, n).unwrap();
-    a.spmv(1.0, &Vector::from_slice(&cpu, &ones).unwrap(), 0.0, &mut bh).unwrap();
+    a.spmv(1.0, &Vector::from_slice(&cpu, &ones).unwrap(), 0.0, &mut bh)
+        .unwrap();
     let bg = bh.to_vec().unwrap();
 
     // f64, PCG with Jacobi.
@@ -211,12 +265,23 @@ fn check_solvers<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>
     let bj = jacobi_block::<B, f64>(backend, d);
     let b = DistVector::from_global(backend, d.layout(), &bg).unwrap();
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
-    let r = dist::cg(&m, Some(&bj as &dyn DistPreconditioner<B, f64>), &b, &mut x, &p).unwrap();
+    let r = dist::cg(
+        &m,
+        Some(&bj as &dyn DistPreconditioner<B, f64>),
+        &b,
+        &mut x,
+        &p,
+    )
+    .unwrap();
     close(comm, "PCG-Jacobi f64", &r, &r1, 1);
     let xg = x.gather(0).unwrap();
     if let Some(xg) = xg {
         let x1 = x1.to_vec().unwrap();
-        let e = xg.iter().zip(&x1).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let e = xg
+            .iter()
+            .zip(&x1)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         assert!(e < 1e-6, "x differs from one process by {e:e}");
     }
 
@@ -239,12 +304,26 @@ fn check_solvers<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>
     let mut x1 = Vector::zeros(backend, n).unwrap();
     let r1 = gmres(&single, Some(&jac), &b1, &mut x1, &p).unwrap();
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
-    let r = dist::gmres(&m, Some(&bj as &dyn DistPreconditioner<B, f64>), &b, &mut x, &p).unwrap();
+    let r = dist::gmres(
+        &m,
+        Some(&bj as &dyn DistPreconditioner<B, f64>),
+        &b,
+        &mut x,
+        &p,
+    )
+    .unwrap();
     close(comm, "GMRES(30)-Jacobi f64", &r, &r1, 1);
     let mut x1 = Vector::zeros(backend, n).unwrap();
     let r1 = bicgstab(&single, Some(&jac), &b1, &mut x1, &p).unwrap();
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
-    let r = dist::bicgstab(&m, Some(&bj as &dyn DistPreconditioner<B, f64>), &b, &mut x, &p).unwrap();
+    let r = dist::bicgstab(
+        &m,
+        Some(&bj as &dyn DistPreconditioner<B, f64>),
+        &b,
+        &mut x,
+        &p,
+    )
+    .unwrap();
     close(comm, "BiCGStab-Jacobi f64", &r, &r1, 2);
 
     // Mixed: flexible CG (f64) around PCG-Jacobi in f32.
@@ -269,16 +348,29 @@ fn check_solvers<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>
 /// A Matrix Market file read in parallel parts equals the file read whole; PCG on it.
 fn check_matrix_market(comm: &Communicator, cpu: &Cpu) {
     let Some(dir) = std::env::var_os("GALERKIN_DATA_DIR") else {
-        say(comm, "SKIPPING the Matrix Market checks: GALERKIN_DATA_DIR is not set");
+        say(
+            comm,
+            "SKIPPING the Matrix Market checks: GALERKIN_DATA_DIR is not set",
+        );
         return;
     };
     let path = std::path::Path::new(&dir).join("mtx/HB_bcsstk09.mtx");
-    let whole = galerkin::sparse::read_matrix_market(&path).unwrap().to_csr().unwrap();
+    let whole = galerkin::sparse::read_matrix_market(&path)
+        .unwrap()
+        .to_csr()
+        .unwrap();
     for method in [PartitionMethod::Contiguous, PartitionMethod::Metis] {
         let d = dist::read_matrix_market(comm, &path, method).unwrap();
         assert_eq!(d.global_len(), whole.nrows());
-        say(comm, &format!("bcsstk09 read in {} parts, {method:?}: {}", comm.size(), d.quality()));
-        check_spmv::<Cpu, f64, f64>(comm, cpu, &whole, &d, 99, 1e-13);
+        say(
+            comm,
+            &format!(
+                "bcsstk09 read in {} parts, {method:?}: {}",
+                comm.size(),
+                d.quality()
+            ),
+        );
+        check_spmv::<Cpu, f64, f64>(cpu, &whole, &d, 99, 1e-13);
         check_solvers(comm, cpu, &whole, &d, false);
     }
 }
@@ -297,9 +389,16 @@ fn check_read_errors(comm: &Communicator, seed: u64) {
     std::fs::remove_file(&path).ok();
     let last = comm.size() - 1;
     match &err {
-        Error::Rank { rank, ranks, message } => {
+        Error::Rank {
+            rank,
+            ranks,
+            message,
+        } => {
             assert_eq!((*rank, *ranks), (last, 1), "{err}");
-            assert!(message.contains(":42:"), "the line number is missing: {err}");
+            assert!(
+                message.contains(":42:"),
+                "the line number is missing: {err}"
+            );
         }
         other => panic!("expected Error::Rank, got {other}"),
     }

@@ -6,7 +6,13 @@ use std::process::{Command, Output};
 /// `mpirun` with the flags CI needs (root, more ranks than cores).
 fn mpirun(np: usize) -> Command {
     let mut c = Command::new("timeout");
-    c.args(["900", "mpirun", "--allow-run-as-root", "--oversubscribe", "-np"]);
+    c.args([
+        "900",
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+    ]);
     c.arg(np.to_string());
     // Open MPI: no attempt to use high-speed fabrics that a CI machine lacks.
     c.env("OMPI_MCA_btl", "self,vader,tcp")
@@ -28,7 +34,10 @@ fn show(what: &str, out: &Output) -> String {
 
 fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
+    let dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>");
     dir.join("examples").join(name)
 }
 
@@ -55,13 +64,19 @@ pub fn run() {
             .env("GALERKIN_DIST_SEED", seed.to_string())
             .output()
             .expect("mpirun runs");
-        let text = show(&format!("checks on {np} ranks (fvm-tet:{n}, seed {seed})"), &out);
+        let text = show(
+            &format!("checks on {np} ranks (fvm-tet:{n}, seed {seed})"),
+            &out,
+        );
         assert!(out.status.success(), "{text}");
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("dist checks passed"),
             "{text}"
         );
-        println!("dist: {np} rank(s): checks passed in {:.1} s", t0.elapsed().as_secs_f64());
+        println!(
+            "dist: {np} rank(s): checks passed in {:.1} s",
+            t0.elapsed().as_secs_f64()
+        );
         print!("{}", String::from_utf8_lossy(&out.stdout));
     }
     solve_example(n);
@@ -72,7 +87,11 @@ pub fn run() {
 /// reports per-rank times and the partition.
 fn solve_example(n: usize) {
     let solve = example("solve");
-    assert!(solve.exists(), "{} is missing: cargo test builds the examples", solve.display());
+    assert!(
+        solve.exists(),
+        "{} is missing: cargo test builds the examples",
+        solve.display()
+    );
     let dir = std::env::temp_dir().join(format!("galerkin-dist-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let matrix = format!("fvm-tet:{n}");
@@ -87,14 +106,32 @@ fn solve_example(n: usize) {
     for partition in ["contiguous", "metis"] {
         let out = mpirun(2)
             .arg(&solve)
-            .args(["--matrix", &matrix, "--partition", partition, "--json", "--out"])
+            .args([
+                "--matrix",
+                &matrix,
+                "--partition",
+                partition,
+                "--json",
+                "--out",
+            ])
             .arg(&two)
             .output()
             .unwrap();
-        let text = show(&format!("solve under mpirun -np 2 --partition {partition}"), &out);
+        let text = show(
+            &format!("solve under mpirun -np 2 --partition {partition}"),
+            &out,
+        );
         assert!(out.status.success(), "{text}");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        for key in ["\"ranks\": 2", "\"halo_s\"", "\"reduce_s\"", "\"compute_s\"", "\"row_imbalance\"", "\"cut_nonzeros\"", "\"iterations\""] {
+        for key in [
+            "\"ranks\": 2",
+            "\"halo_s\"",
+            "\"reduce_s\"",
+            "\"compute_s\"",
+            "\"row_imbalance\"",
+            "\"cut_nonzeros\"",
+            "\"iterations\"",
+        ] {
             assert!(stdout.contains(key), "{key} missing\n{text}");
         }
         let read = |p: &PathBuf| -> Vec<f64> {
@@ -106,7 +143,11 @@ fn solve_example(n: usize) {
         };
         let (x1, x2) = (read(&one), read(&two));
         assert_eq!(x1.len(), x2.len());
-        let err = x1.iter().zip(&x2).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let err = x1
+            .iter()
+            .zip(&x2)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         assert!(err < 1e-6, "solutions differ by {err:e}\n{text}");
         println!("dist: solve --partition {partition} on 2 ranks matches one process (max difference {err:.1e})");
     }
@@ -117,7 +158,15 @@ fn solve_example(n: usize) {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{}", show("solve with a missing file", &out));
-    assert!(stderr.contains("/nonexistent/matrix.mtx"), "{}", show("missing file", &out));
+    assert!(
+        !out.status.success(),
+        "{}",
+        show("solve with a missing file", &out)
+    );
+    assert!(
+        stderr.contains("/nonexistent/matrix.mtx"),
+        "{}",
+        show("missing file", &out)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

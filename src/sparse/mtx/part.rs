@@ -60,13 +60,22 @@ pub fn read_matrix_market_part(
     let mut magic = [0u8; 2];
     let n = file.read(&mut magic).map_err(io)?;
     if n == 2 && magic == [0x1f, 0x8b] {
-        return Err(unsupported(&name, "a gzip-compressed file cannot be split by bytes"));
+        return Err(unsupported(
+            &name,
+            "a gzip-compressed file cannot be split by bytes",
+        ));
     }
     file.seek(SeekFrom::Start(0)).map_err(io)?;
 
     // The header, counting the bytes it takes.
     let mut lines = Lines {
-        reader: BufReader::with_capacity(4096, Counting { inner: &mut file, read: 0 }),
+        reader: BufReader::with_capacity(
+            4096,
+            Counting {
+                inner: &mut file,
+                read: 0,
+            },
+        ),
         name: &name,
         line: 0,
     };
@@ -74,7 +83,10 @@ pub fn read_matrix_market_part(
     let (format, field, symmetry) = parse_banner(&mut lines)?;
     let header = parse_size_line(&mut lines, &mut buf, format, field, symmetry)?;
     if header.format == Format::Array {
-        return Err(unsupported(&name, "an `array` file has no coordinates to split by"));
+        return Err(unsupported(
+            &name,
+            "an `array` file has no coordinates to split by",
+        ));
     }
     let header_lines = lines.line;
     let data_start = lines.reader.get_ref().read - lines.reader.buffer().len() as u64;

@@ -100,7 +100,9 @@ fn quote(token: &str) -> String {
     }
 }
 
-pub(super) fn parse_banner<R: BufRead>(lines: &mut Lines<'_, R>) -> Result<(Format, Field, Symmetry)> {
+pub(super) fn parse_banner<R: BufRead>(
+    lines: &mut Lines<'_, R>,
+) -> Result<(Format, Field, Symmetry)> {
     let expected = "`%%MatrixMarket matrix <format> <field> <symmetry>`";
     let mut buf = Vec::new();
     if lines.next(&mut buf)?.is_none() {
