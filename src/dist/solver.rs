@@ -3,7 +3,9 @@
 //! bookkeeping ([`SolveReport`], residual replacement, stopping tests). The scalars live on
 //! the host and each group of inner products needed together is one global sum (CG: `p·q`,
 //! then `r·r` with `r·z`). Every rank gets the same sums, so the same decisions and the same
-//! report (its `time` is the slowest rank's).
+//! report (its `time` is the slowest rank's). A monitor in [`SolverParams`] runs on every
+//! rank and sees the same residuals there; it must answer the same on every rank (one that
+//! stops on wall time could stop one rank and not another).
 //!
 //! Preconditioners act per rank: [`BlockJacobi`] applies any single-process
 //! [`Preconditioner`] of this rank's diagonal block (point Jacobi is then the global Jacobi;
