@@ -75,6 +75,20 @@ pub fn run() {
         }
     }
 
+    // CUDA ranks (several may share one GPU), where the feature and a device are there.
+    #[cfg(feature = "cuda")]
+    match galerkin::Cuda::new() {
+        Ok(c) => {
+            say(&comm, &format!("cuda: {}", galerkin::BackendCore::info(&c)));
+            let d = dist::distribute(&comm, &a, PartitionMethod::Metis).unwrap();
+            check_spmv::<galerkin::Cuda, f64, f64>(&c, &a, &d, seed, 1e-13);
+            check_spmv::<galerkin::Cuda, f32, f64>(&c, &a, &d, seed, 1e-6);
+            check_spmv::<galerkin::Cuda, f32, f32>(&c, &a, &d, seed, 1e-5);
+            check_solvers(&comm, &c, &a, &d, true);
+        }
+        Err(e) => say(&comm, &format!("SKIPPING cuda ranks: {e}")),
+    }
+
     check_matrix_market(&comm, &cpu);
     check_read_errors(&comm, seed);
     comm.agree(Ok(())).unwrap();

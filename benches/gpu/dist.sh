@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Distributed runs on the GPU machine (issue 14): correctness of CPU, wgpu and CUDA ranks
+# sharing the one GPU, the overhead of several ranks per GPU, CPU scaling on its cores, and
+# the host<->device bandwidth the halo staging pays. Staged with
+#   GPU_FEATURES=cuda,wgpu,mpi ../shared/gpu/pack --test dist --example solve
+#   mkdir -p .gpu/mpi-debs && cp <Open MPI .debs> .gpu/mpi-debs/   (if the image has no MPI)
+# and run as `source .gpu/setup.sh; benches/gpu/dist.sh`. Full outputs go to $OUT.
+set -uo pipefail
+out=${OUT:-/tmp}
+if ! command -v mpirun >/dev/null; then
+  echo "no mpirun in the image: unpacking the carried Open MPI packages"
+  for f in .gpu/mpi-debs/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+fi
+mpirun --version | head -1
+echo "cores: $(nproc)"
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpi="timeout 300 mpirun --allow-run-as-root --oversubscribe"
+checks=$(ls .gpu/bin/dist-* | head -1)
+solve=.gpu/bin/solve
+
+echo "== checks (CPU, wgpu and CUDA ranks; several ranks share the GPU)"
+for np in 1 2 4; do
+  GALERKIN_DIST_CHILD=1 GALERKIN_DIST_N=${N:-12} GALERKIN_DIST_SEED=7 $mpi -np $np "$checks" \
+    > "$out/checks-$np.txt" 2>&1
+  echo "np=$np rc=$? $(grep -c 'iterations (one process' "$out/checks-$np.txt") solver comparisons;" \
+    "$(grep -E 'dist checks passed|panic' "$out/checks-$np.txt" | head -2 | tr '\n' ' ')"
+done
+grep -E "cuda:|wgpu:|PCG-Jacobi|mixed|GMRES" "$out/checks-4.txt" | head -12
+
+summary() {
+  python3 -c '
+import json, sys
+label = sys.argv[1]
+for line in sys.stdin:
+    if not line.startswith("{"): continue
+    j = json.loads(line); k = max(j["iterations"], 1); r = j["per_rank"]
+    w = lambda key: max(x[key] for x in r) / k * 1e6
+    print("%-12s %-5s np=%d rows=%d it=%d time=%.3fs %.1f us/it compute=%.1f halo=%.1f reduce=%.1f conv=%s" % (
+        label, j["backend"], j["ranks"], j["rows"], j["iterations"], j["time_s"],
+        j["time_s"] / k * 1e6, w("compute_s"), w("halo_s"), w("reduce_s"), j["converged"]))
+' "$1"
+}
+echo "== several ranks sharing one GPU (PCG-Jacobi to 1e-8)"
+for be in cuda wgpu; do
+  for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do
+    for np in 1 2 4; do
+      $mpi -np $np "$solve" --backend $be --matrix "$m" --partition metis --json 2> "$out/err-$be-$np.txt" \
+        | summary "$m"
+    done
+  done
+done
+echo "== CPU ranks, strong (fvm-tet:60) and weak (~384k rows per rank), 1 thread per rank"
+for np in 1 2 4 8; do
+  RAYON_NUM_THREADS=1 $mpi -np $np "$solve" --matrix fvm-tet:60 --partition metis --json | summary strong
+done
+n=([1]=40 [2]=50 [4]=63 [8]=80)
+for np in 1 2 4 8; do
+  RAYON_NUM_THREADS=1 $mpi -np $np "$solve" --matrix "fvm-tet:${n[$np]}" --partition metis --json | summary weak
+done
+echo "== host<->device copy bandwidth (what the staged halo pays), PyTorch"
+python3 - <<'PY'
+import torch, time
+for nbytes in (1 << 20, 1 << 24):
+    n = nbytes // 8
+    d = torch.empty(n, dtype=torch.float64, device="cuda")
+    for pinned in (False, True):
+        h = torch.empty(n, dtype=torch.float64, pin_memory=pinned)
+        for name, f in (("H2D", lambda: d.copy_(h)), ("D2H", lambda: h.copy_(d))):
+            for _ in range(3): f()
+            torch.cuda.synchronize(); t = time.perf_counter()
+            for _ in range(20): f()
+            torch.cuda.synchronize(); dt = (time.perf_counter() - t) / 20
+            print(f"{name} {nbytes >> 20:>3} MiB {'pinned  ' if pinned else 'pageable'}: {nbytes / dt / 1e9:6.1f} GB/s, {dt * 1e6:8.1f} us")
+PY
