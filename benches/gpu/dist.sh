@@ -34,22 +34,40 @@ import json, sys
 label = sys.argv[1]
 for line in sys.stdin:
     if not line.startswith("{"): continue
-    j = json.loads(line); k = max(j["iterations"], 1); r = j["per_rank"]
-    w = lambda key: max(x[key] for x in r) / k * 1e6
+    j = json.loads(line); k = max(j["iterations"], 1); r = j.get("per_rank", [])
+    w = lambda key: max((x[key] for x in r), default=0.0) / k * 1e6
     print("%-12s %-5s np=%d rows=%d it=%d time=%.3fs %.1f us/it compute=%.1f halo=%.1f reduce=%.1f conv=%s" % (
         label, j["backend"], j["ranks"], j["rows"], j["iterations"], j["time_s"],
         j["time_s"] / k * 1e6, w("compute_s"), w("halo_s"), w("reduce_s"), j["converged"]))
 ' "$1"
 }
-echo "== several ranks sharing one GPU (PCG-Jacobi to 1e-8)"
+echo "== several ranks sharing one GPU (PCG-Jacobi to 1e-8); 'single' is the one-process solve"
 for be in cuda wgpu; do
   for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do
+    "$solve" --backend $be --matrix "$m" --json 2>/dev/null | summary "$m single"
     for np in 1 2 4; do
       $mpi -np $np "$solve" --backend $be --matrix "$m" --partition metis --json 2> "$out/err-$be-$np.txt" \
         | summary "$m"
     done
   done
 done
+if command -v nvidia-cuda-mps-control >/dev/null && [ -z "${NO_MPS:-}" ]; then
+  echo "== the same on CUDA with the MPS daemon (ranks' kernels may run concurrently)"
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+  if nvidia-cuda-mps-control -d; then
+    for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do
+      for np in 1 2 4; do
+        $mpi -np $np "$solve" --backend cuda --matrix "$m" --partition metis --json 2>> "$out/err-mps.txt" \
+          | summary "$m MPS"
+      done
+    done
+    echo quit | nvidia-cuda-mps-control
+  else
+    echo "MPS daemon did not start"
+  fi
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+fi
 echo "== CPU ranks, strong (fvm-tet:60) and weak (~384k rows per rank), 1 thread per rank"
 for np in 1 2 4 8; do
   RAYON_NUM_THREADS=1 $mpi -np $np "$solve" --matrix fvm-tet:60 --partition metis --json | summary strong

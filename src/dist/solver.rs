@@ -22,7 +22,7 @@ use crate::solver::{
     Preconditioner, Progress, SolveReport, SolverParams, StopReason, Tracker,
     MAX_RESIDUAL_REPLACEMENTS,
 };
-use crate::vector::cg_update;
+use crate::vector::{cg_update, dot_into};
 
 /// A preconditioner of a distributed operator.
 pub trait DistPreconditioner<B: Backend, S: Scalar> {
@@ -161,10 +161,11 @@ pub(super) fn drive<B: Backend, S: Scalar>(
 }
 
 /// Preconditioned conjugate gradients on a distributed SPD operator (`m = None`: plain CG),
-/// from `x`. Two global sums per iteration: `p·q`, then `r·r` with `r·z` (and, with
-/// `params.flexible`, the Polak–Ribière `r·z_old`). The same arithmetic as
-/// [`solver::pcg`](crate::solver::pcg) up to the order of the sums: on one rank the same
-/// iterations, on several the same within round-off.
+/// from `x`. One global sum per iteration (Chronopoulos–Gear: `r·u`, `(Au)·u` and `r·r`
+/// together, `pᵀAp` from a recurrence), one device read per iteration: the iterates of
+/// [`solver::pcg`](crate::solver::pcg) up to round-off. With `params.flexible`, the
+/// two-sum PCG with the Polak–Ribière β (`r·r` with `r·z` and `r·z_old`), for a preconditioner
+/// that varies (an inner solve).
 ///
 /// # Errors
 /// Distribution mismatches; device errors. Numerical trouble is in the report.
@@ -182,8 +183,108 @@ pub fn cg<B: Backend, S: Scalar>(
     };
     check(name, a, b, x)?;
     drive(params, name, a, b, x, &mut |t, x, r, k0| {
-        cg_iterate(t, a, m, x, r, k0, params.flexible)
+        if params.flexible {
+            cg_iterate(t, a, m, x, r, k0, true)
+        } else {
+            single_reduction_cg(t, a, m, x, r, k0)
+        }
     })
+}
+
+/// The local parts of `[r·u, w·u, r·r]` summed over the ranks: three device dot products
+/// into one scalar vector, one read, one global sum.
+fn three_sums<B: Backend, S: Scalar>(
+    scalars: &mut crate::vector::Vector<B, S>,
+    r: &DistVector<B, S>,
+    u: &DistVector<B, S>,
+    w: &DistVector<B, S>,
+) -> Result<[f64; 3]> {
+    let local = if r.owned_len() == 0 {
+        [0.0; 3]
+    } else {
+        dot_into(r.owned(), u.owned(), scalars, 0)?;
+        dot_into(w.owned(), u.owned(), scalars, 1)?;
+        dot_into(r.owned(), r.owned(), scalars, 2)?;
+        let s = scalars.to_vec()?;
+        [s[0].as_f64(), s[1].as_f64(), s[2].as_f64()]
+    };
+    let g = r.layout().comm().sum(&local);
+    Ok([g[0], g[1], g[2]])
+}
+
+/// PCG with one global sum per iteration (Chronopoulos–Gear): with `u = M r` and `w = A u`,
+/// the sums `γ = r·u`, `δ = w·u` and `r·r` are taken together, and `pᵀAp` follows from the
+/// recurrence `η = δ − β γ / α`; `s = A p` is updated as `s = w + β s`. The same iterates as
+/// PCG in exact arithmetic (one more vector, `s`); on a device, one read per iteration.
+fn single_reduction_cg<B: Backend, S: Scalar>(
+    t: &mut Tracker<'_, '_>,
+    a: &dyn DistOperator<B, S>,
+    m: Option<&dyn DistPreconditioner<B, S>>,
+    x: &mut DistVector<B, S>,
+    mut r: DistVector<B, S>,
+    k0: usize,
+) -> Result<(usize, StopReason)> {
+    let backend = r.owned().backend().clone();
+    let layout = r.layout().clone();
+    let mut scalars = crate::vector::Vector::<B, S>::zeros(&backend, 3)?;
+    // u = M r (u is r itself without M), w = A u.
+    let mut u = DistVector::zeros(&backend, &layout)?;
+    let mut w = DistVector::zeros(&backend, &layout)?;
+    let apply_mu = |r: &DistVector<B, S>,
+                        u: &mut DistVector<B, S>,
+                        w: &mut DistVector<B, S>,
+                        t: &mut Tracker<'_, '_>|
+     -> Result<()> {
+        match m {
+            Some(m) => {
+                m.precondition(r, u)?;
+                a.apply(u, w)?;
+            }
+            None => a.apply(r, w)?,
+        }
+        t.applications += 1;
+        Ok(())
+    };
+    apply_mu(&r, &mut u, &mut w, t)?;
+    let [mut gamma, delta, rr] = three_sums(&mut scalars, &r, if m.is_some() { &u } else { &r }, &w)?;
+    if let Some(reason) = t.record(k0, rr.sqrt()) {
+        return Ok((k0, reason));
+    }
+    let mut eta = delta;
+    let mut p = if m.is_some() { u.try_clone()? } else { r.try_clone()? };
+    let mut s = w.try_clone()?;
+    let mut k = k0;
+    let reason = loop {
+        k += 1;
+        if !eta.is_finite() {
+            break StopReason::NonFinite { quantity: "pᵀAp" };
+        }
+        if eta <= 0.0 {
+            break StopReason::IndefiniteOperator { curvature: eta };
+        }
+        let alpha = gamma / eta;
+        x.axpy(S::from_f64(alpha), &p)?;
+        r.axpy(S::from_f64(-alpha), &s)?;
+        apply_mu(&r, &mut u, &mut w, t)?;
+        let [gamma_new, delta, rr] =
+            three_sums(&mut scalars, &r, if m.is_some() { &u } else { &r }, &w)?;
+        if let Some(reason) = t.record(k, rr.sqrt()) {
+            break reason;
+        }
+        let beta = gamma_new / gamma;
+        if !beta.is_finite() {
+            break StopReason::NonFinite { quantity: "β" };
+        }
+        eta = delta - beta * gamma_new / alpha;
+        gamma = gamma_new;
+        let b = S::from_f64(beta);
+        match m {
+            Some(_) => p.axpby(S::ONE, &u, b)?,
+            None => p.axpby(S::ONE, &r, b)?,
+        }
+        s.axpby(S::ONE, &w, b)?;
+    };
+    Ok((k, reason))
 }
 
 fn cg_iterate<B: Backend, S: Scalar>(
