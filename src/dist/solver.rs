@@ -161,11 +161,12 @@ pub(super) fn drive<B: Backend, S: Scalar>(
 }
 
 /// Preconditioned conjugate gradients on a distributed SPD operator (`m = None`: plain CG),
-/// from `x`. One global sum per iteration (Chronopoulos–Gear: `r·u`, `(Au)·u` and `r·r`
-/// together, `pᵀAp` from a recurrence), one device read per iteration: the iterates of
-/// [`solver::pcg`](crate::solver::pcg) up to round-off. With `params.flexible`, the
-/// two-sum PCG with the Polak–Ribière β (`r·r` with `r·z` and `r·z_old`), for a preconditioner
-/// that varies (an inner solve).
+/// from `x`: the iterates of [`solver::pcg`](crate::solver::pcg) up to round-off. On a
+/// device, one global sum and one device read per iteration (Chronopoulos–Gear: `r·u`,
+/// `(Au)·u` and `r·r` together, `pᵀAp` from a recurrence; latency dominates there). On the
+/// CPU backend, and with `params.flexible` (Polak–Ribière β, for a preconditioner that varies,
+/// such as an inner solve), the textbook PCG with two sums per iteration (`p·q`, then `r·r`
+/// with `r·z`) and the fused update (fewer vector passes; bandwidth dominates there).
 ///
 /// # Errors
 /// Distribution mismatches; device errors. Numerical trouble is in the report.
@@ -183,8 +184,11 @@ pub fn cg<B: Backend, S: Scalar>(
     };
     check(name, a, b, x)?;
     drive(params, name, a, b, x, &mut |t, x, r, k0| {
-        if params.flexible {
-            cg_iterate(t, a, m, x, r, k0, true)
+        // The CPU is bandwidth-bound (the two-sum form streams fewer vectors); a device is
+        // latency-bound (one read per iteration instead of three).
+        let cpu = r.owned().backend().kind() == crate::backend::BackendKind::Cpu;
+        if params.flexible || cpu {
+            cg_iterate(t, a, m, x, r, k0, params.flexible)
         } else {
             single_reduction_cg(t, a, m, x, r, k0)
         }
