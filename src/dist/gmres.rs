@@ -9,6 +9,7 @@ use super::vector::DistVector;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
+use crate::solver::gmres::{back_substitute, rotate_column};
 use crate::solver::{SolveReport, SolverParams, StopReason, Tracker};
 
 /// GMRES(m) on a distributed operator, right-preconditioned (`m` fixed), as
@@ -138,31 +139,10 @@ fn cycles<B: Backend, S: Scalar>(
             }
             let hnext = w.nrm2()?.as_f64();
             h[j + 1][j] = hnext;
-            for i in 0..j {
-                let tmp = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
-                h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
-                h[i][j] = tmp;
-            }
-            let denom = h[j][j].hypot(h[j + 1][j]);
-            if denom == 0.0 || !denom.is_finite() {
-                stop = Some(if denom == 0.0 {
-                    StopReason::Breakdown {
-                        quantity: "Hessenberg column",
-                        value: 0.0,
-                    }
-                } else {
-                    StopReason::NonFinite {
-                        quantity: "Hessenberg",
-                    }
-                });
+            if let Err(reason) = rotate_column(&mut h, &mut cs, &mut sn, &mut g, j) {
+                stop = Some(reason);
                 break;
             }
-            cs[j] = h[j][j] / denom;
-            sn[j] = h[j + 1][j] / denom;
-            h[j][j] = denom;
-            h[j + 1][j] = 0.0;
-            g[j + 1] = -sn[j] * g[j];
-            g[j] *= cs[j];
             cols = j + 1;
             total += 1;
             if let Some(reason) = t.record(total, g[j + 1].abs()) {
@@ -176,14 +156,7 @@ fn cycles<B: Backend, S: Scalar>(
             vnext.owned_mut().scale(S::from_f64(1.0 / hnext))?;
             v.push(vnext);
         }
-        let mut y = vec![0.0f64; cols];
-        for i in (0..cols).rev() {
-            let mut s = g[i];
-            for (k, yk) in y.iter().enumerate().skip(i + 1) {
-                s -= h[i][k] * yk;
-            }
-            y[i] = s / h[i][i];
-        }
+        let y = back_substitute(&h, &g, cols);
         if flexible {
             for (i, yi) in y.iter().enumerate() {
                 x.axpy(S::from_f64(*yi), &z[i])?;

@@ -235,9 +235,9 @@ fn single_reduction_cg<B: Backend, S: Scalar>(
     let mut u = DistVector::zeros(&backend, &layout)?;
     let mut w = DistVector::zeros(&backend, &layout)?;
     let apply_mu = |r: &DistVector<B, S>,
-                        u: &mut DistVector<B, S>,
-                        w: &mut DistVector<B, S>,
-                        t: &mut Tracker<'_, '_>|
+                    u: &mut DistVector<B, S>,
+                    w: &mut DistVector<B, S>,
+                    t: &mut Tracker<'_, '_>|
      -> Result<()> {
         match m {
             Some(m) => {
@@ -250,12 +250,17 @@ fn single_reduction_cg<B: Backend, S: Scalar>(
         Ok(())
     };
     apply_mu(&r, &mut u, &mut w, t)?;
-    let [mut gamma, delta, rr] = three_sums(&mut scalars, &r, if m.is_some() { &u } else { &r }, &w)?;
+    let [mut gamma, delta, rr] =
+        three_sums(&mut scalars, &r, if m.is_some() { &u } else { &r }, &w)?;
     if let Some(reason) = t.record(k0, rr.sqrt()) {
         return Ok((k0, reason));
     }
     let mut eta = delta;
-    let mut p = if m.is_some() { u.try_clone()? } else { r.try_clone()? };
+    let mut p = if m.is_some() {
+        u.try_clone()?
+    } else {
+        r.try_clone()?
+    };
     let mut s = w.try_clone()?;
     let mut k = k0;
     let reason = loop {

@@ -149,31 +149,10 @@ impl<B: Backend, S: Scalar> Arnoldi<'_, '_, B, S> {
                 let hnext = w.nrm2()?.as_f64();
                 h[j + 1][j] = hnext;
                 // Apply the previous rotations to column j, then make the new one.
-                for i in 0..j {
-                    let tmp = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
-                    h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
-                    h[i][j] = tmp;
-                }
-                let denom = h[j][j].hypot(h[j + 1][j]);
-                if denom == 0.0 || !denom.is_finite() {
-                    stop = Some(if denom == 0.0 {
-                        StopReason::Breakdown {
-                            quantity: "Hessenberg column",
-                            value: 0.0,
-                        }
-                    } else {
-                        StopReason::NonFinite {
-                            quantity: "Hessenberg",
-                        }
-                    });
+                if let Err(reason) = rotate_column(&mut h, &mut cs, &mut sn, &mut g, j) {
+                    stop = Some(reason);
                     break;
                 }
-                cs[j] = h[j][j] / denom;
-                sn[j] = h[j + 1][j] / denom;
-                h[j][j] = denom;
-                h[j + 1][j] = 0.0;
-                g[j + 1] = -sn[j] * g[j];
-                g[j] *= cs[j];
                 cols = j + 1;
                 total += 1;
                 if let Some(reason) = t.record(total, g[j + 1].abs()) {
@@ -189,14 +168,7 @@ impl<B: Backend, S: Scalar> Arnoldi<'_, '_, B, S> {
                 v.push(vnext);
             }
             // y = H⁻¹ g (upper triangular, `cols` columns); x += Z y or x += M⁻¹ V y.
-            let mut y = vec![0.0f64; cols];
-            for i in (0..cols).rev() {
-                let mut s = g[i];
-                for (k, yk) in y.iter().enumerate().skip(i + 1) {
-                    s -= h[i][k] * yk;
-                }
-                y[i] = s / h[i][i];
-            }
+            let y = back_substitute(&h, &g, cols);
             if flexible {
                 for (i, yi) in y.iter().enumerate() {
                     x.axpy(S::from_f64(*yi), &z[i])?;
@@ -244,4 +216,53 @@ impl<B: Backend, S: Scalar> Arnoldi<'_, '_, B, S> {
         };
         Ok((total, reason))
     }
+}
+
+/// Applies the previous Givens rotations to column `j` of the Hessenberg matrix `h`, makes
+/// the rotation that zeroes `h[j+1][j]`, and applies it to `g` (so `|g[j+1]|` is the residual
+/// estimate). A zero or non-finite column is a stop reason.
+pub(crate) fn rotate_column(
+    h: &mut [Vec<f64>],
+    cs: &mut [f64],
+    sn: &mut [f64],
+    g: &mut [f64],
+    j: usize,
+) -> std::result::Result<(), StopReason> {
+    for i in 0..j {
+        let tmp = cs[i] * h[i][j] + sn[i] * h[i + 1][j];
+        h[i + 1][j] = -sn[i] * h[i][j] + cs[i] * h[i + 1][j];
+        h[i][j] = tmp;
+    }
+    let denom = h[j][j].hypot(h[j + 1][j]);
+    if denom == 0.0 {
+        return Err(StopReason::Breakdown {
+            quantity: "Hessenberg column",
+            value: 0.0,
+        });
+    }
+    if !denom.is_finite() {
+        return Err(StopReason::NonFinite {
+            quantity: "Hessenberg",
+        });
+    }
+    cs[j] = h[j][j] / denom;
+    sn[j] = h[j + 1][j] / denom;
+    h[j][j] = denom;
+    h[j + 1][j] = 0.0;
+    g[j + 1] = -sn[j] * g[j];
+    g[j] *= cs[j];
+    Ok(())
+}
+
+/// `y = H⁻¹ g` for the leading `cols` columns of the rotated (upper triangular) `h`.
+pub(crate) fn back_substitute(h: &[Vec<f64>], g: &[f64], cols: usize) -> Vec<f64> {
+    let mut y = vec![0.0f64; cols];
+    for i in (0..cols).rev() {
+        let mut s = g[i];
+        for (k, yk) in y.iter().enumerate().skip(i + 1) {
+            s -= h[i][k] * yk;
+        }
+        y[i] = s / h[i][i];
+    }
+    y
 }

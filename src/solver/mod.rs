@@ -56,7 +56,7 @@ use crate::vector::Vector;
 
 mod bicgstab;
 mod cg;
-mod gmres;
+pub(crate) mod gmres;
 mod mixed;
 mod operator;
 mod precond;
