@@ -121,6 +121,10 @@ struct Args {
     /// Distributed runs: this rank's device (default: node rank modulo the devices).
     #[arg(long)]
     device: Option<usize>,
+    /// Distributed runs on a GPU: synchronize before each halo so that the per-rank compute
+    /// and halo times are exact (one more device round trip per SpMV).
+    #[arg(long)]
+    profile: bool,
     /// Run the distributed solve even outside `mpirun` (one rank; feature `mpi`).
     #[arg(long)]
     distributed: bool,

@@ -5,6 +5,7 @@
 #   GPU_FEATURES=cuda,wgpu,mpi ../shared/gpu/pack --test dist --example solve
 #   mkdir -p .gpu/mpi-debs && cp <Open MPI .debs> .gpu/mpi-debs/   (if the image has no MPI)
 # and run as `source .gpu/setup.sh; benches/gpu/dist.sh`. Full outputs go to $OUT.
+# PROFILE=1: exact per-rank compute/halo split (`solve --profile`: a device sync per SpMV).
 set -uo pipefail
 out=${OUT:-/tmp}
 if ! command -v mpirun >/dev/null; then
@@ -46,7 +47,7 @@ for be in cuda wgpu; do
   for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do
     "$solve" --backend $be --matrix "$m" --json 2>/dev/null | summary "$m single"
     for np in 1 2 4; do
-      $mpi -np $np "$solve" --backend $be --matrix "$m" --partition metis --json 2> "$out/err-$be-$np.txt" \
+      $mpi -np $np "$solve" --backend $be --matrix "$m" --partition metis --json ${PROFILE:+--profile} 2> "$out/err-$be-$np.txt" \
         | summary "$m"
     done
   done
@@ -58,7 +59,7 @@ if command -v nvidia-cuda-mps-control >/dev/null && [ -z "${NO_MPS:-}" ]; then
   if nvidia-cuda-mps-control -d; then
     for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do
       for np in 1 2 4; do
-        $mpi -np $np "$solve" --backend cuda --matrix "$m" --partition metis --json 2>> "$out/err-mps.txt" \
+        $mpi -np $np "$solve" --backend cuda --matrix "$m" --partition metis --json ${PROFILE:+--profile} 2>> "$out/err-mps.txt" \
           | summary "$m MPS"
       done
     done

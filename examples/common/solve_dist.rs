@@ -97,6 +97,7 @@ fn solve_in<B: Backend, S: Scalar>(
     let (args, a, comm) = (t.args, t.a, t.comm);
     let format = args.format.format();
     let m = DistMatrix::<B, S>::new(backend, a, format)?;
+    m.set_exact_timing(args.profile);
     let b = rhs::<B, S>(t, backend, &m)?;
     let local = comm.agree(local_preconditioner::<B, S>(
         backend,
@@ -170,6 +171,8 @@ fn solve_mixed<B: Backend>(
     let format = args.format.format();
     let m64 = DistMatrix::<B, f64>::new(backend, a, format)?;
     let m32 = DistMatrix::<B, f32>::new(backend, a, format)?;
+    m64.set_exact_timing(args.profile);
+    m32.set_exact_timing(args.profile);
     let b = rhs::<B, f64>(t, backend, &m64)?;
     let local = comm.agree(local_preconditioner::<B, f32>(
         backend,
@@ -236,7 +239,7 @@ impl BackendTask for Task<'_> {
                     })
                     .collect();
                 println!(
-                    "{{\"ranks\": {}, \"backend\": \"{}\", \"matrix\": \"{}\", \"rows\": {}, \"solver\": \"{}\", \"precision\": \"{:?}\", \"converged\": {}, \"reason\": \"{}\", \"iterations\": {}, \"final_residual\": {:e}, \"relative_residual\": {:e}, \"time_s\": {:.6}, \"partition\": {{\"method\": \"{}\", \"row_imbalance\": {:.4}, \"nnz_imbalance\": {:.4}, \"cut_nonzeros\": {}}}, \"per_rank\": [{}]}}",
+                    "{{\"ranks\": {}, \"backend\": \"{}\", \"matrix\": \"{}\", \"rows\": {}, \"solver\": \"{}\", \"precision\": \"{:?}\", \"converged\": {}, \"reason\": \"{}\", \"iterations\": {}, \"final_residual\": {:e}, \"relative_residual\": {:e}, \"time_s\": {:.6}, \"exact_timing\": {}, \"partition\": {{\"method\": \"{}\", \"row_imbalance\": {:.4}, \"nnz_imbalance\": {:.4}, \"cut_nonzeros\": {}}}, \"per_rank\": [{}]}}",
                     comm.size(),
                     backend.kind().name(),
                     args.matrix.replace('"', "'"),
@@ -249,6 +252,7 @@ impl BackendTask for Task<'_> {
                     report.final_residual,
                     report.relative_residual(),
                     report.time.as_secs_f64(),
+                    args.profile,
                     self.a.layout().partition().method(),
                     quality.row_imbalance,
                     quality.nnz_imbalance,
