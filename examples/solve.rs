@@ -121,6 +121,11 @@ struct Args {
     /// Distributed runs: this rank's device (default: node rank modulo the devices).
     #[arg(long)]
     device: Option<usize>,
+    /// Solve once untimed first (kernel compilation, caches), then report the second solve
+    /// (`solve`, `cg`, `gmres`, ... and distributed runs; not `--precision mixed` in one
+    /// process).
+    #[arg(long)]
+    warmup: bool,
     /// Distributed runs on a GPU: synchronize before each halo so that the per-rank compute
     /// and halo times are exact (one more device round trip per SpMV).
     #[arg(long)]
@@ -222,6 +227,9 @@ fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveR
     let m = preconditioner::<B, S>(b, t.args, t.a, &op)?;
     let bv = Vector::from_slice(b, &t.b.iter().map(|&v| S::from_f64(v)).collect::<Vec<_>>())?;
     let mut x = Vector::zeros(b, t.a.ncols())?;
+    if t.args.warmup {
+        run_solver(t.args, &op, m.as_ref(), &bv, &mut Vector::zeros(b, t.a.ncols())?)?;
+    }
     let report = run_solver(t.args, &op, m.as_ref(), &bv, &mut x)?;
     Ok((x.to_vec()?.iter().map(|v| v.as_f64()).collect(), report))
 }

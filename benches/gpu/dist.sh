@@ -45,9 +45,9 @@ for line in sys.stdin:
 echo "== several ranks sharing one GPU (PCG-Jacobi to 1e-8); 'single' is the one-process solve"
 for be in cuda wgpu; do
   for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do
-    "$solve" --backend $be --matrix "$m" --json 2>/dev/null | summary "$m single"
+    "$solve" --backend $be --matrix "$m" --json --warmup 2>/dev/null | summary "$m single"
     for np in 1 2 4; do
-      $mpi -np $np "$solve" --backend $be --matrix "$m" --partition metis --json ${PROFILE:+--profile} 2> "$out/err-$be-$np.txt" \
+      $mpi -np $np "$solve" --backend $be --matrix "$m" --partition metis --json --warmup ${PROFILE:+--profile} 2> "$out/err-$be-$np.txt" \
         | summary "$m"
     done
   done
@@ -59,8 +59,10 @@ if command -v nvidia-cuda-mps-control >/dev/null && [ -z "${NO_MPS:-}" ]; then
   if nvidia-cuda-mps-control -d; then
     for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do
       for np in 1 2 4; do
-        $mpi -np $np "$solve" --backend cuda --matrix "$m" --partition metis --json ${PROFILE:+--profile} 2>> "$out/err-mps.txt" \
+        $mpi -np $np "$solve" --backend cuda --matrix "$m" --partition metis --json --warmup 2>> "$out/err-mps.txt" \
           | summary "$m MPS"
+        $mpi -np $np "$solve" --backend cuda --matrix "$m" --partition metis --json --warmup --profile \
+          2>> "$out/err-mps.txt" | summary "$m MPS exact"
       done
     done
     echo quit | nvidia-cuda-mps-control
@@ -69,6 +71,17 @@ if command -v nvidia-cuda-mps-control >/dev/null && [ -z "${NO_MPS:-}" ]; then
   fi
   unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
 fi
+if [ -n "${BIG:-}" ]; then
+  echo "== Poisson 7-point 256^3 on CUDA: one process, and 1-2 ranks with MPS"
+  "$solve" --backend cuda --matrix poisson7:256 --json --warmup 2>/dev/null | summary "p256 single"
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+  nvidia-cuda-mps-control -d && for np in 1 2; do
+    $mpi -np $np "$solve" --backend cuda --matrix poisson7:256 --json --warmup 2>/dev/null | summary "p256 MPS"
+  done
+  echo quit | nvidia-cuda-mps-control
+  unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+fi
+[ -n "${NO_CPU:-}" ] && exit 0
 echo "== CPU ranks, strong (fvm-tet:60) and weak (~384k rows per rank), 1 thread per rank"
 for np in 1 2 4 8; do
   RAYON_NUM_THREADS=1 $mpi -np $np "$solve" --matrix fvm-tet:60 --partition metis --json | summary strong

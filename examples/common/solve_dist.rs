@@ -107,17 +107,21 @@ fn solve_in<B: Backend, S: Scalar>(
     ))?;
     let bj = BlockJacobi::new(local);
     let mp = (args.precond != PrecondArg::None).then_some(&bj as &dyn DistPreconditioner<B, S>);
+    let p = params(args, comm, false);
+    let solve = |x: &mut DistVector<B, S>| match args.solver {
+        SolverArg::Cg | SolverArg::Pcg => dist::cg(&m, mp, &b, x, &p),
+        SolverArg::Bicgstab => dist::bicgstab(&m, mp, &b, x, &p),
+        SolverArg::Gmres => dist::gmres(&m, mp, &b, x, &p),
+        SolverArg::Fgmres => dist::fgmres(&m, mp, &b, x, &p),
+        SolverArg::Refine => unreachable!("refused before"),
+    };
+    if args.warmup {
+        solve(&mut DistVector::<B, S>::zeros(backend, a.layout())?)?;
+    }
     let mut x = DistVector::<B, S>::zeros(backend, a.layout())?;
     comm.reset_counters();
     m.reset_times();
-    let p = params(args, comm, false);
-    let report = match args.solver {
-        SolverArg::Cg | SolverArg::Pcg => dist::cg(&m, mp, &b, &mut x, &p)?,
-        SolverArg::Bicgstab => dist::bicgstab(&m, mp, &b, &mut x, &p)?,
-        SolverArg::Gmres => dist::gmres(&m, mp, &b, &mut x, &p)?,
-        SolverArg::Fgmres => dist::fgmres(&m, mp, &b, &mut x, &p)?,
-        SolverArg::Refine => unreachable!("refused before"),
-    };
+    let report = solve(&mut x)?;
     let times = timing(comm, &m, &report);
     let x64 = DistVector::from_owned(a.layout(), x.owned().to_precision::<f64>()?)?;
     Ok((x64, report, times))
@@ -183,10 +187,16 @@ fn solve_mixed<B: Backend>(
     let bj = BlockJacobi::new(local);
     let mp = (args.precond != PrecondArg::None).then_some(&bj as &dyn DistPreconditioner<B, f32>);
     let inner = InnerCg::new(&m32, mp, args.inner_tol, args.inner_max_iter);
+    let p = params(args, comm, true);
+    if args.warmup {
+        let mut x = DistVector::zeros(backend, a.layout())?;
+        dist::mixed_cg(&m64, &inner, &b, &mut x, &p)?;
+    }
     let mut x = DistVector::zeros(backend, a.layout())?;
     comm.reset_counters();
     m64.reset_times();
-    let mut report = dist::mixed_cg(&m64, &inner, &b, &mut x, &params(args, comm, true))?;
+    m32.reset_times();
+    let mut report = dist::mixed_cg(&m64, &inner, &b, &mut x, &p)?;
     report.solver = "flexible CG (f64) + inner PCG (f32)";
     let mut times = timing(comm, &m64, &report);
     let h32 = m32.times();
