@@ -228,7 +228,13 @@ fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveR
     let bv = Vector::from_slice(b, &t.b.iter().map(|&v| S::from_f64(v)).collect::<Vec<_>>())?;
     let mut x = Vector::zeros(b, t.a.ncols())?;
     if t.args.warmup {
-        run_solver(t.args, &op, m.as_ref(), &bv, &mut Vector::zeros(b, t.a.ncols())?)?;
+        run_solver(
+            t.args,
+            &op,
+            m.as_ref(),
+            &bv,
+            &mut Vector::zeros(b, t.a.ncols())?,
+        )?;
     }
     let report = run_solver(t.args, &op, m.as_ref(), &bv, &mut x)?;
     Ok((x.to_vec()?.iter().map(|v| v.as_f64()).collect(), report))
