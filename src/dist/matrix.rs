@@ -257,6 +257,12 @@ pub trait DistOperator<B: Backend, S: Scalar> {
     /// # Errors
     /// Distribution mismatches; device errors.
     fn apply(&self, x: &DistVector<B, S>, y: &mut DistVector<B, S>) -> Result<()>;
+
+    /// The whole operator as a single-process one, when this rank's rows read no other
+    /// rank's (no ghosts): what a one-rank solve hands to [`crate::solver`]. Default `None`.
+    fn as_local(&self) -> Option<&dyn LinearOperator<B, S>> {
+        None
+    }
 }
 
 impl<B: Backend, V: Element, S: Scalar> DistOperator<B, S> for DistMatrix<B, V> {
@@ -266,6 +272,14 @@ impl<B: Backend, V: Element, S: Scalar> DistOperator<B, S> for DistMatrix<B, V> 
 
     fn apply(&self, x: &DistVector<B, S>, y: &mut DistVector<B, S>) -> Result<()> {
         DistMatrix::apply(self, x, y)
+    }
+
+    fn as_local(&self) -> Option<&dyn LinearOperator<B, S>> {
+        if self.layout.ghost_len() == 0 {
+            self.local_operator::<S>()
+        } else {
+            None
+        }
     }
 }
 

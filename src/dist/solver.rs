@@ -31,6 +31,12 @@ pub trait DistPreconditioner<B: Backend, S: Scalar> {
     /// # Errors
     /// Distribution mismatches; device errors.
     fn precondition(&self, r: &DistVector<B, S>, z: &mut DistVector<B, S>) -> Result<()>;
+
+    /// The preconditioner as a single-process one, when it communicates with no other rank
+    /// (for a one-rank solve). Default `None`.
+    fn as_local(&self) -> Option<&dyn Preconditioner<B, S>> {
+        None
+    }
 }
 
 /// Block-Jacobi by rank: a single-process preconditioner of this rank's diagonal block
@@ -60,6 +66,10 @@ impl<B: Backend, S: Scalar> DistPreconditioner<B, S> for BlockJacobi<'_, B, S> {
             self.local.size(),
         )?;
         self.local.precondition(r.owned(), z.owned_mut())
+    }
+
+    fn as_local(&self) -> Option<&dyn Preconditioner<B, S>> {
+        Some(self.local.as_ref())
     }
 }
 
@@ -161,7 +171,9 @@ pub(super) fn drive<B: Backend, S: Scalar>(
 }
 
 /// Preconditioned conjugate gradients on a distributed SPD operator (`m = None`: plain CG),
-/// from `x`: the iterates of [`solver::pcg`](crate::solver::pcg) up to round-off. On a
+/// from `x`: the iterates of [`solver::pcg`](crate::solver::pcg) up to round-off (on one rank,
+/// with an operator and preconditioner that have single-process forms ([`DistOperator::as_local`],
+/// [`DistPreconditioner::as_local`]), it *is* `solver::pcg`). On a
 /// device, one global sum and one device read per iteration (Chronopoulos–Gear: `r·u`,
 /// `(Au)·u` and `r·r` together, `pᵀAp` from a recurrence; latency dominates there). On the
 /// CPU backend, and with `params.flexible` (Polak–Ribière β, for a preconditioner that varies,
@@ -183,6 +195,15 @@ pub fn cg<B: Backend, S: Scalar>(
         (true, true) => "flexible PCG",
     };
     check(name, a, b, x)?;
+    // One rank: the single-process PCG with its fused kernels and device-resident scalars.
+    if a.layout().comm().size() == 1 {
+        let local_m = m.map(|m| m.as_local());
+        if let (Some(a1), false) = (a.as_local(), matches!(local_m, Some(None))) {
+            let mut report = crate::solver::pcg(a1, local_m.flatten(), b.owned(), x.owned_mut(), params)?;
+            report.solver = name;
+            return Ok(report);
+        }
+    }
     drive(params, name, a, b, x, &mut |t, x, r, k0| {
         // The CPU is bandwidth-bound (the two-sum form streams fewer vectors); a device is
         // latency-bound (one read per iteration instead of three).
