@@ -318,6 +318,11 @@ fn main() -> ExitCode {
     }
     if args.distributed || under_mpirun() {
         #[cfg(feature = "mpi")]
+        if let Some(why) = solve_dist::unsupported(&args) {
+            eprintln!("solve: error: {why}");
+            return ExitCode::from(2);
+        }
+        #[cfg(feature = "mpi")]
         return match solve_dist::run(&args) {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => ExitCode::from(3),

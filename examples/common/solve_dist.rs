@@ -300,21 +300,27 @@ impl BackendTask for Task<'_> {
     }
 }
 
+/// Why these arguments cannot run distributed (`None`: they can).
+pub fn unsupported(args: &Args) -> Option<String> {
+    if args.solver == SolverArg::Refine {
+        return Some("--solver refine is single-process; distributed mixed precision is flexible CG around f32 PCG (--solver cg or pcg with --precision mixed)".into());
+    }
+    if args.precision == PrecisionArg::Mixed
+        && !matches!(args.solver, SolverArg::Cg | SolverArg::Pcg)
+    {
+        return Some(format!(
+            "--precision mixed runs distributed as flexible CG around f32 PCG: use --solver cg or pcg, not {:?}",
+            args.solver
+        ));
+    }
+    None
+}
+
 /// The distributed solve: exit status 0 converged, 3 not converged, 2 bad arguments, 1
 /// errors (the same on every rank).
 pub fn run(args: &Args) -> Result<bool> {
     let comm = Communicator::mpi()?;
     let method: PartitionMethod = args.partition.parse()?;
-    if args.solver == SolverArg::Refine
-        || (args.precision == PrecisionArg::Mixed
-            && !matches!(args.solver, SolverArg::Cg | SolverArg::Pcg))
-    {
-        return Err(Error::Unsupported {
-            what: format!("--solver {:?} with --precision {:?}", args.solver, args.precision),
-            backend: "the distributed solve".into(),
-            reason: "distributed mixed precision is flexible CG around f32 PCG (--solver cg or pcg); refine is single-process".into(),
-        });
-    }
     let t0 = Instant::now();
     let a = load(&comm, args, method)?;
     if comm.is_root() && !args.json {

@@ -199,7 +199,8 @@ pub fn cg<B: Backend, S: Scalar>(
     if a.layout().comm().size() == 1 {
         let local_m = m.map(|m| m.as_local());
         if let (Some(a1), false) = (a.as_local(), matches!(local_m, Some(None))) {
-            let mut report = crate::solver::pcg(a1, local_m.flatten(), b.owned(), x.owned_mut(), params)?;
+            let mut report =
+                crate::solver::pcg(a1, local_m.flatten(), b.owned(), x.owned_mut(), params)?;
             report.solver = name;
             return Ok(report);
         }
