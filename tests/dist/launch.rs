@@ -168,5 +168,22 @@ fn solve_example(n: usize) {
         "{}",
         show("missing file", &out)
     );
+    // Arguments the distributed solve cannot run: status 2 on every rank, before MPI starts.
+    let out = mpirun(2)
+        .arg(&solve)
+        .args(["--matrix", &matrix, "--solver", "refine"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        show("solve --solver refine", &out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("single-process"),
+        "{}",
+        show("solve --solver refine", &out)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
