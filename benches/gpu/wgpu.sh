@@ -8,6 +8,7 @@
 # part "s": SpMV suite (FVM tets, Poisson 7-pt), before and after;
 # part "c": CG suite (Poisson 7-pt 256³, FVM tets 120, Poisson 27-pt 216: split on wgpu),
 #           after; part "cb": the same, before;
+# part "h1"/"h2": the current binaries only (an H200 comparison): batched and SpMV, then CG.
 # part "f": after the last change: batched and solver tests, batched n = 8, CG on Poisson.
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
@@ -50,6 +51,14 @@ c)
   ;;
 cb)
   TAIL=60 run cg_before 400 .gpu/before/bench --suite cg $both --spmv-precision f64 --spmv-precision mixed --reps 5
+  ;;
+h1)
+  TAIL=60 run batched_now 220 $bin/bench --suite batched $both --log2 8,16,32,64 --precision f64 --reps 10
+  TAIL=60 run spmv_now 250 $bin/bench --suite spmv $both --only fvm_tet --only poisson7 --spmv-precision f64 --reps 10
+  ;;
+h2)
+  TAIL=60 run cg_now 400 $bin/bench --suite cg $both --spmv-precision f64 --spmv-precision mixed --reps 5
+  TAIL=30 run vector_now 150 $bin/bench --suite vector $both --log2 26,27 --precision f64 --reps 15
   ;;
 f)
   # After the last change (reciprocal in the register Cholesky; the CG bench warms PCG up).
