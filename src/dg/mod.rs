@@ -1,5 +1,5 @@
 //! Nodal discontinuous Galerkin on tetrahedra for Maxwell's equations (seed 004): the
-//! reference element ([`reference`]: warp-and-blend nodes, orthonormal basis,
+//! reference element ([`reference`](mod@reference): warp-and-blend nodes, orthonormal basis,
 //! differentiation and lift matrices), the mesh input ([`setup`]: the unit-cube generator,
 //! Gmsh meshes with absorbing tags, the greedy BFS renumbering of [`partition`]), the mesh
 //! geometry ([`geometry`]: node coordinates, inverse Jacobians, normals, face scalings,

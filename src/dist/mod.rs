@@ -35,22 +35,26 @@
 //! # Ok::<(), galerkin::Error>(())
 //! ```
 
+mod bicgstab;
 mod comm;
 mod gmres;
 mod input;
 mod layout;
 mod matrix;
+mod mixed;
 #[cfg(feature = "mpi")]
 mod mpi;
 mod partition;
 mod solver;
 mod vector;
 
+pub use bicgstab::bicgstab;
 pub use comm::Communicator;
 pub use gmres::{fgmres, gmres};
 pub use input::{distribute, read_matrix_market, PartitionMethod};
 pub use layout::{DistCsr, Layout, Segment};
 pub use matrix::{DistMatrix, DistOperator, HaloTimes};
+pub use mixed::{mixed_cg, InnerCg};
 pub use partition::{Partition, PartitionQuality};
-pub use solver::{bicgstab, cg, mixed_cg, BlockJacobi, DistPreconditioner, InnerCg};
+pub use solver::{cg, BlockJacobi, DistPreconditioner};
 pub use vector::DistVector;

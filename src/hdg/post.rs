@@ -18,12 +18,12 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// a batched Cholesky of the element stiffness matrices (with the mean constraint on
     /// the constant mode) and one solve.
     ///
-    /// Where `N(P+1)` exceeds the batched limit [`MAX_DIM`] (P = 9: 66 modes), the system
+    /// Where `N(P+1)` exceeds the batched limit [`MAX_DIM`](crate::batched::MAX_DIM) (P = 9: 66 modes), the system
     /// is split into the modes of degree ≤ P and those of degree P + 1 and solved by block
     /// elimination (the Schur complement of the first block), every block within the limit.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] naming a triangle whose matrix is not positive definite in
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming a triangle whose matrix is not positive definite in
     /// the working precision; device errors.
     pub fn post_process(&self, fields: &mut Fields<B, V>) -> Result<()> {
         let (count, nu) = (self.count(), self.nu());

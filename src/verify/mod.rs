@@ -2,10 +2,10 @@
 //! reference, and compare.
 //!
 //! A [`Check`] is an operation with its inputs (generated from a seed). [`check`] runs it on
-//! a backend in precision `T` and on [`Cpu`] in f64 — with the inputs rounded to `T` first,
+//! a backend in precision `T` and on [`Cpu`](crate::Cpu) in f64 — with the inputs rounded to `T` first,
 //! so both runs see the same numbers — and returns a [`Comparison`]: the relative norm error,
 //! the largest error in units in the last place (ULP) of `T` and where it occurs, and a
-//! verdict against the precision-scaled [`tolerance`].
+//! verdict against the precision-scaled [`tolerance`](crate::scalar::tolerance).
 //!
 //! ```
 //! use galerkin::verify::{check, StandardCheck};
