@@ -16,9 +16,7 @@ use super::vector::DistVector;
 use crate::backend::Backend;
 use crate::error::{check_len, Error, Result};
 use crate::scalar::Scalar;
-use crate::solver::{
-    Preconditioner, SolveReport, SolverParams, StopReason, Tracker, MAX_RESIDUAL_REPLACEMENTS,
-};
+use crate::solver::{Preconditioner, SolveReport, SolverParams, StopReason, Tracker};
 use crate::vector::{cg_update, dot_into};
 
 /// A preconditioner of a distributed operator.
@@ -87,29 +85,10 @@ pub(super) fn check<B: Backend, S: Scalar>(
     Ok(())
 }
 
-pub(super) type DistIterate<'i, B, S> = dyn for<'t, 'p, 'a> FnMut(
-        &'t mut Tracker<'p, 'a>,
-        &mut DistVector<B, S>,
-        DistVector<B, S>,
-        usize,
-    ) -> Result<(usize, StopReason)>
-    + 'i;
+pub(super) type DistIterate<'i, B, S> = crate::solver::space::IterateWith<'i, DistVector<B, S>>;
 
-/// `r = b − A x`.
-fn residual<B: Backend, S: Scalar>(
-    a: &dyn DistOperator<B, S>,
-    b: &DistVector<B, S>,
-    x: &DistVector<B, S>,
-) -> Result<DistVector<B, S>> {
-    let mut ax = DistVector::zeros(b.owned().backend(), b.layout())?;
-    a.apply(x, &mut ax)?;
-    let mut r = b.try_clone()?;
-    r.axpy(-S::ONE, &ax)?;
-    Ok(r)
-}
-
-/// The single-process `drive` on distributed vectors: `‖b‖`, the iteration, the true
-/// residual, residual replacement (see [`crate::solver`]); the report's time is the slowest
+/// The single-process `drive` on distributed vectors (`‖b‖`, the iteration, the true
+/// residual, residual replacement: see [`crate::solver`]); the report's time is the slowest
 /// rank's.
 pub(super) fn drive<B: Backend, S: Scalar>(
     params: &SolverParams<'_>,
@@ -119,52 +98,13 @@ pub(super) fn drive<B: Backend, S: Scalar>(
     x: &mut DistVector<B, S>,
     iterate: &mut DistIterate<'_, B, S>,
 ) -> Result<SolveReport> {
-    let comm = a.layout().comm().clone();
-    let finish = |report: SolveReport| -> SolveReport {
-        let slowest = comm.max(report.time.as_secs_f64());
-        SolveReport {
-            time: std::time::Duration::from_secs_f64(slowest),
-            ..report
-        }
+    let residual = |x: &DistVector<B, S>, r: &mut DistVector<B, S>| -> Result<()> {
+        let mut ax = DistVector::zeros(b.owned().backend(), b.layout())?;
+        a.apply(x, &mut ax)?;
+        r.copy_from(b)?;
+        r.axpy(-S::ONE, &ax)
     };
-    let bnorm = b.nrm2()?.as_f64();
-    let mut t = Tracker::with_progress(params, name, bnorm, comm.is_root());
-    if !bnorm.is_finite() || bnorm == 0.0 {
-        let reason = if bnorm == 0.0 {
-            x.fill(S::ZERO)?;
-            t.record(0, 0.0);
-            StopReason::Converged
-        } else {
-            StopReason::NonFinite { quantity: "b" }
-        };
-        let true_norm = residual(a, b, x)?.nrm2()?.as_f64();
-        t.applications += 1;
-        return Ok(finish(t.report(0, reason, true_norm)));
-    }
-    let mut r = residual(a, b, x)?;
-    t.applications += 1;
-    let (mut k, mut replacements) = (0, 0);
-    loop {
-        let (k_end, reason) = iterate(&mut t, x, r, k)?;
-        k = k_end;
-        let true_r = residual(a, b, x)?;
-        t.applications += 1;
-        let true_norm = true_r.nrm2()?.as_f64();
-        if reason != StopReason::Converged || t.converged(true_norm) {
-            return Ok(finish(t.report(k, reason, true_norm)));
-        }
-        if replacements == MAX_RESIDUAL_REPLACEMENTS || k >= params.max_iter {
-            let target = t.target();
-            let reason = StopReason::ResidualGap {
-                true_residual: true_norm,
-                target,
-            };
-            return Ok(finish(t.report(k, reason, true_norm)));
-        }
-        replacements += 1;
-        t.restart_stagnation(k);
-        r = true_r;
-    }
+    crate::solver::space::drive(params, name, &residual, b, x, iterate)
 }
 
 /// Preconditioned conjugate gradients on a distributed SPD operator (`m = None`: plain CG),

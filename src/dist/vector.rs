@@ -214,3 +214,72 @@ impl<B: Backend, T: Scalar> DistVector<B, T> {
         self.owned.fill(value)
     }
 }
+
+impl<B: Backend, T: Scalar> crate::solver::space::KrylovVector<T> for DistVector<B, T> {
+    fn zeros_like(&self) -> Result<Self> {
+        DistVector::zeros(self.owned.backend(), &self.layout)
+    }
+    fn duplicate(&self) -> Result<Self> {
+        self.try_clone()
+    }
+    fn dot(&self, y: &Self) -> Result<T> {
+        DistVector::dot(self, y)
+    }
+    fn dot2(&self, a: &Self, b: &Self) -> Result<(T, T)> {
+        self.check_layout("DistVector::dot2", a)?;
+        self.check_layout("DistVector::dot2", b)?;
+        let local = [
+            self.owned.dot(&a.owned)?.as_f64(),
+            self.owned.dot(&b.owned)?.as_f64(),
+        ];
+        let g = self.layout.comm.sum(&local);
+        Ok((T::from_f64(g[0]), T::from_f64(g[1])))
+    }
+    fn norm(&self) -> Result<f64> {
+        Ok(self.nrm2()?.as_f64())
+    }
+    fn axpy(&mut self, alpha: T, x: &Self) -> Result<()> {
+        DistVector::axpy(self, alpha, x)
+    }
+    fn axpby(&mut self, alpha: T, x: &Self, beta: T) -> Result<()> {
+        DistVector::axpby(self, alpha, x, beta)
+    }
+    fn copy_from(&mut self, x: &Self) -> Result<()> {
+        DistVector::copy_from(self, x)
+    }
+    fn fill(&mut self, value: T) -> Result<()> {
+        DistVector::fill(self, value)
+    }
+    fn scale(&mut self, alpha: T) -> Result<()> {
+        self.owned.scale(alpha)
+    }
+    fn global_len(&self) -> usize {
+        self.layout.global_len()
+    }
+    /// Classical Gram–Schmidt applied twice: two global sums whatever the basis size.
+    fn orthogonalize(&mut self, basis: &[Self]) -> Result<Vec<f64>> {
+        let mut h = vec![0.0; basis.len()];
+        for _pass in 0..2 {
+            let mut local = Vec::with_capacity(basis.len());
+            for vi in basis {
+                local.push(vi.owned.dot(&self.owned)?.as_f64());
+            }
+            let g = self.layout.comm.sum(&local);
+            for ((vi, &gi), hi) in basis.iter().zip(&g).zip(h.iter_mut()) {
+                self.owned.axpy(T::from_f64(-gi), &vi.owned)?;
+                *hi += gi;
+            }
+        }
+        Ok(h)
+    }
+    fn shows_progress(&self) -> bool {
+        self.layout.comm.is_root()
+    }
+    fn finish_report(&self, report: crate::solver::SolveReport) -> crate::solver::SolveReport {
+        let slowest = self.layout.comm.max(report.time.as_secs_f64());
+        crate::solver::SolveReport {
+            time: std::time::Duration::from_secs_f64(slowest),
+            ..report
+        }
+    }
+}

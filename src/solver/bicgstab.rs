@@ -3,6 +3,7 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::space::{Apply, KrylovVector};
 use crate::solver::{
     check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
     SolverParams, StopReason, Tracker,
@@ -24,35 +25,40 @@ pub fn bicgstab<B: Backend, S: Scalar>(
 ) -> Result<SolveReport> {
     check_system("BiCGStab", a, b, x)?;
     check_preconditioner("BiCGStab", a, m)?;
+    let apply = |x: &Vector<B, S>, y: &mut Vector<B, S>| a.apply(x, y);
+    let precondition = |r: &Vector<B, S>, z: &mut Vector<B, S>| match m {
+        Some(m) => m.precondition(r, z),
+        None => z.copy_from(r),
+    };
+    let m_apply: Option<&Apply<'_, Vector<B, S>>> = m.map(|_| &precondition as &Apply<'_, _>);
     drive(params, "BiCGStab", a, b, x, &mut |t, x, r, k0| {
-        iterate(t, a, m, x, r, k0)
+        iterate(t, &apply, m_apply, x, r, k0)
     })
 }
 
-fn iterate<B: Backend, S: Scalar>(
+/// The BiCGStab iteration from the residual `r` (`r = b − A x`), `k0` iterations done, on
+/// any [`KrylovVector`] (single-process or distributed): `apply` is `y = A x`, `precondition`
+/// `z = M⁻¹ r` (`None`: `z = r`).
+pub(crate) fn iterate<S: Scalar, V: KrylovVector<S>>(
     t: &mut Tracker<'_, '_>,
-    a: &dyn LinearOperator<B, S>,
-    m: Option<&dyn Preconditioner<B, S>>,
-    x: &mut Vector<B, S>,
-    mut r: Vector<B, S>,
+    apply: &Apply<'_, V>,
+    precondition: Option<&Apply<'_, V>>,
+    x: &mut V,
+    mut r: V,
     k0: usize,
 ) -> Result<(usize, StopReason)> {
-    let backend = r.backend().clone();
-    let n = r.len();
-    let r_hat = r.try_clone()?;
-    if let Some(reason) = t.record(k0, r.nrm2()?.as_f64()) {
+    let r_hat = r.duplicate()?;
+    if let Some(reason) = t.record(k0, r.norm()?) {
         return Ok((k0, reason));
     }
     let (mut rho, mut alpha, mut omega) = (S::ONE, S::ONE, S::ONE);
-    let mut p = Vector::zeros(&backend, n)?;
-    let mut v = Vector::zeros(&backend, n)?;
-    let mut p_hat = Vector::zeros(&backend, n)?;
-    let mut s_hat = Vector::zeros(&backend, n)?;
-    let mut t_vec = Vector::zeros(&backend, n)?;
-    let precondition = |m: Option<&dyn Preconditioner<B, S>>,
-                        from: &Vector<B, S>,
-                        to: &mut Vector<B, S>| match m {
-        Some(m) => m.precondition(from, to),
+    let mut p = r.zeros_like()?;
+    let mut v = r.zeros_like()?;
+    let mut p_hat = r.zeros_like()?;
+    let mut s_hat = r.zeros_like()?;
+    let mut t_vec = r.zeros_like()?;
+    let precondition = |from: &V, to: &mut V| match precondition {
+        Some(m) => m(from, to),
         None => to.copy_from(from),
     };
     let mut k = k0;
@@ -70,8 +76,8 @@ fn iterate<B: Backend, S: Scalar>(
         // p = r + β (p − ω v)
         p.axpby(-(beta * omega), &v, beta)?;
         p.axpy(S::ONE, &r)?;
-        precondition(m, &p, &mut p_hat)?;
-        a.apply(&p_hat, &mut v)?;
+        precondition(&p, &mut p_hat)?;
+        apply(&p_hat, &mut v)?;
         t.applications += 1;
         let rv = r_hat.dot(&v)?;
         if rv.as_f64() == 0.0 || !rv.as_f64().is_finite() {
@@ -83,27 +89,27 @@ fn iterate<B: Backend, S: Scalar>(
         alpha = rho / rv;
         // s = r − α v (in r)
         r.axpy(-alpha, &v)?;
-        let s_norm = r.nrm2()?.as_f64();
+        let s_norm = r.norm()?;
         if t.converged(s_norm) {
             x.axpy(alpha, &p_hat)?;
             t.record(k, s_norm);
             break StopReason::Converged;
         }
-        precondition(m, &r, &mut s_hat)?;
-        a.apply(&s_hat, &mut t_vec)?;
+        precondition(&r, &mut s_hat)?;
+        apply(&s_hat, &mut t_vec)?;
         t.applications += 1;
-        let tt = t_vec.dot(&t_vec)?;
+        let (tt, ts) = t_vec.dot2(&t_vec, &r)?;
         if tt.as_f64() == 0.0 {
             break StopReason::Breakdown {
                 quantity: "t·t",
                 value: 0.0,
             };
         }
-        omega = t_vec.dot(&r)? / tt;
+        omega = ts / tt;
         x.axpy(alpha, &p_hat)?;
         x.axpy(omega, &s_hat)?;
         r.axpy(-omega, &t_vec)?;
-        if let Some(reason) = t.record(k, r.nrm2()?.as_f64()) {
+        if let Some(reason) = t.record(k, r.norm()?) {
             break reason;
         }
         if omega.as_f64() == 0.0 {

@@ -7,6 +7,7 @@
 use crate::backend::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::space::{Apply, KrylovVector};
 use crate::solver::{
     check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
     SolverParams, StopReason, Tracker,
@@ -89,133 +90,163 @@ impl<B: Backend, S: Scalar> Arnoldi<'_, '_, B, S> {
         &self,
         t: &mut Tracker<'_, '_>,
         x: &mut Vector<B, S>,
-        mut r: Vector<B, S>,
+        r: Vector<B, S>,
         k0: usize,
     ) -> Result<(usize, StopReason)> {
-        let Arnoldi {
-            a,
-            m,
-            flexible,
-            b,
-            params,
-        } = *self;
-        let backend = r.backend().clone();
-        let n = r.len();
-        let restart = params.restart.min(n.max(1));
-        let mut beta = r.nrm2()?.as_f64();
-        if let Some(reason) = t.record(k0, beta) {
-            return Ok((k0, reason));
-        }
-        let mut v: Vec<Vector<B, S>> = Vec::with_capacity(restart + 1);
-        let mut z: Vec<Vector<B, S>> = Vec::new();
-        let mut w = Vector::zeros(&backend, n)?;
-        let mut total = k0;
-        let reason = 'outer: loop {
-            // V[0] = r / β
-            v.clear();
-            z.clear();
-            let mut v0 = r.try_clone()?;
-            v0.scale(S::from_f64(1.0 / beta))?;
-            v.push(v0);
-            let mut h = vec![vec![0.0f64; restart]; restart + 1];
-            let (mut cs, mut sn) = (vec![0.0f64; restart], vec![0.0f64; restart]);
-            let mut g = vec![0.0f64; restart + 1];
-            g[0] = beta;
-            let mut stop = None;
-            let mut cols = 0;
-            for j in 0..restart {
-                // w = A M⁻¹ v_j
-                let zj = match m {
-                    Some(m) => {
-                        let mut zj = Vector::zeros(&backend, n)?;
-                        m.precondition(&v[j], &mut zj)?;
-                        Some(zj)
-                    }
-                    None => None,
-                };
-                a.apply(zj.as_ref().unwrap_or(&v[j]), &mut w)?;
-                t.applications += 1;
-                if flexible {
-                    z.push(match zj {
-                        Some(zj) => zj,
-                        None => v[j].try_clone()?,
-                    });
-                }
-                for (i, vi) in v.iter().enumerate() {
-                    let hij = w.dot(vi)?;
-                    h[i][j] = hij.as_f64();
-                    w.axpy(-hij, vi)?;
-                }
-                let hnext = w.nrm2()?.as_f64();
-                h[j + 1][j] = hnext;
-                // Apply the previous rotations to column j, then make the new one.
-                if let Err(reason) = rotate_column(&mut h, &mut cs, &mut sn, &mut g, j) {
-                    stop = Some(reason);
-                    break;
-                }
-                cols = j + 1;
-                total += 1;
-                if let Some(reason) = t.record(total, g[j + 1].abs()) {
-                    stop = Some(reason);
-                    break;
-                }
-                if hnext <= f64::EPSILON * beta {
-                    // Happy breakdown: the Krylov space is invariant; the solution is in it.
-                    break;
-                }
-                let mut vnext = w.try_clone()?;
-                vnext.scale(S::from_f64(1.0 / hnext))?;
-                v.push(vnext);
-            }
-            // y = H⁻¹ g (upper triangular, `cols` columns); x += Z y or x += M⁻¹ V y.
-            let y = back_substitute(&h, &g, cols);
-            if flexible {
-                for (i, yi) in y.iter().enumerate() {
-                    x.axpy(S::from_f64(*yi), &z[i])?;
-                }
-            } else {
-                let mut update = Vector::zeros(&backend, n)?;
-                for (i, yi) in y.iter().enumerate() {
-                    update.axpy(S::from_f64(*yi), &v[i])?;
-                }
-                match m {
-                    Some(m) => {
-                        let mut mu = Vector::zeros(&backend, n)?;
-                        m.precondition(&update, &mut mu)?;
-                        x.axpy(S::ONE, &mu)?;
-                    }
-                    None => x.axpy(S::ONE, &update)?,
-                }
-            }
-            // Restart from the true residual; a convergence claimed by the recursive residual
-            // is only accepted if the true residual confirms it (on singular or badly
-            // conditioned systems |g| can drop while ‖b − A x‖ does not).
+        let (a, m, b) = (self.a, self.m, self.b);
+        let apply = |x: &Vector<B, S>, y: &mut Vector<B, S>| a.apply(x, y);
+        let residual = |x: &Vector<B, S>, r: &mut Vector<B, S>| -> Result<()> {
             r.copy_from(b)?;
-            a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
-            t.applications += 1;
-            beta = r.nrm2()?.as_f64();
-            match stop {
-                Some(StopReason::Converged) if !t.converged(beta) && total >= params.max_iter => {
-                    break StopReason::MaxIterations;
-                }
-                Some(StopReason::Converged) if !t.converged(beta) => {}
-                Some(reason) => break 'outer reason,
-                None => {}
-            }
-            if t.converged(beta) {
-                break StopReason::Converged;
-            }
-            if !beta.is_finite() {
-                break StopReason::NonFinite {
-                    quantity: "residual",
-                };
-            }
-            if beta == 0.0 {
-                break StopReason::Converged;
-            }
+            a.apply_add(-S::ONE, x, S::ONE, r)
         };
-        Ok((total, reason))
+        let precondition = |r: &Vector<B, S>, z: &mut Vector<B, S>| match m {
+            Some(m) => m.precondition(r, z),
+            None => z.copy_from(r),
+        };
+        let m_apply: Option<&Apply<'_, Vector<B, S>>> = m.map(|_| &precondition as &Apply<'_, _>);
+        let system = System {
+            apply: &apply,
+            residual: &residual,
+            precondition: m_apply,
+            flexible: self.flexible,
+            params: self.params,
+        };
+        arnoldi_cycles(&system, t, x, r, k0)
     }
+}
+
+/// One (F)GMRES system on any [`KrylovVector`]: `apply` is `y = A x`, `residual` `r = b − A x`,
+/// `precondition` `z = M⁻¹ v` (right preconditioning; `None`: none).
+pub(crate) struct System<'s, 'p, V> {
+    pub(crate) apply: &'s Apply<'s, V>,
+    pub(crate) residual: &'s Apply<'s, V>,
+    pub(crate) precondition: Option<&'s Apply<'s, V>>,
+    pub(crate) flexible: bool,
+    pub(crate) params: &'s SolverParams<'p>,
+}
+
+/// Restart cycles of (F)GMRES from the residual `r` until the tracker stops them. The basis
+/// is orthogonalized by [`KrylovVector::orthogonalize`] (modified Gram–Schmidt in one
+/// process, classical Gram–Schmidt twice when distributed).
+pub(crate) fn arnoldi_cycles<S: Scalar, V: KrylovVector<S>>(
+    sys: &System<'_, '_, V>,
+    t: &mut Tracker<'_, '_>,
+    x: &mut V,
+    mut r: V,
+    k0: usize,
+) -> Result<(usize, StopReason)> {
+    let (flexible, params) = (sys.flexible, sys.params);
+    let restart = params.restart.min(r.global_len().max(1));
+    let mut beta = r.norm()?;
+    if let Some(reason) = t.record(k0, beta) {
+        return Ok((k0, reason));
+    }
+    let mut v: Vec<V> = Vec::with_capacity(restart + 1);
+    let mut z: Vec<V> = Vec::new();
+    let mut w = r.zeros_like()?;
+    let mut total = k0;
+    let reason = 'outer: loop {
+        // V[0] = r / β
+        v.clear();
+        z.clear();
+        let mut v0 = r.duplicate()?;
+        v0.scale(S::from_f64(1.0 / beta))?;
+        v.push(v0);
+        let mut h = vec![vec![0.0f64; restart]; restart + 1];
+        let (mut cs, mut sn) = (vec![0.0f64; restart], vec![0.0f64; restart]);
+        let mut g = vec![0.0f64; restart + 1];
+        g[0] = beta;
+        let mut stop = None;
+        let mut cols = 0;
+        for j in 0..restart {
+            // w = A M⁻¹ v_j
+            let zj = match sys.precondition {
+                Some(m) => {
+                    let mut zj = r.zeros_like()?;
+                    m(&v[j], &mut zj)?;
+                    Some(zj)
+                }
+                None => None,
+            };
+            (sys.apply)(zj.as_ref().unwrap_or(&v[j]), &mut w)?;
+            t.applications += 1;
+            if flexible {
+                z.push(match zj {
+                    Some(zj) => zj,
+                    None => v[j].duplicate()?,
+                });
+            }
+            for (i, hij) in w.orthogonalize(&v)?.into_iter().enumerate() {
+                h[i][j] = hij;
+            }
+            let hnext = w.norm()?;
+            h[j + 1][j] = hnext;
+            // Apply the previous rotations to column j, then make the new one.
+            if let Err(reason) = rotate_column(&mut h, &mut cs, &mut sn, &mut g, j) {
+                stop = Some(reason);
+                break;
+            }
+            cols = j + 1;
+            total += 1;
+            if let Some(reason) = t.record(total, g[j + 1].abs()) {
+                stop = Some(reason);
+                break;
+            }
+            if hnext <= f64::EPSILON * beta {
+                // Happy breakdown: the Krylov space is invariant; the solution is in it.
+                break;
+            }
+            let mut vnext = w.duplicate()?;
+            vnext.scale(S::from_f64(1.0 / hnext))?;
+            v.push(vnext);
+        }
+        // y = H⁻¹ g (upper triangular, `cols` columns); x += Z y or x += M⁻¹ V y.
+        let y = back_substitute(&h, &g, cols);
+        if flexible {
+            for (i, yi) in y.iter().enumerate() {
+                x.axpy(S::from_f64(*yi), &z[i])?;
+            }
+        } else {
+            let mut update = r.zeros_like()?;
+            for (i, yi) in y.iter().enumerate() {
+                update.axpy(S::from_f64(*yi), &v[i])?;
+            }
+            match sys.precondition {
+                Some(m) => {
+                    let mut mu = r.zeros_like()?;
+                    m(&update, &mut mu)?;
+                    x.axpy(S::ONE, &mu)?;
+                }
+                None => x.axpy(S::ONE, &update)?,
+            }
+        }
+        // Restart from the true residual; a convergence claimed by the recursive residual
+        // is only accepted if the true residual confirms it (on singular or badly
+        // conditioned systems |g| can drop while ‖b − A x‖ does not).
+        (sys.residual)(x, &mut r)?;
+        t.applications += 1;
+        beta = r.norm()?;
+        match stop {
+            Some(StopReason::Converged) if !t.converged(beta) && total >= params.max_iter => {
+                break StopReason::MaxIterations;
+            }
+            Some(StopReason::Converged) if !t.converged(beta) => {}
+            Some(reason) => break 'outer reason,
+            None => {}
+        }
+        if t.converged(beta) {
+            break StopReason::Converged;
+        }
+        if !beta.is_finite() {
+            break StopReason::NonFinite {
+                quantity: "residual",
+            };
+        }
+        if beta == 0.0 {
+            break StopReason::Converged;
+        }
+    };
+    Ok((total, reason))
 }
 
 /// Applies the previous Givens rotations to column `j` of the Hessenberg matrix `h`, makes

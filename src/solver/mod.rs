@@ -61,8 +61,10 @@ mod mixed;
 mod operator;
 mod precond;
 mod refine;
+pub(crate) mod space;
 
 pub use bicgstab::bicgstab;
+pub(crate) use bicgstab::iterate as bicgstab_iterate;
 pub(crate) use cg::pcg_flexible;
 pub use cg::{cg, pcg};
 pub use gmres::{fgmres, gmres};
@@ -460,20 +462,6 @@ impl<'p, 'a> Tracker<'p, 'a> {
         None
     }
 
-    /// The report, with the true residual `‖b − A x‖` recomputed.
-    pub(crate) fn finish<B: Backend, S: Scalar>(
-        mut self,
-        a: &dyn LinearOperator<B, S>,
-        b: &Vector<B, S>,
-        x: &Vector<B, S>,
-        iterations: usize,
-        reason: StopReason,
-    ) -> Result<SolveReport> {
-        let final_residual = true_residual(a, b, x)?;
-        self.applications += 1;
-        Ok(self.report(iterations, reason, final_residual))
-    }
-
     /// The report with a true residual the caller computed.
     pub(crate) fn report(
         mut self,
@@ -502,15 +490,8 @@ impl<'p, 'a> Tracker<'p, 'a> {
 /// [`StopReason::ResidualGap`].
 pub const MAX_RESIDUAL_REPLACEMENTS: usize = 3;
 
-/// One run of a solver's iteration from a residual: `(tracker, x, r, k0)` → the iteration
-/// count reached and why it stopped. `r = b − A x` on entry; `k0` iterations are done.
-pub(crate) type Iterate<'i, B, S> = dyn for<'t, 'p, 'a> FnMut(
-        &'t mut Tracker<'p, 'a>,
-        &mut Vector<B, S>,
-        Vector<B, S>,
-        usize,
-    ) -> Result<(usize, StopReason)>
-    + 'i;
+/// One run of a solver's iteration from a residual on single-process vectors.
+pub(crate) type Iterate<'i, B, S> = space::IterateWith<'i, Vector<B, S>>;
 
 /// What every solver does around its iteration.
 ///
@@ -521,6 +502,8 @@ pub(crate) type Iterate<'i, B, S> = dyn for<'t, 'p, 'a> FnMut(
 ///    reported: the iteration restarts from the true residual (residual replacement), at most
 ///    [`MAX_RESIDUAL_REPLACEMENTS`] times, and then stops with [`StopReason::ResidualGap`].
 ///    So `Converged` always means `final_residual ≤ max(rtol ‖b‖, atol)`.
+///
+/// The same for distributed vectors: [`space::drive`].
 pub(crate) fn drive<B: Backend, S: Scalar>(
     params: &SolverParams<'_>,
     name: &'static str,
@@ -529,49 +512,11 @@ pub(crate) fn drive<B: Backend, S: Scalar>(
     x: &mut Vector<B, S>,
     iterate: &mut Iterate<'_, B, S>,
 ) -> Result<SolveReport> {
-    let bnorm = b.nrm2()?.as_f64();
-    let mut t = Tracker::new(params, name, bnorm);
-    if !bnorm.is_finite() {
-        return t.finish(a, b, x, 0, StopReason::NonFinite { quantity: "b" });
-    }
-    if bnorm == 0.0 {
-        x.fill(S::ZERO)?;
-        t.record(0, 0.0);
-        return t.finish(a, b, x, 0, StopReason::Converged);
-    }
-    let mut r = b.try_clone()?;
-    a.apply_add(-S::ONE, x, S::ONE, &mut r)?;
-    t.applications += 1;
-    let mut k = 0;
-    let mut replacements = 0;
-    loop {
-        let (k_end, reason) = iterate(&mut t, x, r, k)?;
-        k = k_end;
-        let mut true_r = b.try_clone()?;
-        a.apply_add(-S::ONE, x, S::ONE, &mut true_r)?;
-        t.applications += 1;
-        let true_norm = true_r.nrm2()?.as_f64();
-        if reason != StopReason::Converged || t.converged(true_norm) {
-            return Ok(t.report(k, reason, true_norm));
-        }
-        if replacements == MAX_RESIDUAL_REPLACEMENTS || k >= params.max_iter {
-            let target = t.target;
-            return Ok(t.report(
-                k,
-                StopReason::ResidualGap {
-                    true_residual: true_norm,
-                    target,
-                },
-                true_norm,
-            ));
-        }
-        replacements += 1;
-        // The recursive residuals so far were not the true ones: stagnation is measured
-        // afresh from the replacement.
-        t.best = f64::INFINITY;
-        t.best_at = k;
-        r = true_r;
-    }
+    let residual = |x: &Vector<B, S>, r: &mut Vector<B, S>| -> Result<()> {
+        r.copy_from(b)?;
+        a.apply_add(-S::ONE, x, S::ONE, r)
+    };
+    space::drive(params, name, &residual, b, x, iterate)
 }
 
 /// `‖b − A x‖₂`.
