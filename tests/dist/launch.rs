@@ -123,6 +123,12 @@ fn solve_example(n: usize) {
         );
         assert!(out.status.success(), "{text}");
         let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("\"ranks\": 1,"),
+            "{} was built without the `mpi` feature (it ran single-process under mpirun): \
+             build it first with `cargo build --release --features mpi,wgpu --example solve`",
+            solve.display()
+        );
         for key in [
             "\"ranks\": 2",
             "\"halo_s\"",

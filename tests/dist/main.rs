@@ -1,6 +1,8 @@
 //! Distributed tests under `mpirun` (feature `mpi`; `harness = false`).
 //!
-//! Run as a test (`cargo test --release --features mpi --test dist`), this program starts
+//! Run as a test (`cargo build --release --features mpi,wgpu --example solve && cargo test
+//! --release --features mpi,wgpu --test dist`: the `solve` example must be built with `mpi`,
+//! which `cargo test --test dist` alone does not do), this program starts
 //! itself under `mpirun -np 1, 2, 4` (`--allow-run-as-root --oversubscribe`) with a hidden
 //! problem size, and each launch runs every check on every rank ([`checks`]): distributed
 //! SpMV against the single-process SpMV, distributed CG/PCG/BiCGStab/GMRES and the mixed
