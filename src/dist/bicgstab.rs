@@ -23,11 +23,9 @@ pub fn bicgstab<B: Backend, S: Scalar>(
 ) -> Result<SolveReport> {
     check("BiCGStab", a, b, x)?;
     let apply = |x: &DistVector<B, S>, y: &mut DistVector<B, S>| a.apply(x, y);
-    let precondition = |r: &DistVector<B, S>, z: &mut DistVector<B, S>| match m {
-        Some(m) => m.precondition(r, z),
-        None => z.copy_from(r),
-    };
-    let m_apply: Option<&Apply<'_, DistVector<B, S>>> = m.map(|_| &precondition as &Apply<'_, _>);
+    let precondition =
+        m.map(|m| move |r: &DistVector<B, S>, z: &mut DistVector<B, S>| m.precondition(r, z));
+    let m_apply = precondition.as_ref().map(|f| f as &Apply<'_, _>);
     drive(params, "BiCGStab", a, b, x, &mut |t, x, r, k0| {
         crate::solver::bicgstab_iterate(t, &apply, m_apply, x, r, k0)
     })

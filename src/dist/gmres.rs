@@ -5,7 +5,7 @@
 //! Gram–Schmidt needs one per basis vector.
 
 use super::matrix::DistOperator;
-use super::solver::{check, drive, DistPreconditioner};
+use super::solver::{check, drive, residual, DistPreconditioner};
 use super::vector::DistVector;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -62,21 +62,13 @@ fn arnoldi<B: Backend, S: Scalar>(
     }
     check(name, a, b, x)?;
     let apply = |x: &DistVector<B, S>, y: &mut DistVector<B, S>| a.apply(x, y);
-    let residual = |x: &DistVector<B, S>, r: &mut DistVector<B, S>| -> Result<()> {
-        let mut ax = DistVector::zeros(b.owned().backend(), b.layout())?;
-        a.apply(x, &mut ax)?;
-        r.copy_from(b)?;
-        r.axpy(-S::ONE, &ax)
-    };
-    let precondition = |r: &DistVector<B, S>, z: &mut DistVector<B, S>| match m {
-        Some(m) => m.precondition(r, z),
-        None => z.copy_from(r),
-    };
-    let m_apply: Option<&Apply<'_, DistVector<B, S>>> = m.map(|_| &precondition as &Apply<'_, _>);
+    let residual = residual(a, b);
+    let precondition =
+        m.map(|m| move |r: &DistVector<B, S>, z: &mut DistVector<B, S>| m.precondition(r, z));
     let system = System {
         apply: &apply,
         residual: &residual,
-        precondition: m_apply,
+        precondition: precondition.as_ref().map(|f| f as &Apply<'_, _>),
         flexible,
         params,
     };

@@ -95,6 +95,12 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         self.local.as_ref().map(|m| m.format())
     }
 
+    /// This rank's diagonal block on the device as a single-process operator (for
+    /// rank-local preconditioners), if the rank has rows.
+    pub fn local_operator<S: Scalar>(&self) -> Option<&dyn LinearOperator<B, S>> {
+        self.local.as_ref().map(|m| m as &dyn LinearOperator<B, S>)
+    }
+
     /// Halo and compute time of the applications so far.
     pub fn times(&self) -> HaloTimes {
         self.times.get()
@@ -280,13 +286,5 @@ impl<B: Backend, V: Element, S: Scalar> DistOperator<B, S> for DistMatrix<B, V> 
         } else {
             None
         }
-    }
-}
-
-/// The local block as a single-process operator (for rank-local preconditioners).
-impl<B: Backend, V: Element> DistMatrix<B, V> {
-    /// This rank's diagonal block on the device, if it has rows.
-    pub fn local_operator<S: Scalar>(&self) -> Option<&dyn LinearOperator<B, S>> {
-        self.local.as_ref().map(|m| m as &dyn LinearOperator<B, S>)
     }
 }

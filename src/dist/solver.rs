@@ -98,13 +98,20 @@ pub(super) fn drive<B: Backend, S: Scalar>(
     x: &mut DistVector<B, S>,
     iterate: &mut DistIterate<'_, B, S>,
 ) -> Result<SolveReport> {
-    let residual = |x: &DistVector<B, S>, r: &mut DistVector<B, S>| -> Result<()> {
+    crate::solver::space::drive(params, name, &residual(a, b), b, x, iterate)
+}
+
+/// `r = b − A x`, as [`drive`] and the GMRES restarts compute it.
+pub(super) fn residual<'a, B: Backend, S: Scalar>(
+    a: &'a dyn DistOperator<B, S>,
+    b: &'a DistVector<B, S>,
+) -> impl Fn(&DistVector<B, S>, &mut DistVector<B, S>) -> Result<()> + 'a {
+    move |x, r| {
         let mut ax = DistVector::zeros(b.owned().backend(), b.layout())?;
         a.apply(x, &mut ax)?;
         r.copy_from(b)?;
         r.axpy(-S::ONE, &ax)
-    };
-    crate::solver::space::drive(params, name, &residual, b, x, iterate)
+    }
 }
 
 /// Preconditioned conjugate gradients on a distributed SPD operator (`m = None`: plain CG),

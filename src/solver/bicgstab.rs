@@ -26,11 +26,9 @@ pub fn bicgstab<B: Backend, S: Scalar>(
     check_system("BiCGStab", a, b, x)?;
     check_preconditioner("BiCGStab", a, m)?;
     let apply = |x: &Vector<B, S>, y: &mut Vector<B, S>| a.apply(x, y);
-    let precondition = |r: &Vector<B, S>, z: &mut Vector<B, S>| match m {
-        Some(m) => m.precondition(r, z),
-        None => z.copy_from(r),
-    };
-    let m_apply: Option<&Apply<'_, Vector<B, S>>> = m.map(|_| &precondition as &Apply<'_, _>);
+    let precondition =
+        m.map(|m| move |r: &Vector<B, S>, z: &mut Vector<B, S>| m.precondition(r, z));
+    let m_apply = precondition.as_ref().map(|f| f as &Apply<'_, _>);
     drive(params, "BiCGStab", a, b, x, &mut |t, x, r, k0| {
         iterate(t, &apply, m_apply, x, r, k0)
     })

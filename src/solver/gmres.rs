@@ -95,19 +95,13 @@ impl<B: Backend, S: Scalar> Arnoldi<'_, '_, B, S> {
     ) -> Result<(usize, StopReason)> {
         let (a, m, b) = (self.a, self.m, self.b);
         let apply = |x: &Vector<B, S>, y: &mut Vector<B, S>| a.apply(x, y);
-        let residual = |x: &Vector<B, S>, r: &mut Vector<B, S>| -> Result<()> {
-            r.copy_from(b)?;
-            a.apply_add(-S::ONE, x, S::ONE, r)
-        };
-        let precondition = |r: &Vector<B, S>, z: &mut Vector<B, S>| match m {
-            Some(m) => m.precondition(r, z),
-            None => z.copy_from(r),
-        };
-        let m_apply: Option<&Apply<'_, Vector<B, S>>> = m.map(|_| &precondition as &Apply<'_, _>);
+        let residual = crate::solver::residual(a, b);
+        let precondition =
+            m.map(|m| move |r: &Vector<B, S>, z: &mut Vector<B, S>| m.precondition(r, z));
         let system = System {
             apply: &apply,
             residual: &residual,
-            precondition: m_apply,
+            precondition: precondition.as_ref().map(|f| f as &Apply<'_, _>),
             flexible: self.flexible,
             params: self.params,
         };

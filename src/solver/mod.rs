@@ -512,11 +512,18 @@ pub(crate) fn drive<B: Backend, S: Scalar>(
     x: &mut Vector<B, S>,
     iterate: &mut Iterate<'_, B, S>,
 ) -> Result<SolveReport> {
-    let residual = |x: &Vector<B, S>, r: &mut Vector<B, S>| -> Result<()> {
+    space::drive(params, name, &residual(a, b), b, x, iterate)
+}
+
+/// `r = b − A x`, as the iterations' restarts and [`drive`] compute it.
+pub(crate) fn residual<'a, B: Backend, S: Scalar>(
+    a: &'a dyn LinearOperator<B, S>,
+    b: &'a Vector<B, S>,
+) -> impl Fn(&Vector<B, S>, &mut Vector<B, S>) -> Result<()> + 'a {
+    move |x, r| {
         r.copy_from(b)?;
         a.apply_add(-S::ONE, x, S::ONE, r)
-    };
-    space::drive(params, name, &residual, b, x, iterate)
+    }
 }
 
 /// `‖b − A x‖₂`.
