@@ -5,7 +5,6 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::comm::{from_bytes, to_bytes};
 use super::layout::{DistCsr, Layout};
 use super::vector::DistVector;
 use crate::backend::{Backend, Cpu};
@@ -178,7 +177,8 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         } else {
             Vec::new()
         };
-        let send_bytes = to_bytes(&packed);
+        // The messages are views of the host buffers, not copies.
+        let send_bytes: &[u8] = bytemuck::cast_slice(&packed);
         let width = std::mem::size_of::<S>();
         let sends: Vec<(usize, &[u8])> = layout
             .sends
@@ -190,9 +190,9 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
                 )
             })
             .collect();
-        let mut recv_bytes = vec![0u8; layout.ghost_len() * width];
+        let mut ghosts = vec![S::ZERO; layout.ghost_len()];
         let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(layout.recvs.len());
-        let mut rest: &mut [u8] = &mut recv_bytes;
+        let mut rest: &mut [u8] = bytemuck::cast_slice_mut(&mut ghosts);
         for s in &layout.recvs {
             let (head, tail) = rest.split_at_mut(s.len * width);
             recvs.push((s.rank, head));
@@ -218,7 +218,6 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         // Ghost rows to the device; the remote product.
         let t3 = Instant::now();
         if let Some(remote) = &self.remote {
-            let ghosts: Vec<S> = from_bytes(&recv_bytes);
             let mut slot = x.ghost.borrow_mut();
             let ghost = match slot.as_mut() {
                 Some(g) => {
