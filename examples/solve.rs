@@ -133,6 +133,11 @@ struct Args {
     /// Run the distributed solve even outside `mpirun` (one rank; feature `mpi`).
     #[arg(long)]
     distributed: bool,
+    /// Keep every device buffer at most this many bytes (at least 2048): longer vectors are
+    /// stored in parts and the matrix in matching blocks, as above the device's own binding
+    /// limit (wgpu: 2 GiB on NVIDIA, 128 MiB on lavapipe). One process only.
+    #[arg(long, value_name = "BYTES")]
+    buffer_limit: Option<u64>,
 }
 
 /// Whether this process was started by an MPI launcher.
@@ -289,7 +294,20 @@ fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport
 impl BackendTask for Task<'_> {
     type Output = (Vec<f64>, SolveReport);
     fn run<B: Backend>(self, b: B) -> Result<(Vec<f64>, SolveReport)> {
+        let b = match self.args.buffer_limit {
+            Some(bytes) => b.with_buffer_limit(bytes)?,
+            None => b,
+        };
         println!("backend: {}", b.info());
+        let part = galerkin::backend::vector_part_len(b.info().max_buffer_bytes);
+        if self.a.nrows().max(self.a.ncols()) > part {
+            println!(
+                "vectors of {} values in {} parts of at most {part} (buffers of at most {} bytes)",
+                self.a.nrows(),
+                self.a.nrows().div_ceil(part),
+                b.info().max_buffer_bytes
+            );
+        }
         match (self.args.precision, self.args.solver) {
             (PrecisionArg::F32, _) => solve::<B, f32>(&b, &self),
             (PrecisionArg::Mixed, _) | (_, SolverArg::Refine) => solve_mixed(&b, &self),

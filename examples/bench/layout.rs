@@ -56,7 +56,8 @@ fn cholesky_interleaved<F: Float>(a: &mut Array<F>, count: usize, #[comptime] n:
     }
 }
 
-fn launch(b: &Cuda, a: &Vector<Cuda, f64>, count: usize, n: usize) {
+fn launch(b: &Cuda, a: &Vector<Cuda, f64>, count: usize, n: usize) -> Result<()> {
+    let buffer = a.buffer()?;
     let cubes = count.div_ceil(256).min(65535) as u32;
     // SAFETY: the buffer holds count · n² values (plus padding); unit e touches entries
     // t · count + e for t < n², e < count.
@@ -65,11 +66,12 @@ fn launch(b: &Cuda, a: &Vector<Cuda, f64>, count: usize, n: usize) {
             b.client(),
             CubeCount::Static(cubes, 1, 1),
             CubeDim::new_1d(256),
-            ArrayArg::from_raw_parts(a.buffer().handle().clone(), count * n * n),
+            ArrayArg::from_raw_parts(buffer.handle().clone(), count * n * n),
             count,
             n,
         )
-    }
+    };
+    Ok(())
 }
 
 fn one(b: &Cuda, n: usize, reps: usize) -> Result<()> {
@@ -86,7 +88,7 @@ fn one(b: &Cuda, n: usize, reps: usize) -> Result<()> {
     // Agreement of the two on the same matrices.
     let (lib, _) = cholesky::<Cuda, f64, f64>(contiguous.try_clone()?)?;
     let mut work = interleaved.try_clone()?;
-    launch(b, &work, count, n);
+    launch(b, &work, count, n)?;
     let (l1, l2) = (lib.to_vec()?, work.to_vec()?);
     let mut diff = 0f64;
     for m in (0..count).step_by(997) {
@@ -103,7 +105,7 @@ fn one(b: &Cuda, n: usize, reps: usize) -> Result<()> {
     let t_copy = median(b, reps, || work.copy_from(&interleaved))?;
     let t_inter = median(b, reps, || {
         work.copy_from(&interleaved)?;
-        launch(b, &work, count, n);
+        launch(b, &work, count, n)?;
         Ok(())
     })?
     .saturating_sub(t_copy);

@@ -302,6 +302,11 @@ impl BackendTask for Task<'_> {
 
 /// Why these arguments cannot run distributed (`None`: they can).
 pub fn unsupported(args: &Args) -> Option<String> {
+    if args.buffer_limit.is_some() {
+        return Some(
+            "--buffer-limit is single-process (distributed vectors are one buffer per rank)".into(),
+        );
+    }
     if args.solver == SolverArg::Refine {
         return Some("--solver refine is single-process; distributed mixed precision is flexible CG around f32 PCG (--solver cg or pcg with --precision mixed)".into());
     }

@@ -93,6 +93,19 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
         None
     }
 
+    /// A handle on the same device whose buffers hold at most `bytes` (at least
+    /// [`MIN_BUFFER_LIMIT`]): [`BackendInfo::max_buffer_bytes`] becomes `bytes`, vectors
+    /// longer than one such buffer are stored in parts and sparse matrices in blocks, as
+    /// on a device whose binding limit is `bytes`. Buffers of the two handles may be mixed.
+    /// Use it to run the split paths on small problems (tests), or to keep every buffer
+    /// below a size of your choice. A limit above the device's own is lowered to it. A
+    /// sparse matrix needs room for a block of 256 of its rows in one buffer (else its
+    /// conversion is an [`Error::ResourceLimit`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `bytes` is below [`MIN_BUFFER_LIMIT`].
+    fn with_buffer_limit(&self, bytes: u64) -> Result<Self>;
+
     /// Whether `other` drives the same device as `self` (buffers of one may be used with the
     /// other). Clones of a backend do.
     fn same_device(&self, other: &Self) -> bool;
@@ -118,6 +131,33 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
             })
         }
     }
+}
+
+/// The smallest buffer limit [`BackendCore::with_buffer_limit`] accepts: 2048 bytes, one
+/// part of 256 values of 8 bytes (see [`vector_part_len`]).
+pub const MIN_BUFFER_LIMIT: u64 = 2048;
+
+/// The number of values in each part of a vector too long for one buffer of a device whose
+/// largest buffer is `max_buffer_bytes`: the largest multiple of
+/// [`SPLIT_ROW_ALIGN`](crate::sparse::SPLIT_ROW_ALIGN) values of 8 bytes that fits, for every
+/// element type (so an f32 and an f64 vector of one length are split alike). Vectors of at
+/// most this many values are one buffer.
+pub fn vector_part_len(max_buffer_bytes: u64) -> usize {
+    let align = crate::sparse::SPLIT_ROW_ALIGN as u64;
+    let values = (max_buffer_bytes / 8 / align * align).max(align);
+    usize::try_from(values).unwrap_or(usize::MAX)
+}
+
+/// Checks a requested buffer limit and caps it at the device's.
+pub(crate) fn buffer_limit(info: &BackendInfo, bytes: u64) -> Result<u64> {
+    if bytes < MIN_BUFFER_LIMIT {
+        return Err(Error::InvalidArgument {
+            op: "with_buffer_limit",
+            name: "bytes",
+            reason: format!("{bytes} bytes is below the smallest limit, {MIN_BUFFER_LIMIT}"),
+        });
+    }
+    Ok(bytes.min(info.max_buffer_bytes))
 }
 
 /// The kinds of backend, for choosing one at run time.

@@ -60,6 +60,23 @@ impl Cpu {
     }
 }
 
+impl Cpu {
+    /// Checks that `len` values of `T` fit in one buffer (see
+    /// [`with_buffer_limit`](BackendCore::with_buffer_limit)).
+    fn check_size<T: Storable>(&self, len: usize) -> Result<()> {
+        let requested = (len as u64).saturating_mul(T::DTYPE.size() as u64);
+        if requested > self.info.max_buffer_bytes {
+            return Err(Error::ResourceLimit {
+                backend: self.info.to_string(),
+                what: format!("a buffer of {len} {}", T::DTYPE),
+                requested,
+                limit: self.info.max_buffer_bytes,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Default for Cpu {
     fn default() -> Self {
         Cpu::new()
@@ -78,6 +95,7 @@ impl BackendCore for Cpu {
     }
 
     fn alloc<T: Storable>(&self, len: usize) -> Result<Vec<T>> {
+        self.check_size::<T>(len)?;
         let mut v = Vec::new();
         v.try_reserve_exact(len).map_err(|_| Error::ResourceLimit {
             backend: self.info.to_string(),
@@ -90,6 +108,7 @@ impl BackendCore for Cpu {
     }
 
     fn upload<T: Storable>(&self, data: &[T]) -> Result<Vec<T>> {
+        self.check_size::<T>(data.len())?;
         let mut v = self.alloc::<T>(0)?;
         v.try_reserve_exact(data.len())
             .map_err(|_| Error::ResourceLimit {
@@ -114,6 +133,18 @@ impl BackendCore for Cpu {
 
     fn len<T: Storable>(buffer: &Vec<T>) -> usize {
         buffer.len()
+    }
+
+    fn with_buffer_limit(&self, bytes: u64) -> Result<Self> {
+        let mut info = (*self.info).clone();
+        info.max_buffer_bytes = crate::backend::core::buffer_limit(&info, bytes)?;
+        info.device = format!(
+            "{}, buffers of at most {} bytes",
+            info.device, info.max_buffer_bytes
+        );
+        Ok(Cpu {
+            info: Arc::new(info),
+        })
     }
 
     fn same_device(&self, _other: &Self) -> bool {

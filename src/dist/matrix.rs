@@ -171,7 +171,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
             // layout is the matrix's, checked above); any index values are safe for gather.
             unsafe {
                 self.backend
-                    .gather(x.owned().buffer(), &self.send_index, send.buffer_mut())?;
+                    .gather(x.owned().buffer()?, &self.send_index, send.buffer_mut()?)?;
             }
             send.to_vec()?
         } else {

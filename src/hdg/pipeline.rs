@@ -249,11 +249,11 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
         unsafe {
             if let Some(x) = free {
                 self.backend
-                    .gather(x.buffer(), &self.gather_free, &mut out)?;
+                    .gather(x.buffer()?, &self.gather_free, &mut out)?;
             }
             if let Some(x) = dir {
                 self.backend
-                    .gather(x.buffer(), &self.gather_dir, &mut out)?;
+                    .gather(x.buffer()?, &self.gather_dir, &mut out)?;
             }
         }
         let out = self.to_storage(out, len)?;

@@ -155,7 +155,7 @@ pub fn level_rhs<B: Backend, T: Scalar>(
         std::mem::swap(&mut x, &mut y);
     }
     // SAFETY: x is a grid vector of this backend.
-    unsafe { backend.tensor_boundary(grid, None, x.buffer_mut())? };
+    unsafe { backend.tensor_boundary(grid, None, x.buffer_mut()?)? };
     Ok(x)
 }
 

@@ -241,7 +241,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         transfer.restrict(&w.r, &mut wc.b, &mut w.t)?;
         let backend = wc.b.backend().clone();
         // SAFETY: wc.b is a grid vector of level l − 1 on this backend.
-        unsafe { backend.tensor_boundary(self.levels[l - 1].op.grid(), None, wc.b.buffer_mut())? };
+        unsafe { backend.tensor_boundary(self.levels[l - 1].op.grid(), None, wc.b.buffer_mut()?)? };
         wc.x.fill(T::ZERO)?;
         self.vcycle(l - 1, work)?;
         let (lower, upper) = work.split_at_mut(l);
@@ -397,7 +397,7 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
         self.cycle(z, r)?;
         let backend = z.backend().clone();
         // SAFETY: r and z are finest-grid vectors (checked by `cycle`).
-        unsafe { backend.tensor_boundary(self.grid(), Some(r.buffer()), z.buffer_mut()) }
+        unsafe { backend.tensor_boundary(self.grid(), Some(r.buffer()?), z.buffer_mut()?) }
     }
 
     fn cost(&self) -> OperatorCost {

@@ -81,7 +81,7 @@ pub(crate) fn patch_step<B: Backend, T: Scalar>(
         // SAFETY: x and b are grid vectors of this backend (the hierarchy's), data the
         // patch data.
         unsafe {
-            backend.tensor_patch_smooth(grid, c, coef, data, b.buffer(), x.buffer_mut())?;
+            backend.tensor_patch_smooth(grid, c, coef, data, b.buffer()?, x.buffer_mut()?)?;
         }
     }
     Ok(())

@@ -74,8 +74,8 @@ impl<B: Backend, T: Scalar> Banded<B, T> {
                 self.width,
                 &self.starts,
                 &self.values,
-                x.buffer(),
-                y.buffer_mut(),
+                x.buffer()?,
+                y.buffer_mut()?,
             )
         }
     }

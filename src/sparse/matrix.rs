@@ -280,23 +280,43 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
             max_part_bytes: None,
             ..*options
         };
-        let convert =
-            |part: &Csr<Cpu, V>| Self::from_csr_single(backend, part, block_format, &single);
+        // A minor piece of a block cut at the parts of x (a few entries near a part's edge)
+        // may exceed the padding limit of a padded format: it is stored as CSR then.
+        let convert = |part: &Csr<Cpu, V>, minor: bool| match Self::from_csr_single(
+            backend,
+            part,
+            block_format,
+            &single,
+        ) {
+            Err(Error::Padding { .. }) if minor => {
+                Self::from_csr_single(backend, part, Format::Csr, &single)
+            }
+            other => other,
+        };
         let estimate = a.nnz() * (V::DTYPE.size() + 4);
+        let device_part = usize::try_from(backend.info().max_buffer_bytes).unwrap_or(usize::MAX);
+        // Vectors longer than one buffer are split into parts: the blocks must follow them.
+        let vector_part = crate::backend::vector_part_len(backend.info().max_buffer_bytes);
+        if a.nrows() > vector_part || a.ncols() > vector_part {
+            let part = options.max_part_bytes.unwrap_or(device_part / 2);
+            return Ok(SparseMatrix::Split(RowSplit::from_csr(
+                a,
+                part,
+                Some(vector_part),
+                convert,
+            )?));
+        }
         if let Some(part) = options.max_part_bytes {
             if estimate > part {
-                return Ok(SparseMatrix::Split(RowSplit::from_csr(a, part, convert)?));
+                return Ok(SparseMatrix::Split(RowSplit::from_csr(
+                    a, part, None, convert,
+                )?));
             }
         }
         match Self::from_csr_single(backend, a, format, options) {
-            Err(Error::ResourceLimit { .. }) if a.nrows() > crate::sparse::SPLIT_ROW_ALIGN => {
-                let part = usize::try_from(backend.info().max_buffer_bytes).unwrap_or(usize::MAX);
-                Ok(SparseMatrix::Split(RowSplit::from_csr(
-                    a,
-                    part / 2,
-                    convert,
-                )?))
-            }
+            Err(Error::ResourceLimit { .. }) if a.nrows() > crate::sparse::SPLIT_ROW_ALIGN => Ok(
+                SparseMatrix::Split(RowSplit::from_csr(a, device_part / 2, None, convert)?),
+            ),
             other => other,
         }
     }

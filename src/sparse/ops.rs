@@ -279,9 +279,9 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized {
             self.backend().spmv::<Self::Kernels, V, T>(
                 self,
                 alpha,
-                x.buffer(),
+                x.buffer()?,
                 beta,
-                y.buffer_mut(),
+                y.buffer_mut()?,
             )
         }
     }
@@ -297,7 +297,7 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized {
         // SAFETY: a square matrix, x and y of its size on its device (checked above).
         unsafe {
             self.backend()
-                .spmv_dot::<Self::Kernels, V, T>(self, x.buffer(), y.buffer_mut())
+                .spmv_dot::<Self::Kernels, V, T>(self, x.buffer()?, y.buffer_mut()?)
         }
     }
 
@@ -321,9 +321,9 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized {
         unsafe {
             self.backend().spmv_dot_device::<Self::Kernels, V, T>(
                 self,
-                x.buffer(),
-                y.buffer_mut(),
-                scalars.buffer_mut(),
+                x.buffer()?,
+                y.buffer_mut()?,
+                scalars.buffer_mut()?,
                 slot,
             )
         }

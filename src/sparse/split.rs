@@ -3,10 +3,16 @@
 //! a matrix of the requested format in buffers of its own, and its SpMV is one launch per
 //! block writing its rows of `y` through a view of `y` (a binding at an offset; no copy).
 //!
+//! Where the vectors themselves exceed one buffer (more rows or columns than
+//! [`vector_part_len`](crate::backend::vector_part_len)), they are stored in parts (see
+//! [`Vector`]) and the blocks follow the parts: no block of rows crosses a part of `y`, and a
+//! block of rows is cut further by columns at the parts of `x`, each piece numbering its
+//! columns from the start of its part. The pieces of one block of rows are applied in turn,
+//! the first with `β`, the others adding to its result; banded matrices (PDE stencils) have
+//! one or two pieces per block.
+//!
 //! Staircase SELL, which renumbers a square matrix as a whole, is split into SELL-C-σ
-//! blocks. `x` and `y` stay single buffers: a split matrix needs vectors that fit one binding
-//! (on wgpu/NVIDIA, 268M f64 rows; on lavapipe 16.7M), i.e. it lifts the limit for
-//! matrices up to their row count times the limit.
+//! blocks.
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
@@ -19,34 +25,53 @@ use crate::Cpu;
 /// aligned for every element type (wgpu binds storage at multiples of 256 bytes).
 pub const SPLIT_ROW_ALIGN: usize = 256;
 
-/// One block: rows `start..start + rows` of the whole matrix.
+/// One block: rows `start..start + rows` and columns `col_start..col_start + cols` of the
+/// whole matrix, numbered from 0 in the block.
 pub struct RowBlock<M> {
     /// The first row.
     pub start: usize,
     /// The number of rows.
     pub rows: usize,
-    /// The block (all columns of the whole matrix), a
-    /// [`SparseMatrix`](crate::sparse::SparseMatrix) of one format.
+    /// The first column (0 unless the columns are cut at the parts of `x`).
+    pub col_start: usize,
+    /// The number of columns.
+    pub cols: usize,
+    /// The block, a [`SparseMatrix`](crate::sparse::SparseMatrix) of one format.
     pub matrix: M,
 }
 
-/// A matrix stored as blocks of consecutive rows (see the module documentation); `M` is
-/// the block type ([`SparseMatrix`](crate::sparse::SparseMatrix)).
+/// A matrix stored as blocks of consecutive rows, cut by columns where `x` is split (see
+/// the module documentation); `M` is the block type
+/// ([`SparseMatrix`](crate::sparse::SparseMatrix)).
 pub struct RowSplit<M> {
     pub(crate) blocks: Vec<RowBlock<M>>,
+    /// Row ranges `(start, rows)` with the blocks `first..first + count` that cover them
+    /// (none where the rows hold no entry).
+    pub(crate) ranges: Vec<RowRange>,
     pub(crate) nrows: usize,
     pub(crate) ncols: usize,
 }
 
+/// Rows `start..start + rows`, computed by blocks `first..first + count`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowRange {
+    start: usize,
+    rows: usize,
+    first: usize,
+    count: usize,
+}
+
 impl<M> RowSplit<M> {
-    /// The blocks, in row order.
+    /// The blocks, in row order (the pieces of one block of rows in column order).
     pub fn blocks(&self) -> &[RowBlock<M>] {
         &self.blocks
     }
 
     /// Splits `a` into blocks of about `part_bytes` of stored arrays each (estimated from the
-    /// nonzeros; a block whose conversion still exceeds the device limit is halved) and
-    /// converts each with `convert`.
+    /// nonzeros; a block whose conversion still exceeds the device limit is halved), that
+    /// stay within parts of `part_len` rows and columns where given, and converts each with
+    /// `convert` (its flag: a minor piece, one with fewer entries than another piece of its
+    /// block of rows, which may be stored in a format without padding).
     ///
     /// # Errors
     /// [`Error::ResourceLimit`] if a block of [`SPLIT_ROW_ALIGN`] rows is still too large;
@@ -54,24 +79,56 @@ impl<M> RowSplit<M> {
     pub(crate) fn from_csr<V: Element>(
         a: &Csr<Cpu, V>,
         part_bytes: usize,
-        convert: impl Fn(&Csr<Cpu, V>) -> Result<M>,
+        part_len: Option<usize>,
+        convert: impl Fn(&Csr<Cpu, V>, bool) -> Result<M>,
     ) -> Result<Self> {
         // Values, a column index, and room for the padding of the ELL-like formats.
         let per_nnz = 2 * (V::DTYPE.size() + 4);
         let row_ptr = a.row_ptr();
-        let mut blocks = Vec::new();
+        let mut split = RowSplit {
+            blocks: Vec::new(),
+            ranges: Vec::new(),
+            nrows: a.nrows(),
+            ncols: a.ncols(),
+        };
         let mut start = 0;
         let mut budget = part_bytes.max(1);
         while start < a.nrows() {
-            let end = block_end(row_ptr, start, budget / per_nnz);
-            let part = rows(a, start, end)?;
-            match convert(&part) {
-                Ok(matrix) => {
-                    blocks.push(RowBlock {
+            let mut end = block_end(row_ptr, start, budget / per_nnz);
+            if let Some(part) = part_len {
+                end = end.min((start / part + 1) * part);
+            }
+            let block = rows(a, start, end)?;
+            let converted = match column_pieces(&block, part_len)? {
+                None => convert(&block, false).map(|m| vec![(0, block.ncols(), m)]),
+                Some(pieces) => {
+                    let most = pieces.iter().map(|(_, p)| p.nnz()).max().unwrap_or(0);
+                    pieces
+                        .into_iter()
+                        .map(|(col_start, piece)| {
+                            let minor = piece.nnz() < most;
+                            Ok((col_start, piece.ncols(), convert(&piece, minor)?))
+                        })
+                        .collect::<Result<Vec<_>>>()
+                }
+            };
+            match converted {
+                Ok(pieces) => {
+                    split.ranges.push(RowRange {
                         start,
                         rows: end - start,
-                        matrix,
+                        first: split.blocks.len(),
+                        count: pieces.len(),
                     });
+                    for (col_start, cols, matrix) in pieces {
+                        split.blocks.push(RowBlock {
+                            start,
+                            rows: end - start,
+                            col_start,
+                            cols,
+                            matrix,
+                        });
+                    }
                     start = end;
                 }
                 Err(Error::ResourceLimit { .. }) if end - start > SPLIT_ROW_ALIGN => {
@@ -80,15 +137,11 @@ impl<M> RowSplit<M> {
                 Err(e) => return Err(e),
             }
         }
-        Ok(RowSplit {
-            blocks,
-            nrows: a.nrows(),
-            ncols: a.ncols(),
-        })
+        Ok(split)
     }
 
     /// `y = α A x + β y`, block by block (`y` not read when `β = 0`), `spmv(block, α, x, β,
-    /// y_rows)` computing one block.
+    /// y_rows)` computing one block with `x` its columns.
     ///
     /// # Errors
     /// Length mismatches; the errors of `spmv`.
@@ -114,35 +167,112 @@ impl<M> RowSplit<M> {
             ));
         }
         let backend = y.backend().clone();
-        // The CPU backend cannot view part of a host vector: its rows go out and back.
-        let mut host: Option<Vec<T>> = None;
-        for block in &self.blocks {
-            let len = block.rows;
+        // The CPU backend cannot view part of a host vector: its rows go out and back, and
+        // the columns of a piece are copied out of x.
+        let mut host_y: Option<Vec<T>> = None;
+        let mut host_x: Option<Vec<T>> = None;
+        let whole_y = y.parts() == 1;
+        for range in &self.ranges {
+            let blocks = &self.blocks[range.first..range.first + range.count];
+            let apply = |y_rows: &mut Vector<B, T>, host_x: &mut Option<Vec<T>>| -> Result<()> {
+                if blocks.is_empty() {
+                    // Rows without entries: y = β y.
+                    return if beta == T::ZERO {
+                        y_rows.fill(T::ZERO)
+                    } else {
+                        y_rows.scale(beta)
+                    };
+                }
+                for (k, block) in blocks.iter().enumerate() {
+                    let b = if k == 0 { beta } else { T::ONE };
+                    if block.col_start == 0 && block.cols == x.len() {
+                        spmv(&block.matrix, alpha, x, b, y_rows)?;
+                        continue;
+                    }
+                    // SAFETY: x is only read while the view lives.
+                    match unsafe { x.view(block.col_start, block.cols) } {
+                        Some(view) => spmv(&block.matrix, alpha, &view, b, y_rows)?,
+                        None => {
+                            let all = match host_x {
+                                Some(h) => h,
+                                None => host_x.insert(x.to_vec()?),
+                            };
+                            let cols = &all[block.col_start..block.col_start + block.cols];
+                            let piece = Vector::from_slice(&backend, cols)?;
+                            spmv(&block.matrix, alpha, &piece, b, y_rows)?;
+                        }
+                    }
+                }
+                Ok(())
+            };
+            if whole_y && range.start == 0 && range.rows == self.nrows {
+                apply(y, &mut host_x)?;
+                continue;
+            }
             // SAFETY: the view is used for this block's product only, while `y` is borrowed
             // mutably here; `start` is a multiple of SPLIT_ROW_ALIGN and the rows lie in y.
-            match unsafe { backend.view(y.buffer(), block.start, len) } {
-                Some(buffer) => {
-                    // SAFETY: a view of a buffer of `backend`.
-                    let mut view = unsafe { Vector::from_buffer(&backend, buffer) };
-                    spmv(&block.matrix, alpha, x, beta, &mut view)?;
-                }
+            match unsafe { y.view(range.start, range.rows) } {
+                Some(mut view) => apply(&mut view, &mut host_x)?,
                 None => {
-                    let all = match &mut host {
+                    let all = match &mut host_y {
                         Some(h) => h,
-                        None => host.insert(y.to_vec()?),
+                        None => host_y.insert(y.to_vec()?),
                     };
-                    let rows = &mut all[block.start..block.start + len];
+                    let rows = &mut all[range.start..range.start + range.rows];
                     let mut part = Vector::from_slice(&backend, rows)?;
-                    spmv(&block.matrix, alpha, x, beta, &mut part)?;
+                    apply(&mut part, &mut host_x)?;
                     rows.copy_from_slice(&part.to_vec()?);
                 }
             }
         }
-        if let Some(h) = host {
+        if let Some(h) = host_y {
             y.write(&h)?;
         }
         Ok(())
     }
+}
+
+/// The pieces of a block of rows cut at the parts of `x` (`part_len` columns each), as
+/// `(first column, piece)` with the piece's columns numbered from its first; pieces without
+/// entries are left out. `None` where `x` is not split (the block is one piece).
+#[allow(clippy::type_complexity)]
+fn column_pieces<V: Element>(
+    block: &Csr<Cpu, V>,
+    part_len: Option<usize>,
+) -> Result<Option<Vec<(usize, Csr<Cpu, V>)>>> {
+    let part = match part_len {
+        Some(p) if block.ncols() > p => p,
+        _ => return Ok(None),
+    };
+    let parts = block.ncols().div_ceil(part);
+    let mut used = vec![false; parts];
+    for &c in block.col_idx() {
+        used[c as usize / part] = true;
+    }
+    let row_ptr = block.row_ptr();
+    let mut pieces = Vec::new();
+    for (k, _) in used.iter().enumerate().filter(|(_, &u)| u) {
+        let (lo, hi) = (
+            (k * part) as u32,
+            ((k + 1) * part).min(block.ncols()) as u32,
+        );
+        let mut ptr = Vec::with_capacity(block.nrows() + 1);
+        let (mut cols, mut vals) = (Vec::new(), Vec::new());
+        ptr.push(0u32);
+        for row in 0..block.nrows() {
+            for e in row_ptr[row] as usize..row_ptr[row + 1] as usize {
+                let c = block.col_idx()[e];
+                if (lo..hi).contains(&c) {
+                    cols.push(c - lo);
+                    vals.push(block.values()[e]);
+                }
+            }
+            ptr.push(cols.len() as u32);
+        }
+        let piece = Csr::new(block.nrows(), (hi - lo) as usize, ptr, cols, vals)?;
+        pieces.push((k * part, piece));
+    }
+    Ok(Some(pieces))
 }
 
 /// The end of the block from `start`: after about `nnz` nonzeros, on a multiple of

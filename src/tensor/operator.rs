@@ -207,8 +207,8 @@ impl<B: Backend, T: Scalar> TensorOperator<B, T> {
                     self.grid,
                     self.coef,
                     &self.cell,
-                    x.buffer(),
-                    y.buffer_mut(),
+                    x.buffer()?,
+                    y.buffer_mut()?,
                     Scatter::Atomic,
                 )?;
             } else {
@@ -217,13 +217,13 @@ impl<B: Backend, T: Scalar> TensorOperator<B, T> {
                         self.grid,
                         self.coef,
                         &self.cell,
-                        x.buffer(),
-                        y.buffer_mut(),
+                        x.buffer()?,
+                        y.buffer_mut()?,
                         Scatter::Colour(c),
                     )?;
                 }
             }
-            b.tensor_boundary(self.grid, Some(x.buffer()), y.buffer_mut())
+            b.tensor_boundary(self.grid, Some(x.buffer()?), y.buffer_mut()?)
         }
     }
 }

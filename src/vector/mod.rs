@@ -33,23 +33,46 @@
 //!
 //! `nrm2` is computed as `√(Σ xᵢ²)` and recomputed with scaling by `max |xᵢ|` when the sum of
 //! squares overflows or underflows. `amax` returns NaN when any element is NaN.
+//!
+//! # Vectors longer than one buffer
+//! A device binds at most [`BackendInfo::max_buffer_bytes`](crate::BackendInfo) per buffer
+//! (wgpu: 2 GiB on NVIDIA, 128 MiB on lavapipe). A longer vector is stored in parts of
+//! [`vector_part_len`](crate::backend::vector_part_len) values (the last shorter), each a
+//! buffer of its own, and every operation above runs part by part: element-wise operations
+//! one launch per part, reductions one per part with the parts' results added in f64 on the
+//! host (in part order: still deterministic). The device-scalar functions of CG
+//! ([`dot_into`], [`cg_update_device`], ...) keep their contract on split vectors by a round
+//! trip through the host (one read and one write of the few scalars per call), negligible
+//! beside a pass over vectors of this size. The sparse products accept split vectors (their
+//! matrix is stored in blocks that match the parts, see
+//! [`RowSplit`](crate::sparse::RowSplit)), and so do the Krylov solvers; the other operator
+//! families need a vector in one buffer and return [`Error::Unsupported`](crate::Error) for
+//! a split one ([`Vector::buffer`]). [`BackendCore::with_buffer_limit`] lowers the limit, to
+//! run these paths on small problems.
 
 use std::fmt;
 
 use ndarray::{Array1, ArrayBase, Data, Ix1};
 
-use crate::backend::core::BackendCore;
-use crate::error::{check_device, check_len, Result};
+use crate::backend::core::{vector_part_len, BackendCore};
+use crate::error::{check_device, check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 
 pub(crate) mod cpu;
 pub(crate) mod cube;
+mod fused;
 mod ops;
 
+pub(crate) use fused::check_slot;
+pub use fused::{
+    cg_scalars, cg_update, cg_update_device, dot_into, jacobi_xpay_device,
+    pcg_jacobi_update_device, pcg_rotate_device, pointwise_mul_dot, xpay_device,
+};
 pub use ops::VectorOps;
 
-/// Checks that `other` has the length of `this` and lives on its device: what every
-/// unchecked [`VectorOps`] method needs of its operands.
+/// Checks that `other` has the length of `this`, lives on its device and is split into the
+/// same parts: what every unchecked [`VectorOps`] method needs of its operands (called part
+/// by part).
 fn agree<B: BackendCore, T: Element, U: Element>(
     op: &'static str,
     what: &'static str,
@@ -57,7 +80,20 @@ fn agree<B: BackendCore, T: Element, U: Element>(
     other: &Vector<B, U>,
 ) -> Result<()> {
     check_len(op, what, this.len(), other.len())?;
-    check_device(op, &this.backend, &other.backend)
+    check_device(op, &this.backend, &other.backend)?;
+    if this.part_len() != other.part_len() {
+        return Err(Error::InvalidArgument {
+            op,
+            name: what,
+            reason: format!(
+                "the vectors are stored in parts of {} and {} values (made by backends with \
+                 different buffer limits); copy one through the host",
+                this.part_len(),
+                other.part_len()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A vector of `len` values of type `T` in the memory of backend `B`.
@@ -80,7 +116,11 @@ fn agree<B: BackendCore, T: Element, U: Element>(
 /// ```
 pub struct Vector<B: BackendCore, T: Element> {
     backend: B,
+    /// The values, or the first part of a vector too long for one buffer.
     buffer: B::Buffer<T>,
+    /// The further parts of a split vector (each as long as `buffer`, the last shorter);
+    /// empty for a vector in one buffer.
+    rest: Vec<B::Buffer<T>>,
 }
 
 impl<B: BackendCore, T: Element> fmt::Debug for Vector<B, T> {
@@ -103,18 +143,46 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
         Vector {
             backend: backend.clone(),
             buffer,
+            rest: Vec::new(),
         }
     }
 
-    /// A vector of `len` zeros.
+    /// Wraps parts made by `backend`, all of `part_len` values but the last (1 to
+    /// `part_len`); one part is a vector in one buffer.
+    fn from_parts(backend: &B, mut parts: Vec<B::Buffer<T>>) -> Self {
+        let rest = parts.split_off(1.min(parts.len()));
+        let buffer = parts.pop().expect("at least one part");
+        Vector {
+            backend: backend.clone(),
+            buffer,
+            rest,
+        }
+    }
+
+    /// The lengths of the parts of a vector of `len` values on `backend`.
+    fn part_lengths(backend: &B, len: usize) -> Vec<usize> {
+        let part = vector_part_len(backend.info().max_buffer_bytes);
+        if len <= part {
+            return vec![len];
+        }
+        (0..len.div_ceil(part))
+            .map(|k| part.min(len - k * part))
+            .collect()
+    }
+
+    /// A vector of `len` zeros (in parts where it exceeds one buffer of the device).
     ///
     /// # Errors
     /// [`Error::Unsupported`](crate::Error::Unsupported) if the device lacks `T`;
-    /// [`Error::ResourceLimit`](crate::Error::ResourceLimit) if it is too large.
+    /// [`Error::ResourceLimit`](crate::Error::ResourceLimit) if the device runs out of
+    /// memory.
     pub fn zeros(backend: &B, len: usize) -> Result<Self> {
         backend.require::<T>("vectors")?;
-        // SAFETY: allocated by `backend`.
-        Ok(unsafe { Self::from_buffer(backend, backend.alloc(len)?) })
+        let parts = Self::part_lengths(backend, len)
+            .into_iter()
+            .map(|n| backend.alloc(n))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self::from_parts(backend, parts))
     }
 
     /// A vector holding a copy of `data`.
@@ -123,8 +191,13 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// As [`zeros`](Self::zeros).
     pub fn from_slice(backend: &B, data: &[T]) -> Result<Self> {
         backend.require::<T>("vectors")?;
-        // SAFETY: uploaded by `backend`.
-        Ok(unsafe { Self::from_buffer(backend, backend.upload(data)?) })
+        let mut start = 0;
+        let mut parts = Vec::new();
+        for n in Self::part_lengths(backend, data.len()) {
+            parts.push(backend.upload(&data[start..start + n])?);
+            start += n;
+        }
+        Ok(Self::from_parts(backend, parts))
     }
 
     /// A vector holding a copy of a one-dimensional ndarray (any strides).
@@ -140,7 +213,49 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
 
     /// The number of elements.
     pub fn len(&self) -> usize {
+        B::len(&self.buffer) + self.rest.iter().map(B::len).sum::<usize>()
+    }
+
+    /// The number of buffers the vector is stored in: 1, or more for a vector longer than
+    /// one buffer of its device (see the [module documentation](self)).
+    pub fn parts(&self) -> usize {
+        1 + self.rest.len()
+    }
+
+    /// The values in each part but the last: the length of a vector in one buffer.
+    pub fn part_len(&self) -> usize {
         B::len(&self.buffer)
+    }
+
+    /// The buffers, in order.
+    fn each(&self) -> impl Iterator<Item = &B::Buffer<T>> {
+        std::iter::once(&self.buffer).chain(&self.rest)
+    }
+
+    /// The backend and the buffers, mutably.
+    fn each_mut(&mut self) -> (&B, impl Iterator<Item = &mut B::Buffer<T>>) {
+        let parts = std::iter::once(&mut self.buffer).chain(&mut self.rest);
+        (&self.backend, parts)
+    }
+
+    /// A vector over values `start..start + len`, sharing this vector's memory, where they
+    /// lie in one part and the backend can bind part of a buffer (`start` a multiple of
+    /// [`SPLIT_ROW_ALIGN`](crate::sparse::SPLIT_ROW_ALIGN)); `None` otherwise.
+    ///
+    /// # Safety
+    /// As [`BackendCore::view`]: the view aliases `self`.
+    pub(crate) unsafe fn view(&self, start: usize, len: usize) -> Option<Self> {
+        let part = self.part_len().max(1);
+        let k = start / part;
+        let buffer = self.each().nth(k)?;
+        let offset = start - k * part;
+        if offset + len > B::len(buffer) {
+            return None;
+        }
+        // SAFETY: passed on to the caller.
+        let view = unsafe { self.backend.view(buffer, offset, len)? };
+        // SAFETY: a view of a buffer of this backend.
+        Some(unsafe { Self::from_buffer(&self.backend, view) })
     }
 
     /// Whether the vector has no elements.
@@ -153,22 +268,63 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
         &self.backend
     }
 
+    /// The error of an operation that needs the vector in one buffer.
+    fn split_error(&self) -> Error {
+        Error::Unsupported {
+            backend: self.backend.info().to_string(),
+            what: format!(
+                "this operation on a vector of {} {} split into {} parts",
+                self.len(),
+                T::DTYPE,
+                self.parts()
+            ),
+            reason: format!(
+                "the vector exceeds the device's largest buffer ({} bytes) and the operation \
+                 needs it in one buffer; vector operations, sparse products and Krylov \
+                 solvers accept split vectors",
+                self.backend.info().max_buffer_bytes
+            ),
+        }
+    }
+
     /// The underlying buffer (for kernels of other operator families).
-    pub fn buffer(&self) -> &B::Buffer<T> {
-        &self.buffer
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) if the vector is split into parts
+    /// (see the [module documentation](self)).
+    pub fn buffer(&self) -> Result<&B::Buffer<T>> {
+        if self.rest.is_empty() {
+            Ok(&self.buffer)
+        } else {
+            Err(self.split_error())
+        }
     }
 
     /// The underlying buffer, mutably (for kernels of other operator families).
     ///
     /// # Safety
     /// The buffer may be written through, not replaced by a buffer of another device.
-    pub unsafe fn buffer_mut(&mut self) -> &mut B::Buffer<T> {
-        &mut self.buffer
+    ///
+    /// # Errors
+    /// As [`buffer`](Self::buffer).
+    pub unsafe fn buffer_mut(&mut self) -> Result<&mut B::Buffer<T>> {
+        if self.rest.is_empty() {
+            Ok(&mut self.buffer)
+        } else {
+            Err(self.split_error())
+        }
     }
 
     /// Unwraps the buffer.
-    pub fn into_buffer(self) -> B::Buffer<T> {
-        self.buffer
+    ///
+    /// # Errors
+    /// As [`buffer`](Self::buffer).
+    pub fn into_buffer(self) -> Result<B::Buffer<T>> {
+        if self.rest.is_empty() {
+            Ok(self.buffer)
+        } else {
+            Err(self.split_error())
+        }
     }
 
     /// Copies the contents to the host.
@@ -176,7 +332,14 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the device fails.
     pub fn to_vec(&self) -> Result<Vec<T>> {
-        self.backend.download(&self.buffer)
+        if self.rest.is_empty() {
+            return self.backend.download(&self.buffer);
+        }
+        let mut out = Vec::with_capacity(self.len());
+        for part in self.each() {
+            out.extend(self.backend.download(part)?);
+        }
+        Ok(out)
     }
 
     /// Copies the contents to a host ndarray.
@@ -193,7 +356,14 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn write(&mut self, data: &[T]) -> Result<()> {
         check_len("Vector::write", "data", self.len(), data.len())?;
-        self.backend.write(&mut self.buffer, data)
+        let (backend, parts) = self.each_mut();
+        let mut start = 0;
+        for part in parts {
+            let n = B::len(part);
+            backend.write(part, &data[start..start + n])?;
+            start += n;
+        }
+        Ok(())
     }
 }
 
@@ -223,8 +393,12 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn fill(&mut self, value: T) -> Result<()> {
-        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
-        unsafe { self.backend.fill(value, &mut self.buffer) }
+        let (backend, parts) = self.each_mut();
+        for part in parts {
+            // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+            unsafe { backend.fill(value, part)? };
+        }
+        Ok(())
     }
 
     /// `self = x`.
@@ -233,8 +407,12 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn copy_from(&mut self, x: &Self) -> Result<()> {
         agree("copy", "x", self, x)?;
-        // SAFETY: lengths and device checked above.
-        unsafe { self.backend.copy(&x.buffer, &mut self.buffer) }
+        let (backend, parts) = self.each_mut();
+        for (x, y) in x.each().zip(parts) {
+            // SAFETY: lengths, parts and device checked above.
+            unsafe { backend.copy(x, y)? };
+        }
+        Ok(())
     }
 
     /// `self = x` rounded to `T` (or widened exactly): precision conversion, e.g. an f64
@@ -244,8 +422,12 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn convert_from<S: Element>(&mut self, x: &Vector<B, S>) -> Result<()> {
         agree("convert", "x", self, x)?;
-        // SAFETY: lengths and device checked above.
-        unsafe { self.backend.convert(&x.buffer, &mut self.buffer) }
+        let (backend, parts) = self.each_mut();
+        for (x, y) in x.each().zip(parts) {
+            // SAFETY: lengths, parts and device checked above.
+            unsafe { backend.convert(x, y)? };
+        }
+        Ok(())
     }
 
     /// A new vector holding `self` rounded to `D`.
@@ -265,8 +447,12 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn scale(&mut self, alpha: T) -> Result<()> {
-        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
-        unsafe { self.backend.scale(alpha, &mut self.buffer) }
+        let (backend, parts) = self.each_mut();
+        for part in parts {
+            // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+            unsafe { backend.scale(alpha, part)? };
+        }
+        Ok(())
     }
 
     /// `self = alpha x + self`.
@@ -275,8 +461,12 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn axpy(&mut self, alpha: T, x: &Self) -> Result<()> {
         agree("axpy", "x", self, x)?;
-        // SAFETY: lengths and device checked above.
-        unsafe { self.backend.axpy(alpha, &x.buffer, &mut self.buffer) }
+        let (backend, parts) = self.each_mut();
+        for (x, y) in x.each().zip(parts) {
+            // SAFETY: lengths, parts and device checked above.
+            unsafe { backend.axpy(alpha, x, y)? };
+        }
+        Ok(())
     }
 
     /// `self = alpha x + beta self`.
@@ -285,8 +475,12 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn axpby(&mut self, alpha: T, x: &Self, beta: T) -> Result<()> {
         agree("axpby", "x", self, x)?;
-        // SAFETY: lengths and device checked above.
-        unsafe { self.backend.axpby(alpha, &x.buffer, beta, &mut self.buffer) }
+        let (backend, parts) = self.each_mut();
+        for (x, y) in x.each().zip(parts) {
+            // SAFETY: lengths, parts and device checked above.
+            unsafe { backend.axpby(alpha, x, beta, y)? };
+        }
+        Ok(())
     }
 
     /// `self = x ∘ y` (element-wise product).
@@ -296,11 +490,12 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     pub fn pointwise_mul(&mut self, x: &Self, y: &Self) -> Result<()> {
         agree("pointwise_mul", "x", self, x)?;
         agree("pointwise_mul", "y", self, y)?;
-        // SAFETY: lengths and devices checked above.
-        unsafe {
-            self.backend
-                .pointwise_mul(&x.buffer, &y.buffer, &mut self.buffer)
+        let (backend, parts) = self.each_mut();
+        for ((x, y), z) in x.each().zip(y.each()).zip(parts) {
+            // SAFETY: lengths, parts and devices checked above.
+            unsafe { backend.pointwise_mul(x, y, z)? };
         }
+        Ok(())
     }
 
     /// `self = x / y` (element-wise quotient).
@@ -310,11 +505,12 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     pub fn pointwise_div(&mut self, x: &Self, y: &Self) -> Result<()> {
         agree("pointwise_div", "x", self, x)?;
         agree("pointwise_div", "y", self, y)?;
-        // SAFETY: lengths and devices checked above.
-        unsafe {
-            self.backend
-                .pointwise_div(&x.buffer, &y.buffer, &mut self.buffer)
+        let (backend, parts) = self.each_mut();
+        for ((x, y), z) in x.each().zip(y.each()).zip(parts) {
+            // SAFETY: lengths, parts and devices checked above.
+            unsafe { backend.pointwise_div(x, y, z)? };
         }
+        Ok(())
     }
 
     /// `self · y`.
@@ -323,8 +519,10 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn dot(&self, y: &Self) -> Result<T> {
         agree("dot", "y", self, y)?;
-        // SAFETY: lengths and device checked above.
-        unsafe { self.backend.dot(&self.buffer, &y.buffer) }
+        // SAFETY (each part): lengths, parts and device checked above.
+        fused::sum_parts(self.each().zip(y.each()), |(x, y)| unsafe {
+            self.backend.dot(x, y)
+        })
     }
 
     /// `‖self‖₂`, safe from overflow and underflow of the squares.
@@ -332,8 +530,16 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn nrm2(&self) -> Result<T> {
-        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
-        unsafe { self.backend.nrm2(&self.buffer) }
+        if self.rest.is_empty() {
+            // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+            return unsafe { self.backend.nrm2(&self.buffer) };
+        }
+        let norms = self
+            .each()
+            // SAFETY: the buffers belong to the backend (the invariant of Vector).
+            .map(|part| unsafe { self.backend.nrm2(part) }.map(|v| v.as_f64()))
+            .collect::<Result<Vec<f64>>>()?;
+        Ok(T::from_f64(fused::combine_norms(&norms)))
     }
 
     /// `max |selfᵢ|`: NaN if any element is NaN, 0 for an empty vector.
@@ -341,250 +547,17 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// # Errors
     /// [`Error::Device`](crate::Error::Device) if the kernel fails.
     pub fn amax(&self) -> Result<T> {
-        // SAFETY: the buffer belongs to the backend (the invariant of Vector).
-        unsafe { self.backend.amax(&self.buffer) }
-    }
-}
-
-/// Slots of the device-resident scalars of CG ([`VectorOps::cg_update_device`]).
-pub mod cg_scalars {
-    /// `r · r` of the current residual.
-    pub const RR: usize = 0;
-    /// `p · A p` of the current direction.
-    pub const PQ: usize = 1;
-    /// `β` for the next direction.
-    pub const BETA: usize = 2;
-    /// Number of slots.
-    pub const LEN: usize = 4;
-    /// PCG: `r · z` of the current residual and preconditioned residual.
-    pub const RZ: usize = 4;
-    /// PCG: `r · z` of the new residual, before [`pcg_rotate_device`](super::pcg_rotate_device).
-    pub const RZ_NEW: usize = 5;
-    /// Number of slots of the preconditioned iteration.
-    pub const PCG_LEN: usize = 6;
-}
-
-/// The fused CG update in one pass: `x += alpha p; r -= alpha q`, returning the new `r · r`.
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
-pub fn cg_update<B: VectorOps, T: Scalar>(
-    alpha: T,
-    p: &Vector<B, T>,
-    q: &Vector<B, T>,
-    x: &mut Vector<B, T>,
-    r: &mut Vector<B, T>,
-) -> Result<T> {
-    agree("cg_update", "p", x, p)?;
-    agree("cg_update", "q", x, q)?;
-    agree("cg_update", "r", x, r)?;
-    // SAFETY: lengths and devices checked above.
-    unsafe {
-        x.backend
-            .cg_update(alpha, &p.buffer, &q.buffer, &mut x.buffer, &mut r.buffer)
-    }
-}
-
-/// `scalars[slot] = x · y`, left on the device (no read-back): the inner products of CG with
-/// device-resident scalars.
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths of `x` and
-/// `y` differ; [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `slot` is not
-/// below `scalars.len()`.
-pub fn dot_into<B: VectorOps, T: Scalar>(
-    x: &Vector<B, T>,
-    y: &Vector<B, T>,
-    scalars: &mut Vector<B, T>,
-    slot: usize,
-) -> Result<()> {
-    agree("dot_into", "y", x, y)?;
-    check_slot("dot_into", scalars.len(), slot)?;
-    check_device("dot_into", &x.backend, &scalars.backend)?;
-    // SAFETY: x and y have equal lengths, slot < len(scalars), one device: checked above.
-    unsafe {
-        x.backend
-            .dot_device(&x.buffer, &y.buffer, &mut scalars.buffer, slot)
-    }
-}
-
-/// The CG update with device-resident scalars (see [`cg_scalars`]):
-/// `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `s[BETA] = r·r / s[RR]`; `s[RR] = r·r`.
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
-/// differ or `scalars` has fewer than [`cg_scalars::LEN`] entries.
-pub fn cg_update_device<B: VectorOps, T: Scalar>(
-    scalars: &mut Vector<B, T>,
-    p: &Vector<B, T>,
-    q: &Vector<B, T>,
-    x: &mut Vector<B, T>,
-    r: &mut Vector<B, T>,
-) -> Result<()> {
-    agree("cg_update_device", "p", x, p)?;
-    agree("cg_update_device", "q", x, q)?;
-    agree("cg_update_device", "r", x, r)?;
-    check_scalars("cg_update_device", scalars.len())?;
-    check_device("cg_update_device", &x.backend, &scalars.backend)?;
-    // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
-    unsafe {
-        x.backend.cg_update_device(
-            &mut scalars.buffer,
-            &p.buffer,
-            &q.buffer,
-            &mut x.buffer,
-            &mut r.buffer,
-        )
-    }
-}
-
-/// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`].
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
-/// `scalars` has fewer than [`cg_scalars::LEN`] entries.
-pub fn xpay_device<B: VectorOps, T: Scalar>(
-    scalars: &Vector<B, T>,
-    r: &Vector<B, T>,
-    p: &mut Vector<B, T>,
-) -> Result<()> {
-    agree("xpay_device", "r", p, r)?;
-    check_scalars("xpay_device", scalars.len())?;
-    check_device("xpay_device", &p.backend, &scalars.backend)?;
-    // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
-    unsafe {
-        p.backend
-            .xpay_device(&scalars.buffer, &r.buffer, &mut p.buffer)
-    }
-}
-
-/// The PCG step between the preconditioner and the new direction, on the device scalars
-/// (see [`cg_scalars`]): `s[BETA] = s[RZ_NEW] / s[RZ]`; `s[RZ] = s[RZ_NEW]`;
-/// `s[RR] = s[RZ_NEW]` (the numerator of the next `α` in [`cg_update_device`]).
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `scalars` has fewer than
-/// [`cg_scalars::PCG_LEN`] entries.
-pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) -> Result<()> {
-    if scalars.len() < cg_scalars::PCG_LEN {
-        return Err(crate::Error::dims(
-            "pcg_rotate_device",
-            "scalars (at least cg_scalars::PCG_LEN)",
-            cg_scalars::PCG_LEN,
-            scalars.len(),
-        ));
-    }
-    // SAFETY: len(scalars) >= PCG_LEN: checked above.
-    unsafe { scalars.backend.pcg_rotate_device(&mut scalars.buffer) }
-}
-
-/// PCG with the Jacobi preconditioner `z = d ∘ r`, update and inner products in one pass on
-/// the device scalars (see [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`;
-/// `rz = r · (d ∘ r)`; `s[BETA] = rz / s[RZ]`; `s[RZ] = s[RR] = rz`; `s[RZ_NEW] = r · r`.
-/// Followed by [`jacobi_xpay_device`], it is one PCG-Jacobi iteration after the SpMV, with
-/// the arithmetic of [`cg_update_device`], `z = d ∘ r`, [`dot_into`] and
-/// [`pcg_rotate_device`] (identical results on the CPU backend).
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
-/// differ or `scalars` has fewer than [`cg_scalars::PCG_LEN`] entries.
-pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
-    scalars: &mut Vector<B, T>,
-    d: &Vector<B, T>,
-    p: &Vector<B, T>,
-    q: &Vector<B, T>,
-    x: &mut Vector<B, T>,
-    r: &mut Vector<B, T>,
-) -> Result<()> {
-    const OP: &str = "pcg_jacobi_update_device";
-    agree(OP, "d", x, d)?;
-    agree(OP, "p", x, p)?;
-    agree(OP, "q", x, q)?;
-    agree(OP, "r", x, r)?;
-    if scalars.len() < cg_scalars::PCG_LEN {
-        let what = "scalars (at least cg_scalars::PCG_LEN)";
-        return Err(crate::Error::dims(
-            OP,
-            what,
-            cg_scalars::PCG_LEN,
-            scalars.len(),
-        ));
-    }
-    check_device(OP, &x.backend, &scalars.backend)?;
-    // SAFETY: equal lengths, len(scalars) >= PCG_LEN, one device: checked above.
-    unsafe {
-        x.backend.pcg_jacobi_update_device(
-            &mut scalars.buffer,
-            &d.buffer,
-            &p.buffer,
-            &q.buffer,
-            &mut x.buffer,
-            &mut r.buffer,
-        )
-    }
-}
-
-/// `p = d ∘ r + s[BETA] p`, the direction of PCG-Jacobi after [`pcg_jacobi_update_device`].
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
-/// `scalars` has fewer than [`cg_scalars::LEN`] entries.
-pub fn jacobi_xpay_device<B: VectorOps, T: Scalar>(
-    scalars: &Vector<B, T>,
-    d: &Vector<B, T>,
-    r: &Vector<B, T>,
-    p: &mut Vector<B, T>,
-) -> Result<()> {
-    agree("jacobi_xpay_device", "d", p, d)?;
-    agree("jacobi_xpay_device", "r", p, r)?;
-    check_scalars("jacobi_xpay_device", scalars.len())?;
-    check_device("jacobi_xpay_device", &p.backend, &scalars.backend)?;
-    // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
-    unsafe {
-        p.backend
-            .jacobi_xpay_device(&scalars.buffer, &d.buffer, &r.buffer, &mut p.buffer)
-    }
-}
-
-/// Checks that `slot` indexes a vector of `len` device scalars.
-pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()> {
-    if slot < len {
-        Ok(())
-    } else {
-        Err(crate::Error::InvalidArgument {
-            op,
-            name: "slot",
-            reason: format!("slot {slot} is not below the {len} device scalars"),
-        })
-    }
-}
-
-fn check_scalars(op: &'static str, len: usize) -> Result<()> {
-    if len < cg_scalars::LEN {
-        return Err(crate::Error::dims(
-            op,
-            "scalars (at least cg_scalars::LEN)",
-            cg_scalars::LEN,
-            len,
-        ));
-    }
-    Ok(())
-}
-
-/// The fused diagonal preconditioner step in one pass: `z = d ∘ r`, returning `r · z`.
-///
-/// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
-pub fn pointwise_mul_dot<B: VectorOps, T: Scalar>(
-    d: &Vector<B, T>,
-    r: &Vector<B, T>,
-    z: &mut Vector<B, T>,
-) -> Result<T> {
-    agree("pointwise_mul_dot", "d", z, d)?;
-    agree("pointwise_mul_dot", "r", z, r)?;
-    // SAFETY: lengths and devices checked above.
-    unsafe {
-        z.backend
-            .pointwise_mul_dot(&d.buffer, &r.buffer, &mut z.buffer)
+        let mut max = T::ZERO;
+        for part in self.each() {
+            // SAFETY: the buffer belongs to the backend (the invariant of Vector).
+            let m = unsafe { self.backend.amax(part)? };
+            if m.as_f64().is_nan() {
+                return Ok(m);
+            }
+            if m > max {
+                max = m;
+            }
+        }
+        Ok(max)
     }
 }

@@ -104,16 +104,14 @@ fn impossible_allocations_are_errors() {
         Err(Error::ResourceLimit { requested, .. }) => assert!(requested > 1 << 60),
         other => panic!("expected ResourceLimit, got {other:?}"),
     }
-    #[cfg(feature = "wgpu")]
-    if let Some(wgpu) = crate::harness::wgpu() {
-        let too_many = (wgpu.info().max_buffer_bytes / 4 + 1) as usize;
-        match Vector::<_, f32>::zeros(&wgpu, too_many) {
-            Err(Error::ResourceLimit { limit, .. }) => {
-                assert_eq!(limit, wgpu.info().max_buffer_bytes)
-            }
-            other => panic!("expected ResourceLimit, got {other:?}"),
-        }
+    // One buffer of the limit of `with_buffer_limit` is refused with that limit named; a
+    // vector above it is stored in parts (tests/it/split.rs).
+    let small = cpu.with_buffer_limit(4096).unwrap();
+    match galerkin::BackendCore::alloc::<f64>(&small, 513) {
+        Err(Error::ResourceLimit { limit, .. }) => assert_eq!(limit, 4096),
+        other => panic!("expected ResourceLimit, got {other:?}"),
     }
+    assert_eq!(Vector::<_, f64>::zeros(&small, 513).unwrap().parts(), 2);
 }
 
 /// `r` is an error (of any kind the entry point documents), never a panic.

@@ -286,3 +286,34 @@ fn maxwell_bad_input() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `solve --buffer-limit`: vectors in parts and the matrix in matching blocks give the same
+/// iteration count and solution quality as one buffer; a limit below 2048 bytes is an error
+/// naming the limit, not a panic.
+#[test]
+fn solve_buffer_limit() {
+    let solve = |extra: &[&str]| -> (Output, String) {
+        let mut args = vec!["--matrix", "poisson7:14", "--tol", "1e-10", "--json"];
+        args.extend_from_slice(extra);
+        let out = run("solve", &args);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (out, text)
+    };
+    let (whole, w) = solve(&[]);
+    assert!(whole.status.success(), "{w}");
+    let (split, s) = solve(&["--buffer-limit", "16384"]);
+    assert!(split.status.success(), "{s}");
+    assert!(
+        s.contains("vectors of 2744 values in 2 parts of at most 2048"),
+        "{s}"
+    );
+    let json = |t: &str| t.lines().find(|l| l.starts_with('{')).unwrap().to_string();
+    let (w, s) = (json(&w), json(&s));
+    let (kw, ks) = (number(&w, "iterations"), number(&s, "iterations"));
+    assert!((kw - ks).abs() <= 1.0, "{kw} vs {ks}");
+    assert!(number(&s, "relative_residual") <= 1e-10, "{s}");
+    let (bad, _) = solve(&["--buffer-limit", "100"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_ne!(bad.status.code(), Some(0));
+    assert!(err.contains("2048") && !err.contains("panicked"), "{err}");
+}

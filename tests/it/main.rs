@@ -18,6 +18,7 @@ mod multigrid;
 mod reorder;
 mod solver;
 mod sparse;
+mod split;
 mod tensor;
 mod vector;
 mod verify;

@@ -67,6 +67,9 @@ pub trait CubeRuntime: Runtime {
 /// connect once per device and process and return the same backend afterwards.
 pub struct Cube<R: CubeRuntime> {
     inner: Arc<Inner<R>>,
+    /// What this handle reports: the device's information, with the buffer limit of
+    /// [`with_buffer_limit`](BackendCore::with_buffer_limit) where one was set.
+    info: Arc<BackendInfo>,
 }
 
 struct Inner<R: CubeRuntime> {
@@ -83,15 +86,14 @@ impl<R: CubeRuntime> Clone for Cube<R> {
     fn clone(&self) -> Self {
         Cube {
             inner: self.inner.clone(),
+            info: self.info.clone(),
         }
     }
 }
 
 impl<R: CubeRuntime> fmt::Debug for Cube<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cube")
-            .field("info", &self.inner.info)
-            .finish()
+        f.debug_struct("Cube").field("info", &self.info).finish()
     }
 }
 
@@ -194,7 +196,8 @@ impl<R: CubeRuntime> Cube<R> {
         let mut registry = registry().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(existing) = registry.get(&key) {
             if let Ok(inner) = existing.clone().downcast::<Inner<R>>() {
-                return Ok(Cube { inner });
+                let info = Arc::new(inner.info.clone());
+                return Ok(Cube { inner, info });
             }
         }
         failures::install_hook();
@@ -234,7 +237,8 @@ impl<R: CubeRuntime> Cube<R> {
             validated: Mutex::new(HashSet::new()),
         });
         registry.insert(key, inner.clone());
-        Ok(Cube { inner })
+        let info = Arc::new(inner.info.clone());
+        Ok(Cube { inner, info })
     }
 
     /// The cubecl client, for launching kernels of other operator families.
@@ -250,7 +254,7 @@ impl<R: CubeRuntime> Cube<R> {
     /// Turns a runtime error into [`Error::Device`].
     pub(crate) fn device_error(&self, e: impl fmt::Debug) -> Error {
         Error::Device {
-            backend: self.inner.info.to_string(),
+            backend: self.info.to_string(),
             message: format!("{e:?}"),
         }
     }
@@ -268,7 +272,7 @@ impl<R: CubeRuntime> Cube<R> {
         let panics = failures::take();
         if !panics.is_empty() {
             return Err(Error::KernelCompilation {
-                backend: self.inner.info.to_string(),
+                backend: self.info.to_string(),
                 message: panics.join("; "),
             });
         }
@@ -327,7 +331,7 @@ impl<R: CubeRuntime> Cube<R> {
         } else {
             Err(Error::DeviceMismatch {
                 op,
-                left: self.inner.info.to_string(),
+                left: self.info.to_string(),
                 right: format!("another device connection (#{})", buffer.device),
             })
         }
@@ -373,12 +377,12 @@ impl<R: CubeRuntime> Cube<R> {
     /// Checks that `elements` values of `T` fit in one buffer of the device.
     fn check_size<T: Storable>(&self, elements: usize) -> Result<usize> {
         let bytes = (elements as u64).saturating_mul(T::DTYPE.size() as u64);
-        if bytes > self.inner.info.max_buffer_bytes {
+        if bytes > self.info.max_buffer_bytes {
             return Err(Error::ResourceLimit {
-                backend: self.inner.info.to_string(),
+                backend: self.info.to_string(),
                 what: format!("a buffer of {elements} {}", T::DTYPE),
                 requested: bytes,
-                limit: self.inner.info.max_buffer_bytes,
+                limit: self.info.max_buffer_bytes,
             });
         }
         Ok(bytes as usize)
@@ -393,7 +397,7 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
     }
 
     fn info(&self) -> &BackendInfo {
-        &self.inner.info
+        &self.info
     }
 
     fn alloc<T: Storable>(&self, len: usize) -> Result<CubeBuffer<T>> {
@@ -465,6 +469,15 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
 
     fn len<T: Storable>(buffer: &CubeBuffer<T>) -> usize {
         buffer.len
+    }
+
+    fn with_buffer_limit(&self, bytes: u64) -> Result<Self> {
+        let mut info = self.inner.info.clone();
+        info.max_buffer_bytes = crate::backend::core::buffer_limit(&info, bytes)?;
+        Ok(Cube {
+            inner: self.inner.clone(),
+            info: Arc::new(info),
+        })
     }
 
     fn same_device(&self, other: &Self) -> bool {

@@ -347,9 +347,9 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
                     &self.mesh,
                     alpha,
                     c,
-                    self.q.buffer(),
-                    self.res.buffer_mut(),
-                    self.next.buffer_mut(),
+                    self.q.buffer()?,
+                    self.res.buffer_mut()?,
+                    self.next.buffer_mut()?,
                     self.params,
                 )?;
             }
@@ -368,23 +368,23 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
             let be = &self.backend;
             be.dg_volume(
                 &self.mesh,
-                self.q.buffer(),
-                self.next.buffer_mut(),
+                self.q.buffer()?,
+                self.next.buffer_mut()?,
                 self.params,
             )?;
-            be.dg_flux(&self.mesh, alpha, self.q.buffer(), flux.buffer_mut())?;
+            be.dg_flux(&self.mesh, alpha, self.q.buffer()?, flux.buffer_mut()?)?;
             be.dg_lift(
                 &self.mesh,
-                flux.buffer(),
-                self.next.buffer_mut(),
+                flux.buffer()?,
+                self.next.buffer_mut()?,
                 self.params,
             )?;
             be.dg_update(
                 self.q.len(),
                 c,
-                self.next.buffer(),
-                self.res.buffer_mut(),
-                self.q.buffer_mut(),
+                self.next.buffer()?,
+                self.res.buffer_mut()?,
+                self.q.buffer_mut()?,
             )
         }
     }
@@ -434,7 +434,7 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         // SAFETY: sizes checked above; the mesh is consistent.
         unsafe {
             self.backend
-                .dg_volume(&self.mesh, q.buffer(), out.buffer_mut(), self.params)
+                .dg_volume(&self.mesh, q.buffer()?, out.buffer_mut()?, self.params)
         }
     }
 
@@ -450,7 +450,7 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         // SAFETY: sizes checked above.
         unsafe {
             self.backend
-                .dg_flux(&self.mesh, self.alpha(), q.buffer(), flux.buffer_mut())
+                .dg_flux(&self.mesh, self.alpha(), q.buffer()?, flux.buffer_mut()?)
         }
     }
 
@@ -465,7 +465,7 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         // SAFETY: sizes checked above.
         unsafe {
             self.backend
-                .dg_lift(&self.mesh, flux.buffer(), out.buffer_mut(), self.params)
+                .dg_lift(&self.mesh, flux.buffer()?, out.buffer_mut()?, self.params)
         }
     }
 
@@ -489,9 +489,9 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
                 &self.mesh,
                 self.alpha(),
                 coef.map(T::from_f64),
-                q.buffer(),
-                res.buffer_mut(),
-                q_next.buffer_mut(),
+                q.buffer()?,
+                res.buffer_mut()?,
+                q_next.buffer_mut()?,
                 self.params,
             )
         }
@@ -516,9 +516,9 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
             self.backend.dg_update(
                 self.dofs(),
                 coef.map(T::from_f64),
-                rhs.buffer(),
-                res.buffer_mut(),
-                q.buffer_mut(),
+                rhs.buffer()?,
+                res.buffer_mut()?,
+                q.buffer_mut()?,
             )
         }
     }

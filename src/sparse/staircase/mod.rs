@@ -392,7 +392,7 @@ impl<B: SparseOps, V: Element> StaircaseSell<B, V> {
         // SAFETY: x, the permutation and out live on the matrix's device (checked above).
         unsafe {
             self.backend
-                .gather(x.buffer(), &self.perm, out.buffer_mut())?
+                .gather(x.buffer()?, &self.perm, out.buffer_mut()?)?
         };
         Ok(out)
     }
@@ -408,7 +408,7 @@ impl<B: SparseOps, V: Element> StaircaseSell<B, V> {
         // SAFETY: as in to_permuted.
         unsafe {
             self.backend
-                .scatter(x.buffer(), &self.perm, out.buffer_mut())?
+                .scatter(x.buffer()?, &self.perm, out.buffer_mut()?)?
         };
         Ok(out)
     }

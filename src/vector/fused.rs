@@ -1,0 +1,325 @@
+//! The fused solver steps and the device-resident scalars of CG, for vectors in one buffer
+//! (one kernel each) and for split vectors (part by part; the device-scalar steps through a
+//! round trip of the scalars to the host, see the [module documentation](super)).
+
+use super::{agree, Vector, VectorOps};
+use crate::error::{check_device, Result};
+use crate::scalar::{Element, Scalar};
+
+/// Adds the results of `f` over `parts` in f64, in order (one part: its result as it is).
+pub(super) fn sum_parts<I: IntoIterator, T: Scalar>(
+    parts: I,
+    mut f: impl FnMut(I::Item) -> Result<T>,
+) -> Result<T> {
+    let mut sum = 0.0f64;
+    for part in parts {
+        sum += f(part)?.as_f64();
+    }
+    Ok(T::from_f64(sum))
+}
+
+/// `√(Σ nₖ²)` of the parts' norms `nₖ`, scaled by the largest (no overflow or underflow);
+/// NaN if any is NaN.
+pub(super) fn combine_norms(norms: &[f64]) -> f64 {
+    if norms.iter().any(|n| n.is_nan()) {
+        return f64::NAN;
+    }
+    let max = norms.iter().fold(0.0f64, |m, &n| m.max(n));
+    if max == 0.0 || max.is_infinite() {
+        return max;
+    }
+    max * norms.iter().map(|n| (n / max).powi(2)).sum::<f64>().sqrt()
+}
+
+/// `a / b` in `T` (computed in f64 and rounded once: the same value as in `T`).
+fn div<T: Element>(a: T, b: T) -> T {
+    T::from_f64(a.as_f64() / b.as_f64())
+}
+
+/// Slots of the device-resident scalars of CG ([`VectorOps::cg_update_device`]).
+pub mod cg_scalars {
+    /// `r · r` of the current residual.
+    pub const RR: usize = 0;
+    /// `p · A p` of the current direction.
+    pub const PQ: usize = 1;
+    /// `β` for the next direction.
+    pub const BETA: usize = 2;
+    /// Number of slots.
+    pub const LEN: usize = 4;
+    /// PCG: `r · z` of the current residual and preconditioned residual.
+    pub const RZ: usize = 4;
+    /// PCG: `r · z` of the new residual, before [`pcg_rotate_device`](super::pcg_rotate_device).
+    pub const RZ_NEW: usize = 5;
+    /// Number of slots of the preconditioned iteration.
+    pub const PCG_LEN: usize = 6;
+}
+
+/// The fused CG update in one pass: `x += alpha p; r -= alpha q`, returning the new `r · r`.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+pub fn cg_update<B: VectorOps, T: Scalar>(
+    alpha: T,
+    p: &Vector<B, T>,
+    q: &Vector<B, T>,
+    x: &mut Vector<B, T>,
+    r: &mut Vector<B, T>,
+) -> Result<T> {
+    agree("cg_update", "p", x, p)?;
+    agree("cg_update", "q", x, q)?;
+    agree("cg_update", "r", x, r)?;
+    let (backend, xs) = x.each_mut();
+    let (_, rs) = r.each_mut();
+    let parts = p.each().zip(q.each()).zip(xs).zip(rs);
+    // SAFETY (each part): lengths, parts and devices checked above.
+    sum_parts(parts, |(((p, q), x), r)| unsafe {
+        backend.cg_update(alpha, p, q, x, r)
+    })
+}
+
+/// `scalars[slot] = x · y`, left on the device (no read-back): the inner products of CG with
+/// device-resident scalars.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths of `x` and
+/// `y` differ; [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `slot` is not
+/// below `scalars.len()`.
+pub fn dot_into<B: VectorOps, T: Scalar>(
+    x: &Vector<B, T>,
+    y: &Vector<B, T>,
+    scalars: &mut Vector<B, T>,
+    slot: usize,
+) -> Result<()> {
+    agree("dot_into", "y", x, y)?;
+    check_slot("dot_into", scalars.len(), slot)?;
+    check_device("dot_into", &x.backend, &scalars.backend)?;
+    if x.parts() > 1 {
+        let dot = x.dot(y)?;
+        let mut s = scalars.to_vec()?;
+        s[slot] = dot;
+        return scalars.write(&s);
+    }
+    // SAFETY: x and y have equal lengths, slot < len(scalars), one device: checked above.
+    unsafe {
+        x.backend
+            .dot_device(&x.buffer, &y.buffer, scalars.buffer_mut()?, slot)
+    }
+}
+
+/// The CG update with device-resident scalars (see [`cg_scalars`]):
+/// `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `s[BETA] = r·r / s[RR]`; `s[RR] = r·r`.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
+/// differ or `scalars` has fewer than [`cg_scalars::LEN`] entries.
+pub fn cg_update_device<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    p: &Vector<B, T>,
+    q: &Vector<B, T>,
+    x: &mut Vector<B, T>,
+    r: &mut Vector<B, T>,
+) -> Result<()> {
+    agree("cg_update_device", "p", x, p)?;
+    agree("cg_update_device", "q", x, q)?;
+    agree("cg_update_device", "r", x, r)?;
+    check_scalars("cg_update_device", scalars.len())?;
+    check_device("cg_update_device", &x.backend, &scalars.backend)?;
+    if x.parts() > 1 {
+        use cg_scalars::{BETA, PQ, RR};
+        let mut s = scalars.to_vec()?;
+        let rr = cg_update(div(s[RR], s[PQ]), p, q, x, r)?;
+        s[BETA] = div(rr, s[RR]);
+        s[RR] = rr;
+        return scalars.write(&s);
+    }
+    // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
+    unsafe {
+        x.backend.cg_update_device(
+            scalars.buffer_mut()?,
+            &p.buffer,
+            &q.buffer,
+            &mut x.buffer,
+            &mut r.buffer,
+        )
+    }
+}
+
+/// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`].
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
+/// `scalars` has fewer than [`cg_scalars::LEN`] entries.
+pub fn xpay_device<B: VectorOps, T: Scalar>(
+    scalars: &Vector<B, T>,
+    r: &Vector<B, T>,
+    p: &mut Vector<B, T>,
+) -> Result<()> {
+    agree("xpay_device", "r", p, r)?;
+    check_scalars("xpay_device", scalars.len())?;
+    check_device("xpay_device", &p.backend, &scalars.backend)?;
+    let s = scalars.buffer()?;
+    let (backend, ps) = p.each_mut();
+    for (r, p) in r.each().zip(ps) {
+        // SAFETY: equal lengths and parts, len(scalars) >= cg_scalars::LEN, one device:
+        // checked above.
+        unsafe { backend.xpay_device(s, r, p)? };
+    }
+    Ok(())
+}
+
+/// The PCG step between the preconditioner and the new direction, on the device scalars
+/// (see [`cg_scalars`]): `s[BETA] = s[RZ_NEW] / s[RZ]`; `s[RZ] = s[RZ_NEW]`;
+/// `s[RR] = s[RZ_NEW]` (the numerator of the next `α` in [`cg_update_device`]).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `scalars` has fewer than
+/// [`cg_scalars::PCG_LEN`] entries.
+pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) -> Result<()> {
+    if scalars.len() < cg_scalars::PCG_LEN {
+        return Err(crate::Error::dims(
+            "pcg_rotate_device",
+            "scalars (at least cg_scalars::PCG_LEN)",
+            cg_scalars::PCG_LEN,
+            scalars.len(),
+        ));
+    }
+    let backend = scalars.backend.clone();
+    // SAFETY: len(scalars) >= PCG_LEN: checked above.
+    unsafe { backend.pcg_rotate_device(scalars.buffer_mut()?) }
+}
+
+/// PCG with the Jacobi preconditioner `z = d ∘ r`, update and inner products in one pass on
+/// the device scalars (see [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`;
+/// `rz = r · (d ∘ r)`; `s[BETA] = rz / s[RZ]`; `s[RZ] = s[RR] = rz`; `s[RZ_NEW] = r · r`.
+/// Followed by [`jacobi_xpay_device`], it is one PCG-Jacobi iteration after the SpMV, with
+/// the arithmetic of [`cg_update_device`], `z = d ∘ r`, [`dot_into`] and
+/// [`pcg_rotate_device`] (identical results on the CPU backend).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
+/// differ or `scalars` has fewer than [`cg_scalars::PCG_LEN`] entries.
+pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    d: &Vector<B, T>,
+    p: &Vector<B, T>,
+    q: &Vector<B, T>,
+    x: &mut Vector<B, T>,
+    r: &mut Vector<B, T>,
+) -> Result<()> {
+    const OP: &str = "pcg_jacobi_update_device";
+    agree(OP, "d", x, d)?;
+    agree(OP, "p", x, p)?;
+    agree(OP, "q", x, q)?;
+    agree(OP, "r", x, r)?;
+    if scalars.len() < cg_scalars::PCG_LEN {
+        let what = "scalars (at least cg_scalars::PCG_LEN)";
+        return Err(crate::Error::dims(
+            OP,
+            what,
+            cg_scalars::PCG_LEN,
+            scalars.len(),
+        ));
+    }
+    check_device(OP, &x.backend, &scalars.backend)?;
+    if x.parts() > 1 {
+        // Each part updates a copy of the scalars (the same α); their r·z and r·r are added.
+        use cg_scalars::{BETA, RR, RZ, RZ_NEW};
+        let (mut rz, mut rr) = (0.0f64, 0.0f64);
+        let (backend, xs) = x.each_mut();
+        let (_, rs) = r.each_mut();
+        for ((((d, p), q), x), r) in d.each().zip(p.each()).zip(q.each()).zip(xs).zip(rs) {
+            let mut t = scalars.try_clone()?;
+            // SAFETY: equal lengths and parts, len(t) >= PCG_LEN, one device: checked above.
+            unsafe { backend.pcg_jacobi_update_device(t.buffer_mut()?, d, p, q, x, r)? };
+            let t = t.to_vec()?;
+            rz += t[RZ].as_f64();
+            rr += t[RZ_NEW].as_f64();
+        }
+        let mut s = scalars.to_vec()?;
+        let rz = T::from_f64(rz);
+        s[BETA] = div(rz, s[RZ]);
+        s[RZ] = rz;
+        s[RR] = rz;
+        s[RZ_NEW] = T::from_f64(rr);
+        return scalars.write(&s);
+    }
+    // SAFETY: equal lengths, len(scalars) >= PCG_LEN, one device: checked above.
+    unsafe {
+        x.backend.pcg_jacobi_update_device(
+            scalars.buffer_mut()?,
+            &d.buffer,
+            &p.buffer,
+            &q.buffer,
+            &mut x.buffer,
+            &mut r.buffer,
+        )
+    }
+}
+
+/// `p = d ∘ r + s[BETA] p`, the direction of PCG-Jacobi after [`pcg_jacobi_update_device`].
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
+/// `scalars` has fewer than [`cg_scalars::LEN`] entries.
+pub fn jacobi_xpay_device<B: VectorOps, T: Scalar>(
+    scalars: &Vector<B, T>,
+    d: &Vector<B, T>,
+    r: &Vector<B, T>,
+    p: &mut Vector<B, T>,
+) -> Result<()> {
+    agree("jacobi_xpay_device", "d", p, d)?;
+    agree("jacobi_xpay_device", "r", p, r)?;
+    check_scalars("jacobi_xpay_device", scalars.len())?;
+    check_device("jacobi_xpay_device", &p.backend, &scalars.backend)?;
+    let s = scalars.buffer()?;
+    let (backend, ps) = p.each_mut();
+    for ((d, r), p) in d.each().zip(r.each()).zip(ps) {
+        // SAFETY: equal lengths and parts, len(scalars) >= cg_scalars::LEN, one device:
+        // checked above.
+        unsafe { backend.jacobi_xpay_device(s, d, r, p)? };
+    }
+    Ok(())
+}
+
+/// Checks that `slot` indexes a vector of `len` device scalars.
+pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()> {
+    if slot < len {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidArgument {
+            op,
+            name: "slot",
+            reason: format!("slot {slot} is not below the {len} device scalars"),
+        })
+    }
+}
+
+fn check_scalars(op: &'static str, len: usize) -> Result<()> {
+    if len < cg_scalars::LEN {
+        return Err(crate::Error::dims(
+            op,
+            "scalars (at least cg_scalars::LEN)",
+            cg_scalars::LEN,
+            len,
+        ));
+    }
+    Ok(())
+}
+
+/// The fused diagonal preconditioner step in one pass: `z = d ∘ r`, returning `r · z`.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+pub fn pointwise_mul_dot<B: VectorOps, T: Scalar>(
+    d: &Vector<B, T>,
+    r: &Vector<B, T>,
+    z: &mut Vector<B, T>,
+) -> Result<T> {
+    agree("pointwise_mul_dot", "d", z, d)?;
+    agree("pointwise_mul_dot", "r", z, r)?;
+    let (backend, zs) = z.each_mut();
+    // SAFETY (each part): lengths, parts and devices checked above.
+    sum_parts(d.each().zip(r.each()).zip(zs), |((d, r), z)| unsafe {
+        backend.pointwise_mul_dot(d, r, z)
+    })
+}
