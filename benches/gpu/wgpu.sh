@@ -10,6 +10,11 @@
 #           after; part "cb": the same, before;
 # part "h1"/"h2": the current binaries only (an H200 comparison): batched and SpMV, then CG.
 # part "f": after the last change: batched and solver tests, batched n = 8, CG on Poisson.
+# part "p": vectors in parts (after `pack --test it --example solve --example bench`): the
+#           split/solver/sparse/vector tests on CUDA and wgpu; CG and PCG-Jacobi per iteration
+#           on Poisson 7-pt 256³ with vectors in one buffer and in 3 parts (48 MiB buffers).
+#           part "p2": CG on Poisson 7-pt 650³ on wgpu (274.6M rows: f64 vectors above the
+#           2 GiB binding).
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -27,6 +32,35 @@ run() { # name timeout command...
   grep -vE "^\[bench\]|^$" "$out/$name.txt" | grep -vE "^#" | cut -c1-150 | tail -${TAIL:-40}
 }
 case $part in
+p)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" split:: solver:: sparse:: vector:: errors:: \
+    --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
+  echo "| backend | solver | buffers | iterations | s | us/iteration |"
+  for be in cuda wgpu; do
+    for pre in none jacobi; do
+      for lim in "" "--buffer-limit 50331648"; do
+        timeout 200 $bin/solve --matrix poisson7:256 --backend $be --format sell --precond $pre \
+          --tol 1e-30 --max-iter 300 --warmup --json $lim > "$out/split_${be}_${pre}_${lim:+parts}.txt" 2>&1
+        python3 - "$out/split_${be}_${pre}_${lim:+parts}.txt" "$be" "$pre" "${lim:+3 parts}" <<'PY'
+import json, sys
+line = next((l for l in open(sys.argv[1]) if l.startswith("{")), None)
+if line is None:
+    print("|", sys.argv[2], "|", sys.argv[3], "| failed:", open(sys.argv[1]).read()[-300:].replace("\n", " "), "|")
+else:
+    j = json.loads(line)
+    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4] or 'one'} | {j['iterations']} | {j['time_s']:.3f} | {1e6 * j['time_s'] / max(j['iterations'], 1):.0f} |")
+PY
+      done
+    done
+  done
+  ;;
+p2)
+  /usr/bin/time -v timeout 420 $bin/solve --matrix poisson7:650 --backend wgpu --format sell --precond none \
+    --tol 1e-30 --max-iter 30 --json > "$out/big_wgpu.txt" 2> "$out/big_wgpu.err"
+  echo "big rc=$?"; grep -vE "^\{" "$out/big_wgpu.txt" | tail -8; grep "^{" "$out/big_wgpu.txt"
+  grep -E "Maximum resident|Elapsed" "$out/big_wgpu.err"; grep -v "^\s" "$out/big_wgpu.err" | tail -3
+  ;;
 t)
   GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" solver:: sparse:: batched:: vector:: \
     --skip examples --test-threads 4 > "$out/tests.txt" 2>&1

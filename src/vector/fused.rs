@@ -31,6 +31,62 @@ pub(super) fn combine_norms(norms: &[f64]) -> f64 {
     max * norms.iter().map(|n| (n / max).powi(2)).sum::<f64>().sqrt()
 }
 
+/// A device-scalar step on vectors in `parts` parts, kept on the device: part `k` runs
+/// `step(k, t)` on its own copy `t` of the scalars (with `copy_in`; zeros otherwise), a view
+/// at `k · 256` of one staging vector; then each of `slots` is summed over the parts into
+/// `scalars` (picked out by a device gather, added by a device dot product with ones). `false`, with
+/// nothing run, where the backend cannot view part of a buffer (the CPU backend): the
+/// caller takes the host path.
+fn on_device<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    parts: usize,
+    copy_in: bool,
+    slots: &[usize],
+    mut step: impl FnMut(usize, &mut B::Buffer<T>) -> Result<()>,
+) -> Result<bool> {
+    let stride = crate::sparse::SPLIT_ROW_ALIGN;
+    let len = scalars.len();
+    if len > stride {
+        return Ok(false);
+    }
+    let backend = scalars.backend.clone();
+    let stage = Vector::<B, T>::zeros(&backend, parts * stride)?;
+    if stage.parts() > 1 {
+        return Ok(false);
+    }
+    let mut views = Vec::with_capacity(parts);
+    for k in 0..parts {
+        // SAFETY: the views cover disjoint ranges of `stage`, which is not used otherwise
+        // until they are dropped below.
+        match unsafe { stage.view(k * stride, len) } {
+            Some(view) => views.push(view),
+            None => return Ok(false),
+        }
+    }
+    for (k, view) in views.iter_mut().enumerate() {
+        if copy_in {
+            view.copy_from(scalars)?;
+        }
+        step(k, &mut view.buffer)?;
+    }
+    drop(views);
+    // Each slot's values picked out of the copies (no arithmetic on the other slots, which
+    // may hold anything) and added by a device dot product with ones.
+    let ones = Vector::<B, T>::full(&backend, parts, T::ONE)?;
+    let mut picked = Vector::<B, T>::zeros(&backend, parts)?;
+    for &slot in slots {
+        let index: Vec<u32> = (0..parts).map(|k| (k * stride + slot) as u32).collect();
+        let index = backend.upload(&index)?;
+        // SAFETY: buffers of this backend; picked and ones have equal lengths, slot <
+        // len(scalars).
+        unsafe {
+            backend.gather(&stage.buffer, &index, &mut picked.buffer)?;
+            backend.dot_device(&picked.buffer, &ones.buffer, scalars.buffer_mut()?, slot)?;
+        }
+    }
+    Ok(true)
+}
+
 /// `a / b` in `T` (computed in f64 and rounded once: the same value as in `T`).
 fn div<T: Element>(a: T, b: T) -> T {
     T::from_f64(a.as_f64() / b.as_f64())
@@ -94,6 +150,16 @@ pub fn dot_into<B: VectorOps, T: Scalar>(
     check_slot("dot_into", scalars.len(), slot)?;
     check_device("dot_into", &x.backend, &scalars.backend)?;
     if x.parts() > 1 {
+        let backend = x.backend.clone();
+        let mut pairs = x.each().zip(y.each());
+        // SAFETY (each part): equal lengths and parts, slot < len(t) = len(scalars).
+        let step = |_, t: &mut B::Buffer<T>| match pairs.next() {
+            Some((x, y)) => unsafe { backend.dot_device(x, y, t, slot) },
+            None => Ok(()),
+        };
+        if on_device(scalars, x.parts(), false, &[slot], step)? {
+            return Ok(());
+        }
         let dot = x.dot(y)?;
         let mut s = scalars.to_vec()?;
         s[slot] = dot;
@@ -126,6 +192,23 @@ pub fn cg_update_device<B: VectorOps, T: Scalar>(
     check_device("cg_update_device", &x.backend, &scalars.backend)?;
     if x.parts() > 1 {
         use cg_scalars::{BETA, PQ, RR};
+        // Each part: α from its copy of the scalars (all the same), its r·r and r·r / (r·r)_old,
+        // which add up over the parts.
+        let parts = x.parts();
+        let done = {
+            let (backend, xs) = x.each_mut();
+            let (_, rs) = r.each_mut();
+            let mut each = p.each().zip(q.each()).zip(xs).zip(rs);
+            // SAFETY (each part): equal lengths and parts, len(t) >= LEN, one device.
+            let step = |_, t: &mut B::Buffer<T>| match each.next() {
+                Some((((p, q), x), r)) => unsafe { backend.cg_update_device(t, p, q, x, r) },
+                None => Ok(()),
+            };
+            on_device(scalars, parts, true, &[RR, BETA], step)?
+        };
+        if done {
+            return Ok(());
+        }
         let mut s = scalars.to_vec()?;
         let rr = cg_update(div(s[RR], s[PQ]), p, q, x, r)?;
         s[BETA] = div(rr, s[RR]);
@@ -222,8 +305,26 @@ pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
     }
     check_device(OP, &x.backend, &scalars.backend)?;
     if x.parts() > 1 {
-        // Each part updates a copy of the scalars (the same α); their r·z and r·r are added.
+        // Each part updates a copy of the scalars (the same α); their r·z, r·r and
+        // r·z / (r·z)_old are added.
         use cg_scalars::{BETA, RR, RZ, RZ_NEW};
+        let parts = x.parts();
+        let done = {
+            let (backend, xs) = x.each_mut();
+            let (_, rs) = r.each_mut();
+            let mut each = d.each().zip(p.each()).zip(q.each()).zip(xs).zip(rs);
+            // SAFETY (each part): equal lengths and parts, len(t) >= PCG_LEN, one device.
+            let step = |_, t: &mut B::Buffer<T>| match each.next() {
+                Some(((((d, p), q), x), r)) => unsafe {
+                    backend.pcg_jacobi_update_device(t, d, p, q, x, r)
+                },
+                None => Ok(()),
+            };
+            on_device(scalars, parts, true, &[RR, BETA, RZ, RZ_NEW], step)?
+        };
+        if done {
+            return Ok(());
+        }
         let (mut rz, mut rr) = (0.0f64, 0.0f64);
         let (backend, xs) = x.each_mut();
         let (_, rs) = r.each_mut();

@@ -519,10 +519,17 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
     pub fn dot(&self, y: &Self) -> Result<T> {
         agree("dot", "y", self, y)?;
-        // SAFETY (each part): lengths, parts and device checked above.
-        fused::sum_parts(self.each().zip(y.each()), |(x, y)| unsafe {
-            self.backend.dot(x, y)
-        })
+        if self.rest.is_empty() {
+            // SAFETY: lengths and device checked above.
+            return unsafe { self.backend.dot(&self.buffer, &y.buffer) };
+        }
+        // One partial per part left on the device, then one read of them all.
+        let mut partials = Vector::<B, T>::zeros(&self.backend, self.parts())?;
+        for (k, (x, y)) in self.each().zip(y.each()).enumerate() {
+            // SAFETY: lengths, parts and device checked above; k < parts = len(partials).
+            unsafe { self.backend.dot_device(x, y, &mut partials.buffer, k)? };
+        }
+        fused::sum_parts(partials.to_vec()?, Ok)
     }
 
     /// `‖self‖₂`, safe from overflow and underflow of the squares.
