@@ -6,6 +6,7 @@
 #   mkdir -p .gpu/mpi-debs && cp <Open MPI .debs> .gpu/mpi-debs/   (if the image has no MPI)
 # and run as `source .gpu/setup.sh; benches/gpu/dist.sh`. Full outputs go to $OUT.
 # PROFILE=1: exact per-rank compute/halo split (`solve --profile`: a device sync per SpMV).
+# TWO=1: on a machine with two GPUs, one GPU per rank (checks, then CG on 1 and 2 ranks).
 set -uo pipefail
 out=${OUT:-/tmp}
 if ! command -v mpirun >/dev/null; then
@@ -42,6 +43,25 @@ for line in sys.stdin:
         j["time_s"] / k * 1e6, w("compute_s"), w("halo_s"), w("reduce_s"), j["converged"]))
 ' "$1"
 }
+if [ -n "${TWO:-}" ]; then
+  # On a machine with several GPUs (nvidia-h100-x2): one GPU per rank (the default device of
+  # a rank is its node rank modulo the devices).
+  nvidia-smi -L
+  GALERKIN_DIST_CHILD=1 GALERKIN_DIST_N=${N:-12} GALERKIN_DIST_SEED=7 $mpi -np 2 "$checks" \
+    > "$out/checks-two.txt" 2>&1
+  echo "checks np=2 rc=$? $(grep -c 'iterations (one process' "$out/checks-two.txt") solver comparisons"
+  echo "== one GPU per rank (PCG-Jacobi to 1e-8); 'single' is the one-process solve"
+  for be in cuda wgpu; do
+    for m in ${GPU_MATRICES:-poisson7:256 fvm-tet:120}; do
+      "$solve" --backend $be --matrix "$m" --json --warmup 2>/dev/null | summary "$m single"
+      for np in 1 2; do
+        $mpi -np $np "$solve" --backend $be --matrix "$m" --partition metis --json --warmup \
+          2> "$out/err-two-$be-$np.txt" | summary "$m"
+      done
+    done
+  done
+  exit 0
+fi
 echo "== several ranks sharing one GPU (PCG-Jacobi to 1e-8); 'single' is the one-process solve"
 for be in cuda wgpu; do
   for m in ${GPU_MATRICES:-poisson7:128 fvm-tet:60}; do

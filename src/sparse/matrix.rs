@@ -294,28 +294,36 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
             other => other,
         };
         let estimate = a.nnz() * (V::DTYPE.size() + 4);
-        let device_part = usize::try_from(backend.info().max_buffer_bytes).unwrap_or(usize::MAX);
+        // Blocks for `max_part_bytes`: values, a column index, and room for the padding of the
+        // ELL-like formats in the budget. Blocks for the device's limit: the largest array
+        // (the values, or the column indices) at 80% of one buffer; a block whose padding
+        // takes it over is halved.
+        let requested = options
+            .max_part_bytes
+            .map(|part| part / (2 * (V::DTYPE.size() + 4)));
+        let limit = usize::try_from(backend.info().max_buffer_bytes).unwrap_or(usize::MAX);
+        let device_nnz = limit / 5 * 4 / V::DTYPE.size().max(4);
         // Vectors longer than one buffer are split into parts: the blocks must follow them.
         let vector_part = crate::backend::vector_part_len(backend.info().max_buffer_bytes);
         if a.nrows() > vector_part || a.ncols() > vector_part {
-            let part = options.max_part_bytes.unwrap_or(device_part / 2);
+            let nnz = requested.unwrap_or(device_nnz).min(device_nnz);
             return Ok(SparseMatrix::Split(RowSplit::from_csr(
                 a,
-                part,
+                nnz,
                 Some(vector_part),
                 convert,
             )?));
         }
-        if let Some(part) = options.max_part_bytes {
+        if let (Some(part), Some(nnz)) = (options.max_part_bytes, requested) {
             if estimate > part {
                 return Ok(SparseMatrix::Split(RowSplit::from_csr(
-                    a, part, None, convert,
+                    a, nnz, None, convert,
                 )?));
             }
         }
         match Self::from_csr_single(backend, a, format, options) {
             Err(Error::ResourceLimit { .. }) if a.nrows() > crate::sparse::SPLIT_ROW_ALIGN => Ok(
-                SparseMatrix::Split(RowSplit::from_csr(a, device_part / 2, None, convert)?),
+                SparseMatrix::Split(RowSplit::from_csr(a, device_nnz, None, convert)?),
             ),
             other => other,
         }

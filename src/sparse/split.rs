@@ -67,8 +67,8 @@ impl<M> RowSplit<M> {
         &self.blocks
     }
 
-    /// Splits `a` into blocks of about `part_bytes` of stored arrays each (estimated from the
-    /// nonzeros; a block whose conversion still exceeds the device limit is halved), that
+    /// Splits `a` into blocks of about `block_nnz` nonzeros each (a block whose conversion
+    /// still exceeds the device limit is halved), that
     /// stay within parts of `part_len` rows and columns where given, and converts each with
     /// `convert` (its flag: a minor piece, one with fewer entries than another piece of its
     /// block of rows, which may be stored in a format without padding).
@@ -78,12 +78,10 @@ impl<M> RowSplit<M> {
     /// the errors of `convert`.
     pub(crate) fn from_csr<V: Element>(
         a: &Csr<Cpu, V>,
-        part_bytes: usize,
+        block_nnz: usize,
         part_len: Option<usize>,
         convert: impl Fn(&Csr<Cpu, V>, bool) -> Result<M>,
     ) -> Result<Self> {
-        // Values, a column index, and room for the padding of the ELL-like formats.
-        let per_nnz = 2 * (V::DTYPE.size() + 4);
         let row_ptr = a.row_ptr();
         let mut split = RowSplit {
             blocks: Vec::new(),
@@ -92,9 +90,9 @@ impl<M> RowSplit<M> {
             ncols: a.ncols(),
         };
         let mut start = 0;
-        let mut budget = part_bytes.max(1);
+        let mut budget = block_nnz.max(1);
         while start < a.nrows() {
-            let mut end = block_end(row_ptr, start, budget / per_nnz);
+            let mut end = block_end(row_ptr, start, budget);
             if let Some(part) = part_len {
                 end = end.min((start / part + 1) * part);
             }

@@ -327,7 +327,11 @@ fn split_vector_solvers<B: Backend, T: Scalar>(b: &B) {
     }
     for ((name, k1, x1), (_, k2, x2)) in runs[0].iter().zip(&runs[1]) {
         // BiCGStab's count follows the rounding of its inner products (added part by part).
-        let slack = if *name == "bicgstab" { slack + 1 } else { slack };
+        let slack = if *name == "bicgstab" {
+            slack + 1
+        } else {
+            slack
+        };
         assert!(
             k1.abs_diff(*k2) <= slack,
             "{name}: {k1} iterations split, {k2} whole"
