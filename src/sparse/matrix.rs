@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::solver::{LinearOperator, OperatorCost};
 use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
+pub use crate::sparse::choose::{choose_format, detect_block_size};
 use crate::sparse::coo::Coo;
 use crate::sparse::csr::{Csr, CsrKernel};
 use crate::sparse::ell::Ell;
@@ -18,7 +19,7 @@ use crate::sparse::ops::{sparse_cost, SparseStorage};
 use crate::sparse::sell::{Sell, SellParams};
 use crate::sparse::split::RowSplit;
 use crate::sparse::staircase::{StaircaseParams, StaircaseSell};
-use crate::sparse::{FormatLimits, RowStats};
+use crate::sparse::FormatLimits;
 use crate::vector::Vector;
 
 /// The storage formats, as a run-time value (`"csr"`, `"ell"`, ...).
@@ -173,86 +174,6 @@ macro_rules! each_format {
             SparseMatrix::Split(_) => unreachable!("row-split matrices are handled first"),
         }
     };
-}
-
-/// The largest block size `m ≥ 2` whose `m x m` blocks hold the matrix with at most
-/// `max_fill` stored values per nonzero (dense blocks: close to 1), if any.
-///
-/// Candidates are the divisors of the gcd of the nonempty row lengths (a matrix of dense
-/// `m x m` blocks has row lengths that are multiples of `m`), at most 64.
-pub fn detect_block_size<V: Element>(a: &Csr<Cpu, V>, max_fill: f64) -> Option<usize> {
-    let gcd = |mut a: usize, mut b: usize| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
-    let g = a
-        .row_ptr()
-        .windows(2)
-        .map(|w| (w[1] - w[0]) as usize)
-        .filter(|&l| l > 0)
-        .fold(0, gcd);
-    if g < 2 {
-        return None;
-    }
-    (2..=g.min(crate::sparse::block_ell::MAX_BLOCK_SIZE))
-        .rev()
-        .filter(|m| g % m == 0)
-        .find(|&m| {
-            let r = a.nrows().div_ceil(m);
-            let mut blocks = 0usize;
-            let mut cols: Vec<u32> = Vec::new();
-            for l in 0..r {
-                cols.clear();
-                for row in l * m..((l + 1) * m).min(a.nrows()) {
-                    cols.extend(a.row(row).0.iter().map(|&c| c / m as u32));
-                }
-                cols.sort_unstable();
-                cols.dedup();
-                blocks += cols.len();
-            }
-            (blocks * m * m) as f64 <= max_fill * a.nnz().max(1) as f64
-        })
-}
-
-/// The format [`SparseMatrix::auto`] picks for a matrix with these statistics, and why.
-pub fn choose_format<V: Element>(a: &Csr<Cpu, V>) -> FormatChoice {
-    let s: &RowStats = a.stats();
-    if let Some(m) = detect_block_size(a, 1.15) {
-        return FormatChoice {
-            format: Format::BlockEll,
-            params: format!("block size {m}, direct kernel"),
-            reason: format!("dense {m}x{m} blocks hold the nonzeros with at most 15% fill"),
-        };
-    }
-    if s.mean >= 32.0 && s.std_dev > 0.25 * s.mean {
-        let kernel = CsrKernel::Auto.resolve(s);
-        return FormatChoice {
-            format: Format::Csr,
-            params: format!("{kernel:?}"),
-            reason: format!(
-                "long, uneven rows (mean {:.1}, std {:.1}): a group of units per row without padding",
-                s.mean, s.std_dev
-            ),
-        };
-    }
-    let params = SellParams::default_for(s);
-    FormatChoice {
-        format: Format::Sell,
-        params: format!("C = {}, sigma = {}", params.slice_height, params.sigma),
-        reason: if params.sigma == 1 {
-            format!(
-                "rows of nearly equal length (mean {:.1}, max {}): slices need no sorting",
-                s.mean, s.max
-            )
-        } else {
-            format!(
-                "uneven rows (mean {:.1}, max {}): sorting windows keep slice padding low",
-                s.mean, s.max
-            )
-        },
-    }
 }
 
 impl<B: Backend, V: Element> SparseMatrix<B, V> {

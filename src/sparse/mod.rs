@@ -41,6 +41,7 @@
 use crate::error::Result;
 
 pub mod block_ell;
+mod choose;
 pub mod coo;
 pub mod csr;
 pub mod ell;
@@ -55,12 +56,11 @@ pub mod split;
 pub mod staircase;
 
 pub use block_ell::{BlockEll, BlockEllFormat, BlockEllKernel};
+pub use choose::{choose_format, detect_block_size};
 pub use coo::{Coo, CooFormat};
 pub use csr::{Csr, CsrFormat, CsrKernel};
 pub use ell::{Ell, EllFormat};
-pub use matrix::{
-    choose_format, detect_block_size, Format, FormatChoice, FormatOptions, SparseMatrix,
-};
+pub use matrix::{Format, FormatChoice, FormatOptions, SparseMatrix};
 pub use mtx::{
     read_matrix_market, read_matrix_market_from, read_matrix_market_part, write_matrix_market,
     write_matrix_market_to, write_matrix_market_with, MatrixMarket, MatrixMarketHeader,

@@ -37,7 +37,7 @@
 //! # Vectors longer than one buffer
 //! A device binds at most [`BackendInfo::max_buffer_bytes`](crate::BackendInfo) per buffer
 //! (wgpu: 2 GiB on NVIDIA, 128 MiB on lavapipe). A longer vector is stored in parts of
-//! [`vector_part_len`](crate::backend::vector_part_len) values (the last shorter), each a
+//! [`vector_part_len`] values (the last shorter), each a
 //! buffer of its own, and every operation above runs part by part: element-wise operations
 //! one launch per part, reductions one per part with the parts' results added in f64 on the
 //! host (in part order: still deterministic). The device-scalar functions of CG
@@ -173,8 +173,8 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// A vector of `len` zeros (in parts where it exceeds one buffer of the device).
     ///
     /// # Errors
-    /// [`Error::Unsupported`](crate::Error::Unsupported) if the device lacks `T`;
-    /// [`Error::ResourceLimit`](crate::Error::ResourceLimit) if the device runs out of
+    /// [`Error::Unsupported`] if the device lacks `T`;
+    /// [`Error::ResourceLimit`] if the device runs out of
     /// memory.
     pub fn zeros(backend: &B, len: usize) -> Result<Self> {
         backend.require::<T>("vectors")?;
@@ -290,7 +290,7 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// The underlying buffer (for kernels of other operator families).
     ///
     /// # Errors
-    /// [`Error::Unsupported`](crate::Error::Unsupported) if the vector is split into parts
+    /// [`Error::Unsupported`] if the vector is split into parts
     /// (see the [module documentation](self)).
     pub fn buffer(&self) -> Result<&B::Buffer<T>> {
         if self.rest.is_empty() {
@@ -330,7 +330,7 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// Copies the contents to the host.
     ///
     /// # Errors
-    /// [`Error::Device`](crate::Error::Device) if the device fails.
+    /// [`Error::Device`] if the device fails.
     pub fn to_vec(&self) -> Result<Vec<T>> {
         if self.rest.is_empty() {
             return self.backend.download(&self.buffer);
@@ -353,7 +353,7 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
     /// Overwrites the contents with host data of the same length.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn write(&mut self, data: &[T]) -> Result<()> {
         check_len("Vector::write", "data", self.len(), data.len())?;
         let (backend, parts) = self.each_mut();
@@ -391,7 +391,7 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// `self = value` in every element.
     ///
     /// # Errors
-    /// [`Error::Device`](crate::Error::Device) if the kernel fails.
+    /// [`Error::Device`] if the kernel fails.
     pub fn fill(&mut self, value: T) -> Result<()> {
         let (backend, parts) = self.each_mut();
         for part in parts {
@@ -404,7 +404,7 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// `self = x`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn copy_from(&mut self, x: &Self) -> Result<()> {
         agree("copy", "x", self, x)?;
         let (backend, parts) = self.each_mut();
@@ -419,7 +419,7 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
     /// vector into an f32 one.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn convert_from<S: Element>(&mut self, x: &Vector<B, S>) -> Result<()> {
         agree("convert", "x", self, x)?;
         let (backend, parts) = self.each_mut();
@@ -445,7 +445,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `self = alpha self`.
     ///
     /// # Errors
-    /// [`Error::Device`](crate::Error::Device) if the kernel fails.
+    /// [`Error::Device`] if the kernel fails.
     pub fn scale(&mut self, alpha: T) -> Result<()> {
         let (backend, parts) = self.each_mut();
         for part in parts {
@@ -458,7 +458,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `self = alpha x + self`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn axpy(&mut self, alpha: T, x: &Self) -> Result<()> {
         agree("axpy", "x", self, x)?;
         let (backend, parts) = self.each_mut();
@@ -472,7 +472,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `self = alpha x + beta self`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn axpby(&mut self, alpha: T, x: &Self, beta: T) -> Result<()> {
         agree("axpby", "x", self, x)?;
         let (backend, parts) = self.each_mut();
@@ -486,7 +486,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `self = x ∘ y` (element-wise product).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn pointwise_mul(&mut self, x: &Self, y: &Self) -> Result<()> {
         agree("pointwise_mul", "x", self, x)?;
         agree("pointwise_mul", "y", self, y)?;
@@ -501,7 +501,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `self = x / y` (element-wise quotient).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn pointwise_div(&mut self, x: &Self, y: &Self) -> Result<()> {
         agree("pointwise_div", "x", self, x)?;
         agree("pointwise_div", "y", self, y)?;
@@ -516,7 +516,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `self · y`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+    /// [`Error::DimensionMismatch`] if the lengths differ.
     pub fn dot(&self, y: &Self) -> Result<T> {
         agree("dot", "y", self, y)?;
         if self.rest.is_empty() {
@@ -535,7 +535,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `‖self‖₂`, safe from overflow and underflow of the squares.
     ///
     /// # Errors
-    /// [`Error::Device`](crate::Error::Device) if the kernel fails.
+    /// [`Error::Device`] if the kernel fails.
     pub fn nrm2(&self) -> Result<T> {
         if self.rest.is_empty() {
             // SAFETY: the buffer belongs to the backend (the invariant of Vector).
@@ -552,7 +552,7 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
     /// `max |selfᵢ|`: NaN if any element is NaN, 0 for an empty vector.
     ///
     /// # Errors
-    /// [`Error::Device`](crate::Error::Device) if the kernel fails.
+    /// [`Error::Device`] if the kernel fails.
     pub fn amax(&self) -> Result<T> {
         let mut max = T::ZERO;
         for part in self.each() {
