@@ -57,7 +57,7 @@ PY
   ;;
 p2)
   /usr/bin/time -v timeout 420 $bin/solve --matrix poisson7:650 --backend wgpu --format sell --precond none \
-    --tol 1e-30 --max-iter 30 --json > "$out/big_wgpu.txt" 2> "$out/big_wgpu.err"
+    --tol 1e-30 --max-iter 30 --warmup --json > "$out/big_wgpu.txt" 2> "$out/big_wgpu.err"
   echo "big rc=$?"; grep -vE "^\{" "$out/big_wgpu.txt" | tail -8; grep "^{" "$out/big_wgpu.txt"
   grep -E "Maximum resident|Elapsed" "$out/big_wgpu.err"; grep -v "^\s" "$out/big_wgpu.err" | tail -3
   ;;

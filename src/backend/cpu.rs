@@ -136,12 +136,14 @@ impl BackendCore for Cpu {
     }
 
     fn with_buffer_limit(&self, bytes: u64) -> Result<Self> {
+        const LIMITED: &str = ", buffers of at most";
         let mut info = (*self.info).clone();
-        info.max_buffer_bytes = crate::backend::core::buffer_limit(&info, bytes)?;
-        info.device = format!(
-            "{}, buffers of at most {} bytes",
-            info.device, info.max_buffer_bytes
-        );
+        // Against the host's own limit (a second call may raise the first's).
+        info.max_buffer_bytes = crate::backend::core::buffer_limit(&Cpu::new().info, bytes)?;
+        if let Some(at) = info.device.find(LIMITED) {
+            info.device.truncate(at);
+        }
+        info.device = format!("{}{LIMITED} {} bytes", info.device, info.max_buffer_bytes);
         Ok(Cpu {
             info: Arc::new(info),
         })

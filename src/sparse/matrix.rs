@@ -183,8 +183,8 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
     ///
     /// # Errors
     /// Conversion errors ([`Error::Padding`], [`Error::InvalidArgument`]) and allocation
-    /// errors ([`Error::ResourceLimit`] where even a split cannot fit, e.g. a vector longer
-    /// than one buffer).
+    /// errors ([`Error::ResourceLimit`] where even a block of 256 rows does not fit one
+    /// buffer).
     pub fn from_csr(
         backend: &B,
         a: &Csr<Cpu, V>,
@@ -430,7 +430,11 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
     /// The format.
     pub fn format(&self) -> Format {
         match self {
-            SparseMatrix::Split(s) => s.blocks.first().map_or(Format::Sell, |b| b.matrix.format()),
+            SparseMatrix::Split(s) => {
+                // The largest block's (a minor piece cut at a part of x may be CSR).
+                let largest = s.blocks.iter().max_by_key(|b| b.matrix.nnz());
+                largest.map_or(Format::Sell, |b| b.matrix.format())
+            }
             SparseMatrix::Coo(_) => Format::Coo,
             SparseMatrix::Csr(_) => Format::Csr,
             SparseMatrix::Ell(_) => Format::Ell,

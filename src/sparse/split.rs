@@ -68,7 +68,7 @@ impl<M> RowSplit<M> {
     }
 
     /// Splits `a` into blocks of about `block_nnz` nonzeros each (a block whose conversion
-    /// still exceeds the device limit is halved), that
+    /// still exceeds the device limit is tried again with half its rows), that
     /// stay within parts of `part_len` rows and columns where given, and converts each with
     /// `convert` (its flag: a minor piece, one with fewer entries than another piece of its
     /// block of rows, which may be stored in a format without padding).
@@ -91,8 +91,11 @@ impl<M> RowSplit<M> {
         };
         let mut start = 0;
         let mut budget = block_nnz.max(1);
+        // Lowered when a block does not fit (rows without entries do not shrink with the
+        // budget of nonzeros); a multiple of SPLIT_ROW_ALIGN.
+        let mut max_rows = usize::MAX;
         while start < a.nrows() {
-            let mut end = block_end(row_ptr, start, budget);
+            let mut end = block_end(row_ptr, start, budget).min(start.saturating_add(max_rows));
             if let Some(part) = part_len {
                 end = end.min((start / part + 1) * part);
             }
@@ -130,7 +133,8 @@ impl<M> RowSplit<M> {
                     start = end;
                 }
                 Err(Error::ResourceLimit { .. }) if end - start > SPLIT_ROW_ALIGN => {
-                    budget /= 2;
+                    budget = (budget / 2).max(1);
+                    max_rows = ((end - start) / 2).next_multiple_of(SPLIT_ROW_ALIGN);
                 }
                 Err(e) => return Err(e),
             }
@@ -207,9 +211,15 @@ impl<M> RowSplit<M> {
                 apply(y, &mut host_x)?;
                 continue;
             }
-            // SAFETY: the view is used for this block's product only, while `y` is borrowed
-            // mutably here; `start` is a multiple of SPLIT_ROW_ALIGN and the rows lie in y.
-            match unsafe { y.view(range.start, range.rows) } {
+            // Once y is on the host (a range that no view reaches: y split otherwise than
+            // the matrix), every later range goes there too, or the final write would undo
+            // it. SAFETY: the view is used for this block's product only, while `y` is
+            // borrowed mutably here; `start` is a multiple of SPLIT_ROW_ALIGN.
+            let view = match host_y {
+                None => unsafe { y.view(range.start, range.rows) },
+                Some(_) => None,
+            };
+            match view {
                 Some(mut view) => apply(&mut view, &mut host_x)?,
                 None => {
                     let all = match &mut host_y {

@@ -1,6 +1,6 @@
 //! The fused solver steps and the device-resident scalars of CG, for vectors in one buffer
-//! (one kernel each) and for split vectors (part by part; the device-scalar steps through a
-//! round trip of the scalars to the host, see the [module documentation](super)).
+//! (one kernel each) and for split vectors (part by part; the device-scalar steps on a copy
+//! of the scalars per part, summed on the device, see the [module documentation](super)).
 
 use super::{agree, Vector, VectorOps};
 use crate::error::{check_device, Result};

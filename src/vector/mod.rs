@@ -37,13 +37,15 @@
 //! # Vectors longer than one buffer
 //! A device binds at most [`BackendInfo::max_buffer_bytes`](crate::BackendInfo) per buffer
 //! (wgpu: 2 GiB on NVIDIA, 128 MiB on lavapipe). A longer vector is stored in parts of
-//! [`vector_part_len`] values (the last shorter), each a
-//! buffer of its own, and every operation above runs part by part: element-wise operations
-//! one launch per part, reductions one per part with the parts' results added in f64 on the
-//! host (in part order: still deterministic). The device-scalar functions of CG
-//! ([`dot_into`], [`cg_update_device`], ...) keep their contract on split vectors by a round
-//! trip through the host (one read and one write of the few scalars per call), negligible
-//! beside a pass over vectors of this size. The sparse products accept split vectors (their
+//! [`vector_part_len`] values (the last shorter), each a buffer of its own, and every
+//! operation above runs part by part: element-wise operations one launch per part,
+//! reductions one per part, the parts' results (read in one go) added in f64 on the host in
+//! part order: still deterministic. The device-scalar functions of CG ([`dot_into`],
+//! [`cg_update_device`], [`pcg_jacobi_update_device`], ...) keep their contract and stay on
+//! the device: each part works on its own copy of the scalars, and the slots that add up over
+//! the parts (`r·r`, `β`, ...) are added on the device in the working precision; on a backend
+//! that cannot bind part of a buffer (the CPU backend) they take a round trip of the few
+//! scalars through the host instead. The sparse products accept split vectors (their
 //! matrix is stored in blocks that match the parts, see
 //! [`RowSplit`](crate::sparse::RowSplit)), and so do the Krylov solvers; the other operator
 //! families need a vector in one buffer and return [`Error::Unsupported`](crate::Error) for
@@ -523,8 +525,15 @@ impl<B: VectorOps, T: Scalar> Vector<B, T> {
             // SAFETY: lengths and device checked above.
             return unsafe { self.backend.dot(&self.buffer, &y.buffer) };
         }
-        // One partial per part left on the device, then one read of them all.
+        // One partial per part left on the device, then one read of them all (part by part
+        // where the partials themselves would not fit one buffer).
         let mut partials = Vector::<B, T>::zeros(&self.backend, self.parts())?;
+        if partials.parts() > 1 {
+            // SAFETY (each part): lengths, parts and device checked above.
+            return fused::sum_parts(self.each().zip(y.each()), |(x, y)| unsafe {
+                self.backend.dot(x, y)
+            });
+        }
         for (k, (x, y)) in self.each().zip(y.each()).enumerate() {
             // SAFETY: lengths, parts and device checked above; k < parts = len(partials).
             unsafe { self.backend.dot_device(x, y, &mut partials.buffer, k)? };

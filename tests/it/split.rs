@@ -196,6 +196,83 @@ fn split_vector_errors<B: Backend, T: Scalar>(b: &B) {
 
 backend_tests!(split_vector_errors);
 
+/// More parts than one part has values (parts of 256 at the smallest limit): the dot product
+/// and the device-scalar steps still add every part.
+fn many_parts<B: Backend, T: Scalar>(b: &B) {
+    let s = b
+        .with_buffer_limit(galerkin::backend::MIN_BUFFER_LIMIT)
+        .unwrap();
+    let len = 300 * 256 + 7;
+    let xs = random_vec::<T>(len, 1);
+    let ys = random_vec::<T>(len, 2);
+    let x = Vector::from_slice(&s, &xs).unwrap();
+    let y = Vector::from_slice(&s, &ys).unwrap();
+    assert_eq!(x.parts(), 301);
+    let terms = || xs.iter().zip(&ys).map(|(a, b)| a.as_f64() * b.as_f64());
+    let scale = exact_sum(terms().map(f64::abs));
+    assert_sum(
+        x.dot(&y).unwrap(),
+        exact_sum(terms()),
+        scale,
+        "dot, 301 parts",
+    );
+    let mut sc = Vector::from_slice(&s, &[T::from_f64(f64::NAN); 4]).unwrap();
+    dot_into(&x, &y, &mut sc, 1).unwrap();
+    let got = sc.to_vec().unwrap()[1];
+    assert_sum(got, exact_sum(terms()), scale, "dot_into, 301 parts");
+}
+
+backend_tests!(many_parts);
+
+/// A matrix split into blocks of its own sizing (1536 rows), applied into a vector split
+/// otherwise (parts of 2048, made by a handle with another limit): rows reached through views
+/// and rows that go through the host both keep their results. And a matrix with many empty
+/// rows before its entries is split further (not looped on) when a block does not fit.
+fn mismatched_splits<B: Backend, T: Scalar>(b: &B) {
+    let n = 5000;
+    let a = random_csr::<T>(&RandomPattern::uniform(n, n, 3, 3), 3).unwrap();
+    let options = FormatOptions {
+        max_part_bytes: Some(1536 * 3 * 2 * (T::DTYPE.size() + 4)),
+        ..FormatOptions::default()
+    };
+    let m = SparseMatrix::from_csr(b, &a, Format::Csr, &options).unwrap();
+    let SparseMatrix::Split(split) = &m else {
+        panic!("not split");
+    };
+    assert_eq!(split.blocks()[1].start, 1536);
+    let xs = random_vec::<T>(n, 4);
+    let x = Vector::from_slice(b, &xs).unwrap();
+    let mut y = Vector::from_slice(&limited(b), &poison::<T>(n)).unwrap();
+    assert_eq!(y.parts(), 3);
+    m.spmv(T::ONE, &x, T::ZERO, &mut y).unwrap();
+    let want = reference(&a, 1.0, &xs, 0.0, &xs);
+    assert_close(&y.to_vec().unwrap(), &want, 4, "y split otherwise");
+    // 300 empty rows, then rows of 2 entries; ELL of a block of 512 rows needs 8 KiB.
+    let n = 1024;
+    let mut row_ptr = vec![0u32; 301];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for i in 300..n {
+        cols.extend([(i - 1) as u32, i as u32]);
+        vals.extend([T::from_f64(-1.0), T::from_f64(2.0)]);
+        row_ptr.push(cols.len() as u32);
+    }
+    let a = Csr::new(n, n, row_ptr, cols, vals).unwrap();
+    let small = b.with_buffer_limit(4096).unwrap();
+    let options = FormatOptions {
+        limits: FormatLimits::unlimited(),
+        ..FormatOptions::default()
+    };
+    let m = SparseMatrix::from_csr(&small, &a, Format::Ell, &options).unwrap();
+    let xs = random_vec::<T>(n, 5);
+    let x = Vector::from_slice(&small, &xs).unwrap();
+    let mut y = Vector::from_slice(&small, &poison::<T>(n)).unwrap();
+    m.spmv(T::ONE, &x, T::ZERO, &mut y).unwrap();
+    let want = reference(&a, 1.0, &xs, 0.0, &xs);
+    assert_close(&y.to_vec().unwrap(), &want, 3, "empty rows");
+}
+
+backend_tests!(mismatched_splits);
+
 /// Every format with split vectors: square (Poisson, 3 parts) and rectangular random
 /// matrices whose blocks of rows read several parts of x; blocks stay within one part of y.
 fn split_vector_spmv<B: Backend, T: Scalar>(b: &B) {
