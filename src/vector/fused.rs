@@ -4,7 +4,7 @@
 
 use super::{agree, Vector, VectorOps};
 use crate::error::{check_device, Result};
-use crate::scalar::{Element, Scalar};
+use crate::scalar::Scalar;
 
 /// Adds the results of `f` over `parts` in f64, in order (one part: its result as it is).
 pub(super) fn sum_parts<I: IntoIterator, T: Scalar>(
@@ -31,65 +31,74 @@ pub(super) fn combine_norms(norms: &[f64]) -> f64 {
     max * norms.iter().map(|n| (n / max).powi(2)).sum::<f64>().sqrt()
 }
 
-/// A device-scalar step on vectors in `parts` parts, kept on the device: part `k` runs
-/// `step(k, t)` on its own copy `t` of the scalars (with `copy_in`; zeros otherwise), a view
-/// at `k · 256` of one staging vector; then each of `slots` is summed over the parts into
-/// `scalars` (picked out by a device gather, added by a device dot product with ones). `false`, with
-/// nothing run, where the backend cannot view part of a buffer (the CPU backend): the
-/// caller takes the host path.
-fn on_device<B: VectorOps, T: Scalar>(
+/// A device-scalar step on split vectors: `step(item, t)` runs once per part (`items`, in
+/// order) on its own copy `t` of the scalars (zeros unless `copy_in`), then each of `slots` of
+/// `scalars` becomes the sum of the copies' values (every such slot adds up over the parts:
+/// `r·r`, `β = r·r / (r·r)_old`, ...). Where the backend can bind part of a buffer, the
+/// copies are views of one staging vector at `k · 256` and the sums stay on the device (the
+/// slot's values gathered, added by a dot product with ones); elsewhere (the CPU backend)
+/// the copies are vectors of their own, read back and added in f64.
+fn per_part<B: VectorOps, T: Scalar, P>(
     scalars: &mut Vector<B, T>,
-    parts: usize,
+    items: Vec<P>,
     copy_in: bool,
     slots: &[usize],
-    mut step: impl FnMut(usize, &mut B::Buffer<T>) -> Result<()>,
-) -> Result<bool> {
+    mut step: impl FnMut(P, &mut B::Buffer<T>) -> Result<()>,
+) -> Result<()> {
+    scalars.buffer()?;
+    let (parts, len) = (items.len(), scalars.len());
     let stride = crate::sparse::SPLIT_ROW_ALIGN;
-    let len = scalars.len();
-    if len > stride {
-        return Ok(false);
-    }
     let backend = scalars.backend.clone();
     let stage = Vector::<B, T>::zeros(&backend, parts * stride)?;
-    if stage.parts() > 1 {
-        return Ok(false);
-    }
-    let mut views = Vec::with_capacity(parts);
-    for k in 0..parts {
+    let views = if len <= stride && stage.parts() == 1 {
         // SAFETY: the views cover disjoint ranges of `stage`, which is not used otherwise
         // until they are dropped below.
-        match unsafe { stage.view(k * stride, len) } {
-            Some(view) => views.push(view),
-            None => return Ok(false),
+        (0..parts)
+            .map(|k| unsafe { stage.view(k * stride, len) })
+            .collect::<Option<Vec<_>>>()
+    } else {
+        None
+    };
+    let Some(mut views) = views else {
+        let mut sums = vec![0.0f64; slots.len()];
+        for item in items {
+            let mut t = if copy_in {
+                scalars.try_clone()?
+            } else {
+                Vector::zeros(&backend, len)?
+            };
+            step(item, &mut t.buffer)?;
+            let t = t.to_vec()?;
+            for (sum, &slot) in sums.iter_mut().zip(slots) {
+                *sum += t[slot].as_f64();
+            }
         }
-    }
-    for (k, view) in views.iter_mut().enumerate() {
+        let mut s = scalars.to_vec()?;
+        for (&slot, sum) in slots.iter().zip(sums) {
+            s[slot] = T::from_f64(sum);
+        }
+        return scalars.write(&s);
+    };
+    for (item, view) in items.into_iter().zip(&mut views) {
         if copy_in {
             view.copy_from(scalars)?;
         }
-        step(k, &mut view.buffer)?;
+        step(item, &mut view.buffer)?;
     }
     drop(views);
-    // Each slot's values picked out of the copies (no arithmetic on the other slots, which
-    // may hold anything) and added by a device dot product with ones.
     let ones = Vector::<B, T>::full(&backend, parts, T::ONE)?;
     let mut picked = Vector::<B, T>::zeros(&backend, parts)?;
     for &slot in slots {
         let index: Vec<u32> = (0..parts).map(|k| (k * stride + slot) as u32).collect();
         let index = backend.upload(&index)?;
         // SAFETY: buffers of this backend; picked and ones have equal lengths, slot <
-        // len(scalars).
+        // len(scalars), which is one buffer (checked above).
         unsafe {
             backend.gather(&stage.buffer, &index, &mut picked.buffer)?;
-            backend.dot_device(&picked.buffer, &ones.buffer, scalars.buffer_mut()?, slot)?;
+            backend.dot_device(&picked.buffer, &ones.buffer, &mut scalars.buffer, slot)?;
         }
     }
-    Ok(true)
-}
-
-/// `a / b` in `T` (computed in f64 and rounded once: the same value as in `T`).
-fn div<T: Element>(a: T, b: T) -> T {
-    T::from_f64(a.as_f64() / b.as_f64())
+    Ok(())
 }
 
 /// Slots of the device-resident scalars of CG ([`VectorOps::cg_update_device`]).
@@ -150,20 +159,12 @@ pub fn dot_into<B: VectorOps, T: Scalar>(
     check_slot("dot_into", scalars.len(), slot)?;
     check_device("dot_into", &x.backend, &scalars.backend)?;
     if x.parts() > 1 {
-        let backend = x.backend.clone();
-        let mut pairs = x.each().zip(y.each());
+        let backend = &x.backend;
+        let items = x.each().zip(y.each()).collect();
         // SAFETY (each part): equal lengths and parts, slot < len(t) = len(scalars).
-        let step = |_, t: &mut B::Buffer<T>| match pairs.next() {
-            Some((x, y)) => unsafe { backend.dot_device(x, y, t, slot) },
-            None => Ok(()),
-        };
-        if on_device(scalars, x.parts(), false, &[slot], step)? {
-            return Ok(());
-        }
-        let dot = x.dot(y)?;
-        let mut s = scalars.to_vec()?;
-        s[slot] = dot;
-        return scalars.write(&s);
+        return per_part(scalars, items, false, &[slot], |(x, y), t| unsafe {
+            backend.dot_device(x, y, t, slot)
+        });
     }
     // SAFETY: x and y have equal lengths, slot < len(scalars), one device: checked above.
     unsafe {
@@ -191,29 +192,16 @@ pub fn cg_update_device<B: VectorOps, T: Scalar>(
     check_scalars("cg_update_device", scalars.len())?;
     check_device("cg_update_device", &x.backend, &scalars.backend)?;
     if x.parts() > 1 {
-        use cg_scalars::{BETA, PQ, RR};
-        // Each part: α from its copy of the scalars (all the same), its r·r and r·r / (r·r)_old,
-        // which add up over the parts.
-        let parts = x.parts();
-        let done = {
-            let (backend, xs) = x.each_mut();
-            let (_, rs) = r.each_mut();
-            let mut each = p.each().zip(q.each()).zip(xs).zip(rs);
-            // SAFETY (each part): equal lengths and parts, len(t) >= LEN, one device.
-            let step = |_, t: &mut B::Buffer<T>| match each.next() {
-                Some((((p, q), x), r)) => unsafe { backend.cg_update_device(t, p, q, x, r) },
-                None => Ok(()),
-            };
-            on_device(scalars, parts, true, &[RR, BETA], step)?
-        };
-        if done {
-            return Ok(());
-        }
-        let mut s = scalars.to_vec()?;
-        let rr = cg_update(div(s[RR], s[PQ]), p, q, x, r)?;
-        s[BETA] = div(rr, s[RR]);
-        s[RR] = rr;
-        return scalars.write(&s);
+        // Each part: α from its copy of the scalars (all the same); its r·r and
+        // r·r / (r·r)_old add up over the parts.
+        let (backend, xs) = x.each_mut();
+        let (_, rs) = r.each_mut();
+        let items = p.each().zip(q.each()).zip(xs).zip(rs).collect();
+        let slots = [cg_scalars::RR, cg_scalars::BETA];
+        // SAFETY (each part): equal lengths and parts, len(t) >= LEN, one device.
+        return per_part(scalars, items, true, &slots, |(((p, q), x), r), t| unsafe {
+            backend.cg_update_device(t, p, q, x, r)
+        });
     }
     // SAFETY: equal lengths, len(scalars) >= cg_scalars::LEN, one device: checked above.
     unsafe {
@@ -305,44 +293,23 @@ pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
     }
     check_device(OP, &x.backend, &scalars.backend)?;
     if x.parts() > 1 {
-        // Each part updates a copy of the scalars (the same α); their r·z, r·r and
-        // r·z / (r·z)_old are added.
+        // Each part updates a copy of the scalars (the same α); their r·z (also in RR),
+        // r·r and r·z / (r·z)_old add up over the parts.
         use cg_scalars::{BETA, RR, RZ, RZ_NEW};
-        let parts = x.parts();
-        let done = {
-            let (backend, xs) = x.each_mut();
-            let (_, rs) = r.each_mut();
-            let mut each = d.each().zip(p.each()).zip(q.each()).zip(xs).zip(rs);
-            // SAFETY (each part): equal lengths and parts, len(t) >= PCG_LEN, one device.
-            let step = |_, t: &mut B::Buffer<T>| match each.next() {
-                Some(((((d, p), q), x), r)) => unsafe {
-                    backend.pcg_jacobi_update_device(t, d, p, q, x, r)
-                },
-                None => Ok(()),
-            };
-            on_device(scalars, parts, true, &[RR, BETA, RZ, RZ_NEW], step)?
-        };
-        if done {
-            return Ok(());
-        }
-        let (mut rz, mut rr) = (0.0f64, 0.0f64);
         let (backend, xs) = x.each_mut();
         let (_, rs) = r.each_mut();
-        for ((((d, p), q), x), r) in d.each().zip(p.each()).zip(q.each()).zip(xs).zip(rs) {
-            let mut t = scalars.try_clone()?;
-            // SAFETY: equal lengths and parts, len(t) >= PCG_LEN, one device: checked above.
-            unsafe { backend.pcg_jacobi_update_device(t.buffer_mut()?, d, p, q, x, r)? };
-            let t = t.to_vec()?;
-            rz += t[RZ].as_f64();
-            rr += t[RZ_NEW].as_f64();
-        }
-        let mut s = scalars.to_vec()?;
-        let rz = T::from_f64(rz);
-        s[BETA] = div(rz, s[RZ]);
-        s[RZ] = rz;
-        s[RR] = rz;
-        s[RZ_NEW] = T::from_f64(rr);
-        return scalars.write(&s);
+        let items = d
+            .each()
+            .zip(p.each())
+            .zip(q.each())
+            .zip(xs)
+            .zip(rs)
+            .collect();
+        // SAFETY (each part): equal lengths and parts, len(t) >= PCG_LEN, one device.
+        return per_part(scalars, items, true, &[RR, BETA, RZ, RZ_NEW], |item, t| {
+            let ((((d, p), q), x), r) = item;
+            unsafe { backend.pcg_jacobi_update_device(t, d, p, q, x, r) }
+        });
     }
     // SAFETY: equal lengths, len(scalars) >= PCG_LEN, one device: checked above.
     unsafe {
