@@ -176,36 +176,8 @@ impl<M> RowSplit<M> {
         let whole_y = y.parts() == 1;
         for range in &self.ranges {
             let blocks = &self.blocks[range.first..range.first + range.count];
-            let apply = |y_rows: &mut Vector<B, T>, host_x: &mut Option<Vec<T>>| -> Result<()> {
-                if blocks.is_empty() {
-                    // Rows without entries: y = β y.
-                    return if beta == T::ZERO {
-                        y_rows.fill(T::ZERO)
-                    } else {
-                        y_rows.scale(beta)
-                    };
-                }
-                for (k, block) in blocks.iter().enumerate() {
-                    let b = if k == 0 { beta } else { T::ONE };
-                    if block.col_start == 0 && block.cols == x.len() {
-                        spmv(&block.matrix, alpha, x, b, y_rows)?;
-                        continue;
-                    }
-                    // SAFETY: x is only read while the view lives.
-                    match unsafe { x.view(block.col_start, block.cols) } {
-                        Some(view) => spmv(&block.matrix, alpha, &view, b, y_rows)?,
-                        None => {
-                            let all = match host_x {
-                                Some(h) => h,
-                                None => host_x.insert(x.to_vec()?),
-                            };
-                            let cols = &all[block.col_start..block.col_start + block.cols];
-                            let piece = Vector::from_slice(&backend, cols)?;
-                            spmv(&block.matrix, alpha, &piece, b, y_rows)?;
-                        }
-                    }
-                }
-                Ok(())
+            let apply = |y_rows: &mut Vector<B, T>, host_x: &mut Option<Vec<T>>| {
+                apply_blocks(blocks, alpha, x, beta, y_rows, host_x, &spmv)
             };
             if whole_y && range.start == 0 && range.rows == self.nrows {
                 apply(y, &mut host_x)?;
@@ -238,6 +210,48 @@ impl<M> RowSplit<M> {
         }
         Ok(())
     }
+}
+
+/// `y_rows = α A_rows x + β y_rows` for the blocks of one row range (in column order: the
+/// first with `β`, the others adding; none: `y_rows = β y_rows`), each with its columns of `x`
+/// (a view, or on the CPU backend a copy out of `host_x`, the host copy of `x` made once).
+fn apply_blocks<M, B: Backend, T: Scalar>(
+    blocks: &[RowBlock<M>],
+    alpha: T,
+    x: &Vector<B, T>,
+    beta: T,
+    y_rows: &mut Vector<B, T>,
+    host_x: &mut Option<Vec<T>>,
+    spmv: &impl Fn(&M, T, &Vector<B, T>, T, &mut Vector<B, T>) -> Result<()>,
+) -> Result<()> {
+    if blocks.is_empty() {
+        return if beta == T::ZERO {
+            y_rows.fill(T::ZERO)
+        } else {
+            y_rows.scale(beta)
+        };
+    }
+    for (k, block) in blocks.iter().enumerate() {
+        let b = if k == 0 { beta } else { T::ONE };
+        if block.col_start == 0 && block.cols == x.len() {
+            spmv(&block.matrix, alpha, x, b, y_rows)?;
+            continue;
+        }
+        // SAFETY: x is only read while the view lives.
+        match unsafe { x.view(block.col_start, block.cols) } {
+            Some(view) => spmv(&block.matrix, alpha, &view, b, y_rows)?,
+            None => {
+                let all = match host_x {
+                    Some(h) => h,
+                    None => host_x.insert(x.to_vec()?),
+                };
+                let cols = &all[block.col_start..block.col_start + block.cols];
+                let piece = Vector::from_slice(x.backend(), cols)?;
+                spmv(&block.matrix, alpha, &piece, b, y_rows)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The pieces of a block of rows cut at the parts of `x` (`part_len` columns each), as
