@@ -15,6 +15,11 @@
 #           on Poisson 7-pt 256³ with vectors in one buffer and in 3 parts (48 MiB buffers).
 #           part "p2": CG on Poisson 7-pt 650³ on wgpu (274.6M rows: f64 vectors above the
 #           2 GiB binding).
+# part "r": the batched kernels (fifth session: register variables, then the shared budget
+#           on wgpu): the batched tests on CUDA and wgpu, the batched suite before and after.
+# part "o": the layout suite on CUDA and wgpu (staged against interleaved Cholesky, and the
+#           shared-memory occupancy probe), PyTorch's batched baseline and the CUDA batched
+#           suite on the same sides, then the batched tests (a longer timeout).
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -66,6 +71,25 @@ t)
     --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   TAIL=4 run spmv_split 120 $bin/spmv --matrix poisson27:216 --backend wgpu --format sell
+  ;;
+r)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 400 "$it" batched:: --skip examples \
+    --test-threads 4 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
+  for w in before/bench bin/bench; do
+    n=$(basename "$(dirname $w)")
+    TAIL=80 run "batched_$n" 280 .gpu/$w --suite batched $both --log2 ${SIDES:-4,6,8,16,32,64} \
+      --precision f64 --reps ${REPS:-7}
+  done
+  ;;
+o)
+  TAIL=40 run layout 300 $bin/bench --suite layout $both --reps 5
+  TAIL=14 run torch 300 python3 benches/gpu/batched_torch.py
+  TAIL=60 run batched_cuda 300 $bin/bench --suite batched --backend cuda \
+    --log2 4,8,10,16,20,27,32,35,56,64 --precision f64 --reps 7
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 500 "$it" batched:: --skip examples \
+    --test-threads 4 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   ;;
 v)
   for w in before/bench bin/bench; do

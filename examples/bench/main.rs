@@ -9,8 +9,9 @@
 //! `--scale` multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the
 //! issue); for `batched`, `--log2` lists the matrix sizes n instead;
 //! `--only` keeps the SpMV cases whose name starts with a prefix; `--dump DIR` writes each
-//! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`. `layout` (CUDA only)
-//! compares the batched matrix-after-matrix layout with an interleaved one.
+//! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`. `layout` (CUDA and
+//! wgpu) compares the batched matrix-after-matrix layout with an interleaved one and probes
+//! how much shared memory a multiprocessor gives the cubes.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -19,7 +20,7 @@ mod batched;
 mod cg;
 mod dg;
 mod hdg;
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod layout;
 mod spmv;
 mod tensor;
@@ -56,7 +57,8 @@ enum SuiteArg {
     Cg,
     /// batched GEMM, LU, Cholesky, inverse (sides from --log2, default 8..64)
     Batched,
-    /// batched Cholesky, matrix after matrix against interleaved (CUDA only)
+    /// batched Cholesky, matrix after matrix against interleaved, and a shared-memory
+    /// occupancy probe (CUDA and wgpu)
     Layout,
     /// the HDG pipeline stage by stage (--hdg-n, --degrees; precisions from --spmv-precision)
     Hdg,
@@ -225,10 +227,10 @@ fn main() {
             "mg" => tensor::run_mg(&options),
             "dg" => dg::run(&options),
             "dg-accuracy" => dg::run_accuracy(&options),
-            #[cfg(feature = "cuda")]
+            #[cfg(any(feature = "cuda", feature = "wgpu"))]
             "layout" => layout::run(&options),
-            #[cfg(not(feature = "cuda"))]
-            "layout" => eprintln!("bench: the layout suite needs --features cuda"),
+            #[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+            "layout" => eprintln!("bench: the layout suite needs --features cuda or wgpu"),
             other => eprintln!("bench: unknown suite {other}"),
         }
     }

@@ -4,9 +4,8 @@
 
 use cubecl::prelude::*;
 
-use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
-use crate::batched::cube::stage::{groups_shape, in_flight, IN_FLIGHT, SMALL};
+use crate::batched::cube::stage::{groups_shape, in_flight, shared_budget, IN_FLIGHT, SMALL};
 use crate::batched::{Batch, GemmParams, Op};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
@@ -123,13 +122,14 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
     let sb_base = local * comptime![shape.kc * shape.nb];
     let al = scaling.alpha.get::<T>();
     let groups = ceil_div(count, mats);
-    let mut tmp = Array::<T>::new(IN_FLIGHT);
     let mut g = CUBE_POS;
     while g < groups {
-        let mut acc = Array::<T>::new(comptime![shape.t * shape.t]);
+        // Accumulators and operands in variables, not local arrays (which a driver may
+        // place in local memory).
+        let mut acc = Sequence::<T>::new();
         #[unroll]
-        for q in 0..t * t {
-            acc[q] = T::new(0.0);
+        for _q in 0..t * t {
+            acc.push(zero::<T>());
         }
         for chunk in 0..comptime![shape.k.div_ceil(shape.kc)] {
             let k0 = chunk * kc;
@@ -139,37 +139,37 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
             // B's panel: rows k0.. of k x n (or columns k0.. of the stored n x k).
             let pa = comptime![shape.panel_a(flags.trans_a, flags.shared_a)];
             let pb = comptime![shape.panel_b(flags.trans_b, flags.shared_b)];
-            stage_panel::<V, T>(a, &mut sa, &mut tmp, g, count, k0, unit, pa);
-            stage_panel::<V, T>(b, &mut sb, &mut tmp, g, count, k0, unit, pb);
+            stage_panel::<V, T>(a, &mut sa, g, count, k0, unit, pa);
+            stage_panel::<V, T>(b, &mut sb, g, count, k0, unit, pb);
             sync_cube();
-            let mut av = Array::<T>::new(comptime![shape.t]);
-            let mut bv = Array::<T>::new(comptime![shape.t]);
             // Not unrolled over `l`, and its trip count a run-time value so that the CUDA
             // compiler does not unroll it either: unrolled, it took 171 registers per unit
             // at n = 32 and 250 at n = 64 (one cube per SM).
             for l in 0..kc_runtime {
+                let mut av = Sequence::<T>::new();
                 #[unroll]
                 for r in 0..t {
                     let mut row = ti + r * rt;
                     if row >= m {
                         row = m - 1;
                     }
-                    av[r] = sa[sa_base + row * ka + l];
+                    av.push(sa[sa_base + row * ka + l]);
                 }
+                let mut bv = Sequence::<T>::new();
                 #[unroll]
                 for s in 0..t {
                     let mut col = tj + s * ct;
                     if col >= n {
                         col = n - 1;
                     }
-                    bv[s] = sb[sb_base + l * nb + col];
+                    bv.push(sb[sb_base + l * nb + col]);
                 }
                 #[unroll]
                 for r in 0..t {
                     #[unroll]
                     for s in 0..t {
                         // Explicit FMAs: WGSL does not contract `a * b + c`.
-                        acc[r * t + s] = fma(av[r], bv[s], acc[r * t + s]);
+                        *acc.index_mut(r * t + s) = fma(av[r], bv[s], acc[r * t + s]);
                     }
                 }
             }
@@ -200,6 +200,15 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
     }
 }
 
+/// A new variable holding zero (a `let mut` in a kernel declares a variable; pushed into a
+/// [`Sequence`], it is one accumulator register).
+#[cube]
+#[allow(unused_mut, clippy::let_and_return)] // the `let mut` is the variable
+fn zero<T: Float>() -> T {
+    let mut z = T::new(0.0);
+    z
+}
+
 /// A `kc`-wide panel of one GEMM operand, as stored in global memory (`rows x cols`,
 /// row-major, `chunk_cols`: the panel is columns `k0..k0 + kc`, else rows), to be written to
 /// shared memory as is or transposed, with rows `ld` apart and `stride` per matrix.
@@ -225,7 +234,6 @@ struct Panel {
 fn stage_panel<V: Float, T: Float>(
     src: &Array<V>,
     sh: &mut SharedMemory<T>,
-    tmp: &mut Array<T>,
     g: usize,
     count: usize,
     k0: usize,
@@ -245,6 +253,7 @@ fn stage_panel<V: Float, T: Float>(
     let slots = comptime![in_flight(len, p.units).min(p.in_flight)];
     #[unroll]
     for batch in 0..comptime![len.div_ceil(p.units).div_ceil(slots)] {
+        let mut tmp = Sequence::<T>::new();
         #[unroll]
         for it in 0..slots {
             let q = unit + comptime![(batch * slots + it) * p.units];
@@ -271,7 +280,7 @@ fn stage_panel<V: Float, T: Float>(
             {
                 v = T::cast_from(src[base + row * p.cols + col]);
             }
-            tmp[it] = v;
+            tmp.push(v);
         }
         #[unroll]
         for it in 0..slots {
@@ -311,7 +320,7 @@ impl GemmShape {
 
     /// Tiles of `t x t` outputs per unit with at most 256 units per matrix, as many
     /// matrices per cube as fill 256 units, and chunks of `k` within `budget` bytes of
-    /// shared memory.
+    /// shared memory, of equal width.
     fn new(m: usize, n: usize, k: usize, elem: usize, budget: usize) -> Self {
         let t = (1..=4)
             .find(|t| m.div_ceil(*t) * n.div_ceil(*t) <= 256)
@@ -320,7 +329,10 @@ impl GemmShape {
         let mats = (256 / (rt * ct)).max(1);
         let nb = n | 1;
         let per_l = mats * (m + nb) * elem;
-        let kc = (budget.saturating_sub(mats * m * elem) / per_l).clamp(1, k);
+        let widest = (budget.saturating_sub(mats * m * elem) / per_l).clamp(1, k);
+        // As few chunks as fit the budget, of equal width: every chunk runs `kc` steps, so a
+        // last chunk of mostly padding would cost a whole chunk (n = 48: 47 + 1 columns).
+        let kc = k.div_ceil(k.div_ceil(widest));
         GemmShape {
             m,
             n,
@@ -421,7 +433,7 @@ pub(crate) unsafe fn gemm<R: CubeRuntime, V: Element, T: Scalar>(
         )
     };
     if k > 0 && m.max(n).max(k) > SMALL && m.max(n).max(k) <= GemmShape::MAX {
-        let budget = (36 << 10).min(backend.info().max_shared_bytes);
+        let budget = (36 << 10).min(shared_budget(backend));
         let shape = GemmShape::new(m, n, k, T::DTYPE.size(), budget);
         let (count, dim) = groups_shape(c.count, shape.mats, shape.rt * shape.ct);
         debug_assert_eq!(dim.x as usize, shape.units());

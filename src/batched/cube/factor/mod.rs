@@ -1,8 +1,9 @@
 //! Batched factorizations: LU (with and without pivoting), the one-pass Gauss–Jordan
 //! inverse and Cholesky. `n <= 8`: one matrix per unit in registers (every index comptime),
-//! the group moved between global and shared memory coalesced. `n > 8`: `per_cube` matrices
-//! per cube, one unit per row (or per column for row swaps), the matrices in shared memory
-//! with an odd row stride.
+//! the group moved between global and shared memory coalesced (whole, or row by row where the
+//! device's shared budget is small: wgpu). `n > 8`: `per_cube` matrices per cube, one unit
+//! per row (or per column for row swaps), the matrices in shared memory with an odd row
+//! stride.
 //!
 //! The singularity test (see "Status" in [`crate::batched`]): step `k` fails when the pivot
 //! is at most `4 n ε` times the scale of its original row (LU) or its original diagonal
@@ -32,6 +33,9 @@ pub(crate) struct FactorShape {
     ld: usize,
     per_cube: usize,
     pivoting: bool,
+    /// Register kernels: the group is staged one row at a time (`ld = n + 1`) instead of
+    /// whole (`ld = n² + 1`), where a whole group would pass the device's shared budget.
+    by_rows: bool,
 }
 
 /// The shape of a factorization of `n x n` matrices in precision `T` on this device: the
@@ -42,11 +46,13 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
     pivoting: bool,
 ) -> Result<FactorShape> {
     if n <= SMALL {
+        let (per_cube, by_rows) = small_per_cube::<R, T>(b, n)?;
         Ok(FactorShape {
             n,
-            ld: n * n + 1,
-            per_cube: small_per_cube::<R, T>(b, n)?,
+            ld: if by_rows { n + 1 } else { n * n + 1 },
+            per_cube,
             pivoting,
+            by_rows,
         })
     } else {
         let (per_cube, ld) = per_cube::<R, T>(b, n)?;
@@ -55,6 +61,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             ld,
             per_cube,
             pivoting,
+            by_rows: false,
         })
     }
 }

@@ -1,23 +1,32 @@
 //! The register kernels (`n <= 8`): one matrix per unit, every index comptime, the group
-//! of matrices moved between global and shared memory coalesced.
+//! of matrices moved between global and shared memory coalesced: whole (`n² + 1` entries of
+//! shared memory a matrix), or one row at a time (`n + 1`) where the whole group would pass
+//! the device's [`shared_budget`] — on wgpu, whose multiprocessors hold a quarter of CUDA's
+//! shared memory, staging whole groups cost the n = 8 factorizations 3–5x.
 
 use cubecl::prelude::*;
 
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::batched::cube::factor::FactorShape;
-use crate::batched::cube::stage::{load_group, store_group};
+use crate::batched::cube::stage::{load_group, load_row, shared_budget, store_group, store_row};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
 /// Matrices (units) per cube of the register kernels at most.
 pub(crate) const SMALL_PER_CUBE: usize = 64;
 
-/// Matrices per cube of the register kernels (`n <= 8`): as many as the device's shared
-/// memory holds (`n² + 1` entries of `T` and `n` pivots each), at most [`SMALL_PER_CUBE`].
-pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<usize> {
+/// Matrices per cube of the register kernels (`n <= 8`), and whether they are staged row by
+/// row: as many matrices as the device's shared memory holds (`n² + 1` entries of `T` and
+/// `n` pivots each), at most [`SMALL_PER_CUBE`]; row by row (`n + 1` entries each) where the
+/// whole group would pass the device's [`shared_budget`].
+pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    n: usize,
+) -> Result<(usize, bool)> {
     let info = b.info();
-    let bytes = (n * n + 1) * T::DTYPE.size() + n * size_of::<u32>();
+    let size = T::DTYPE.size();
+    let bytes = (n * n + 1) * size + n * size_of::<u32>();
     let fit = info.max_shared_bytes / bytes;
     if fit == 0 {
         return Err(Error::Unsupported {
@@ -29,7 +38,80 @@ pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -
             ),
         });
     }
-    Ok(fit.min(SMALL_PER_CUBE))
+    let per_cube = fit.min(SMALL_PER_CUBE);
+    Ok((per_cube, per_cube * bytes > shared_budget(b)))
+}
+
+/// Loads the unit's matrix of group `g` into registers `m`, through shared memory staged
+/// whole or row by row ([`FactorShape::by_rows`]). Leaves the unit's own `ld` entries of
+/// `sh` free for it (the row scales of LU).
+#[cube]
+fn stage_in<V: Float, T: Float>(
+    a: &Array<V>,
+    sh: &mut SharedMemory<T>,
+    m: &mut Array<T>,
+    g: usize,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, ld, per_cube) = comptime![(shape.n, shape.ld, shape.per_cube)];
+    let unit = UNIT_POS as usize;
+    if comptime![shape.by_rows] {
+        #[unroll]
+        for r in 0..n {
+            load_row::<V, T>(a, sh, g, count, r, n, ld, per_cube);
+            sync_cube();
+            #[unroll]
+            for j in 0..n {
+                m[r * n + j] = sh[unit * ld + j];
+            }
+            sync_cube();
+        }
+    } else {
+        load_group::<V, T>(a, sh, g, count, n * n, n * n, ld, per_cube, per_cube);
+        sync_cube();
+        #[unroll]
+        for t in 0..n * n {
+            m[t] = sh[unit * ld + t];
+        }
+    }
+}
+
+/// Stores the unit's matrix `m` of group `g` into `out` through shared memory (the staging
+/// of [`stage_in`]); ends with a barrier, so `sh` is free for the next group.
+#[cube]
+fn stage_out<V: Float, T: Float>(
+    out: &mut Array<V>,
+    sh: &mut SharedMemory<T>,
+    m: &Array<T>,
+    g: usize,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, ld, per_cube) = comptime![(shape.n, shape.ld, shape.per_cube)];
+    let unit = UNIT_POS as usize;
+    if comptime![shape.by_rows] {
+        #[unroll]
+        for r in 0..n {
+            sync_cube();
+            #[unroll]
+            for j in 0..n {
+                sh[unit * ld + j] = m[r * n + j];
+            }
+            sync_cube();
+            store_row::<V, T>(out, sh, g, count, r, n, ld, per_cube);
+        }
+        sync_cube();
+    } else {
+        // Every unit is done with its own area (the row scales) before any is overwritten.
+        #[unroll]
+        for t in 0..n * n {
+            sh[unit * ld + t] = m[t];
+        }
+        sync_cube();
+        store_group::<V, T>(out, sh, g, count, n * n, n * n, ld, per_cube);
+        sync_cube();
+    }
 }
 
 /// Partial pivoting at step `k` of an `n x n` matrix held in registers: finds the row
@@ -112,13 +194,8 @@ pub(crate) fn lu_small_kernel<V: Float, T: Float>(
     let groups = ceil_div(count, per_cube);
     let mut g = CUBE_POS;
     while g < groups {
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
-        sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
-        #[unroll]
-        for t in 0..n * n {
-            m[t] = sh[unit * ld + t];
-        }
+        stage_in::<V, T>(a, &mut sh, &mut m, g, count, shape);
         let mut code = 0i32;
         let tol = singular.get::<T>();
         row_scales::<T>(&m, &mut sh, unit * ld, n);
@@ -153,16 +230,11 @@ pub(crate) fn lu_small_kernel<V: Float, T: Float>(
                 }
             }
         }
-        #[unroll]
-        for t in 0..n * n {
-            sh[unit * ld + t] = m[t];
-        }
         let e = g * per_cube + unit;
         if e < count {
             info[e] = code;
         }
-        sync_cube();
-        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
+        stage_out::<V, T>(a, &mut sh, &m, g, count, shape);
         let mut t = unit;
         while t < per_cube * n {
             if g * per_cube * n + t < count * n {
@@ -193,14 +265,9 @@ pub(crate) fn inverse_small_kernel<V: Float, T: Float>(
     let groups = ceil_div(count, per_cube);
     let mut g = CUBE_POS;
     while g < groups {
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
-        sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
         let mut perm = Array::<u32>::new(n);
-        #[unroll]
-        for t in 0..n * n {
-            m[t] = sh[unit * ld + t];
-        }
+        stage_in::<V, T>(a, &mut sh, &mut m, g, count, shape);
         let mut code = 0i32;
         let tol = singular.get::<T>();
         row_scales::<T>(&m, &mut sh, unit * ld, n);
@@ -264,17 +331,11 @@ pub(crate) fn inverse_small_kernel<V: Float, T: Float>(
                 }
             }
         }
-        #[unroll]
-        for t in 0..n * n {
-            sh[unit * ld + t] = m[t];
-        }
         let e = g * per_cube + unit;
         if e < count {
             info[e] = code;
         }
-        sync_cube();
-        store_group::<V, T>(x, &sh, g, count, n * n, n * n, ld, per_cube);
-        sync_cube();
+        stage_out::<V, T>(x, &mut sh, &m, g, count, shape);
         g += CUBE_COUNT;
     }
 }
@@ -295,13 +356,8 @@ pub(crate) fn cholesky_small_kernel<V: Float, T: Float>(
     let groups = ceil_div(count, per_cube);
     let mut g = CUBE_POS;
     while g < groups {
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n * n, ld, per_cube, per_cube);
-        sync_cube();
         let mut m = Array::<T>::new(comptime![n * n]);
-        #[unroll]
-        for t in 0..n * n {
-            m[t] = sh[unit * ld + t];
-        }
+        stage_in::<V, T>(a, &mut sh, &mut m, g, count, shape);
         let mut code = 0i32;
         let tol = singular.get::<T>();
         let mut diag = Array::<T>::new(n);
@@ -340,17 +396,11 @@ pub(crate) fn cholesky_small_kernel<V: Float, T: Float>(
                 m[i * n + j] = T::new(0.0);
             }
         }
-        #[unroll]
-        for t in 0..n * n {
-            sh[unit * ld + t] = m[t];
-        }
         let e = g * per_cube + unit;
         if e < count {
             info[e] = code;
         }
-        sync_cube();
-        store_group::<V, T>(a, &sh, g, count, n * n, n * n, ld, per_cube);
-        sync_cube();
+        stage_out::<V, T>(a, &mut sh, &m, g, count, shape);
         g += CUBE_COUNT;
     }
 }

@@ -6,7 +6,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::batched::cube::factor::FactorShape;
-use crate::batched::cube::stage::{load_group, store_group};
+use crate::batched::cube::stage::{load_group, shared_budget, store_group};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
@@ -215,7 +215,8 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
 }
 
 /// Matrices per cube and the shared-memory row stride for the shared-memory
-/// factorizations, or an error when one matrix does not fit the device's shared memory.
+/// factorizations (as many matrices as 256 units or the device's [`shared_budget`] take), or
+/// an error when one matrix does not fit the device's shared memory.
 /// The stride is odd where that fits, so that the units of one matrix (one per row)
 /// reading a column hit distinct banks (a power-of-two stride serialises them).
 pub(crate) fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<(usize, usize)> {
@@ -239,5 +240,8 @@ pub(crate) fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Resu
             ),
         });
     }
-    Ok(((256 / n.max(1)).clamp(1, fit), ld))
+    // Fewer matrices a cube where the device's shared budget is small (wgpu): as many as fit
+    // it, at least one.
+    let within = (shared_budget(b) / bytes.max(1)).clamp(1, fit);
+    Ok(((256 / n.max(1)).clamp(1, within), ld))
 }
