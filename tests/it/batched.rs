@@ -537,8 +537,9 @@ fn batched_triangular_solve<B: Backend, T: Scalar>(b: &B) {
 /// A singular member (LU) and a non-SPD member (Cholesky) are reported by index; their
 /// neighbours are computed exactly as without them.
 fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
-    // n = 5: the register kernels on GPUs; n = 12: the shared-memory kernels.
-    for n in [5, 12] {
+    // n = 5: the register kernels on GPUs; n = 12, 40: the shared-memory kernels (several
+    // matrices a cube, or one on wgpu's budget at 40).
+    for n in [5, 12, 40] {
         let count = 9;
         let mut host = matrices(count, n, false, 31);
         // Matrix 3: column 2 is zero -> zero pivot at step 2 (LAPACK info 3) or later.
@@ -772,11 +773,11 @@ fn gram_matrices(count: usize, n: usize, singular: bool, seed: u64) -> Vec<f64> 
 /// The status codes of LU (with and without pivoting), the inverse (the register
 /// Gauss–Jordan kernel for n <= 8 on GPUs, LU elsewhere) and Cholesky are the same on every
 /// backend as on the CPU, for regular, exactly singular and nearly singular matrices at
-/// every size and kernel path (registers, shared memory with the scale column, and the
-/// 64 x 64 f64 path without one on 32 KiB devices).
+/// every size and kernel path (registers, staged whole or row by row, shared memory with
+/// the scale column, and the 64 x 64 f64 path without one on 32 KiB devices).
 fn batched_status_same_on_every_backend<B: Backend, T: Scalar>(b: &B) {
     let cpu = galerkin::Cpu::new();
-    let sizes: Vec<usize> = (1..=9).chain([16, 33, 63, 64]).collect();
+    let sizes: Vec<usize> = (1..=9).chain([16, 20, 32, 33, 63, 64]).collect();
     for n in sizes {
         let count = if n > 16 { 7 } else { 33 };
         for kind in Kind::ALL {
