@@ -30,37 +30,85 @@ pub(crate) fn shared_budget<R: CubeRuntime>(b: &Cube<R>) -> usize {
 /// one output entry per unit.
 pub(crate) const SMALL: usize = 8;
 
-/// Loads the matrices (`size` entries each) of group `g` into shared memory, coalesced over
-/// the whole group, with rows of `n` entries `ld >= n` apart in shared memory: an odd `ld`
-/// keeps units reading one column (or one matrix each, with `n = size`) on distinct banks.
-/// `units` is the cube size. The loads of a unit are issued [`IN_FLIGHT`] at a time before
-/// their stores to shared memory, so their latencies overlap instead of adding up.
+/// Which entries of each matrix of a group are staged, and where they go in shared memory:
+/// entries `off..off + len` of matrices of `size` entries (`len = size`: whole matrices), in
+/// rows of `n` entries `ld >= n` apart. An odd `ld` keeps units reading one column (or one
+/// matrix each, with `n = len`) on distinct banks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Part {
+    pub size: usize,
+    pub off: usize,
+    pub len: usize,
+    pub n: usize,
+    pub ld: usize,
+    pub per_cube: usize,
+}
+
+impl Part {
+    /// Whole matrices of `size` entries.
+    pub(crate) fn whole(size: usize, n: usize, ld: usize, per_cube: usize) -> Self {
+        Part {
+            size,
+            off: 0,
+            len: size,
+            n,
+            ld,
+            per_cube,
+        }
+    }
+
+    /// Row `r` of `n x n` matrices, each at `q · ld` for the group's matrix `q`: `n + 1`
+    /// entries of shared memory a matrix instead of `n² + 1` (see [`WGPU_SHARED_BUDGET`]).
+    pub(crate) fn row(r: usize, n: usize, ld: usize, per_cube: usize) -> Self {
+        Part {
+            size: n * n,
+            off: r * n,
+            len: n,
+            n,
+            ld,
+            per_cube,
+        }
+    }
+}
+
+/// The global index of entry `t` of a group's staged part (`base`: the group's first entry).
 #[cube]
-pub(crate) fn load_group<V: Float, T: Float>(
+fn part_index(base: usize, t: usize, #[comptime] p: Part) -> usize {
+    let mut at = base + t;
+    if comptime![p.len != p.size] {
+        at = base + (t / p.len) * p.size + p.off + t % p.len;
+    }
+    at
+}
+
+/// Loads part `p` of the matrices of group `g` into shared memory, coalesced over the whole
+/// group (consecutive units read consecutive entries of the part). `units` is the cube size.
+/// The loads of a unit are issued [`IN_FLIGHT`] at a time before their stores to shared
+/// memory, so their latencies overlap instead of adding up.
+#[cube]
+pub(crate) fn load_part<V: Float, T: Float>(
     a: &Array<V>,
     sh: &mut SharedMemory<T>,
     g: usize,
     count: usize,
-    #[comptime] size: usize,
-    #[comptime] n: usize,
-    #[comptime] ld: usize,
-    #[comptime] per_cube: usize,
+    #[comptime] p: Part,
     #[comptime] units: usize,
 ) {
-    let group_len = comptime![per_cube * size];
-    let base = g * group_len;
-    let end = count * size;
+    let group_len = comptime![p.per_cube * p.len];
+    let base = g * comptime![p.per_cube * p.size];
+    let end = count * p.size;
     let unit = UNIT_POS as usize;
     let mut tmp = Array::<T>::new(IN_FLIGHT);
-    let slots = comptime![in_flight(per_cube * size, units)];
+    let slots = comptime![in_flight(p.per_cube * p.len, units)];
     #[unroll]
-    for batch in 0..comptime![(per_cube * size).div_ceil(units).div_ceil(slots)] {
+    for batch in 0..comptime![(p.per_cube * p.len).div_ceil(units).div_ceil(slots)] {
         #[unroll]
         for it in 0..slots {
             let t = unit + comptime![(batch * slots + it) * units];
+            let at = part_index(base, t, p);
             let mut v = T::new(0.0);
-            if t < group_len && base + t < end {
-                v = T::cast_from(a[base + t]);
+            if t < group_len && at < end {
+                v = T::cast_from(a[at]);
             }
             tmp[it] = v;
         }
@@ -68,78 +116,9 @@ pub(crate) fn load_group<V: Float, T: Float>(
         for it in 0..slots {
             let t = unit + comptime![(batch * slots + it) * units];
             if t < group_len {
-                sh[(t / n) * ld + t % n] = tmp[it];
+                sh[(t / p.n) * p.ld + t % p.n] = tmp[it];
             }
         }
-    }
-}
-
-/// Loads row `r` of each of the matrices (`n x n`) of group `g` into shared memory, the row
-/// of the group's matrix `q` at `sh[q * ld..]`, coalesced (consecutive units read one row,
-/// then the same row of the next matrix). Staging a group row by row needs `n + 1` entries
-/// of shared memory a matrix instead of `n² + 1` (see [`WGPU_SHARED_BUDGET`]).
-#[cube]
-pub(crate) fn load_row<V: Float, T: Float>(
-    a: &Array<V>,
-    sh: &mut SharedMemory<T>,
-    g: usize,
-    count: usize,
-    #[comptime] r: usize,
-    #[comptime] n: usize,
-    #[comptime] ld: usize,
-    #[comptime] per_cube: usize,
-) {
-    let len = comptime![per_cube * n];
-    let base = g * comptime![per_cube * n * n] + comptime![r * n];
-    let end = count * comptime![n * n];
-    let unit = UNIT_POS as usize;
-    let slots = comptime![in_flight(per_cube * n, per_cube)];
-    #[unroll]
-    for batch in 0..comptime![(per_cube * n).div_ceil(per_cube).div_ceil(slots)] {
-        let mut tmp = Array::<T>::new(IN_FLIGHT);
-        #[unroll]
-        for it in 0..slots {
-            let t = unit + comptime![(batch * slots + it) * per_cube];
-            let at = base + (t / n) * comptime![n * n] + t % n;
-            let mut v = T::new(0.0);
-            if t < len && at < end {
-                v = T::cast_from(a[at]);
-            }
-            tmp[it] = v;
-        }
-        #[unroll]
-        for it in 0..slots {
-            let t = unit + comptime![(batch * slots + it) * per_cube];
-            if t < len {
-                sh[(t / n) * ld + t % n] = tmp[it];
-            }
-        }
-    }
-}
-
-/// Stores row `r` of the matrices of group `g` from shared memory (the layout of
-/// [`load_row`]).
-#[cube]
-pub(crate) fn store_row<V: Float, T: Float>(
-    a: &mut Array<V>,
-    sh: &SharedMemory<T>,
-    g: usize,
-    count: usize,
-    #[comptime] r: usize,
-    #[comptime] n: usize,
-    #[comptime] ld: usize,
-    #[comptime] per_cube: usize,
-) {
-    let len = comptime![per_cube * n];
-    let base = g * comptime![per_cube * n * n] + comptime![r * n];
-    let end = count * comptime![n * n];
-    let mut t = UNIT_POS as usize;
-    while t < len {
-        let at = base + (t / n) * comptime![n * n] + t % n;
-        if at < end {
-            a[at] = V::cast_from(sh[(t / n) * ld + t % n]);
-        }
-        t += CUBE_DIM as usize;
     }
 }
 
@@ -157,25 +136,24 @@ pub(crate) const fn in_flight(len: usize, units: usize) -> usize {
     }
 }
 
-/// Stores the matrices of group `g` from shared memory (the layout of [`load_group`]).
+/// Stores part `p` of the matrices of group `g` from shared memory (the layout of
+/// [`load_part`]).
 #[cube]
-pub(crate) fn store_group<V: Float, T: Float>(
+pub(crate) fn store_part<V: Float, T: Float>(
     a: &mut Array<V>,
     sh: &SharedMemory<T>,
     g: usize,
     count: usize,
-    #[comptime] size: usize,
-    #[comptime] n: usize,
-    #[comptime] ld: usize,
-    #[comptime] per_cube: usize,
+    #[comptime] p: Part,
 ) {
-    let group_len = per_cube * size;
-    let base = g * group_len;
-    let end = count * size;
+    let group_len = comptime![p.per_cube * p.len];
+    let base = g * comptime![p.per_cube * p.size];
+    let end = count * p.size;
     let mut t = UNIT_POS as usize;
     while t < group_len {
-        if base + t < end {
-            a[base + t] = V::cast_from(sh[(t / n) * ld + t % n]);
+        let at = part_index(base, t, p);
+        if at < end {
+            a[at] = V::cast_from(sh[(t / p.n) * p.ld + t % p.n]);
         }
         t += CUBE_DIM as usize;
     }

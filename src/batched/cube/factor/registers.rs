@@ -9,7 +9,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::batched::cube::factor::FactorShape;
-use crate::batched::cube::stage::{load_group, load_row, shared_budget, store_group, store_row};
+use crate::batched::cube::stage::{load_part, shared_budget, store_part, Part};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
@@ -59,7 +59,14 @@ fn stage_in<V: Float, T: Float>(
     if comptime![shape.by_rows] {
         #[unroll]
         for r in 0..n {
-            load_row::<V, T>(a, sh, g, count, r, n, ld, per_cube);
+            load_part::<V, T>(
+                a,
+                sh,
+                g,
+                count,
+                comptime![Part::row(r, n, ld, per_cube)],
+                per_cube,
+            );
             sync_cube();
             #[unroll]
             for j in 0..n {
@@ -68,7 +75,14 @@ fn stage_in<V: Float, T: Float>(
             sync_cube();
         }
     } else {
-        load_group::<V, T>(a, sh, g, count, n * n, n * n, ld, per_cube, per_cube);
+        load_part::<V, T>(
+            a,
+            sh,
+            g,
+            count,
+            comptime![Part::whole(n * n, n * n, ld, per_cube)],
+            per_cube,
+        );
         sync_cube();
         #[unroll]
         for t in 0..n * n {
@@ -99,7 +113,7 @@ fn stage_out<V: Float, T: Float>(
                 sh[unit * ld + j] = m[r * n + j];
             }
             sync_cube();
-            store_row::<V, T>(out, sh, g, count, r, n, ld, per_cube);
+            store_part::<V, T>(out, sh, g, count, comptime![Part::row(r, n, ld, per_cube)]);
         }
         sync_cube();
     } else {
@@ -109,7 +123,13 @@ fn stage_out<V: Float, T: Float>(
             sh[unit * ld + t] = m[t];
         }
         sync_cube();
-        store_group::<V, T>(out, sh, g, count, n * n, n * n, ld, per_cube);
+        store_part::<V, T>(
+            out,
+            sh,
+            g,
+            count,
+            comptime![Part::whole(n * n, n * n, ld, per_cube)],
+        );
         sync_cube();
     }
 }

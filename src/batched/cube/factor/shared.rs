@@ -6,7 +6,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::batched::cube::factor::FactorShape;
-use crate::batched::cube::stage::{load_group, shared_budget, store_group};
+use crate::batched::cube::stage::{load_part, shared_budget, store_part, Part};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 
@@ -41,7 +41,14 @@ pub(crate) fn lu_kernel<V: Float, T: Float>(
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube, per_cube * n);
+        load_part::<V, T>(
+            a,
+            &mut sh,
+            g,
+            count,
+            comptime![Part::whole(n * n, n, ld, per_cube)],
+            comptime![per_cube * n],
+        );
         sync_cube();
         let mut perm = Array::<u32>::new(n);
         if comptime![scale_in_shared] {
@@ -125,7 +132,13 @@ pub(crate) fn lu_kernel<V: Float, T: Float>(
             }
             sync_cube();
         }
-        store_group::<V, T>(a, &sh, g, count, n * n, n, ld, per_cube);
+        store_part::<V, T>(
+            a,
+            &sh,
+            g,
+            count,
+            comptime![Part::whole(n * n, n, ld, per_cube)],
+        );
         if lane == 0 && valid {
             info[mat] = code;
         }
@@ -155,7 +168,14 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_group::<V, T>(a, &mut sh, g, count, n * n, n, ld, per_cube, per_cube * n);
+        load_part::<V, T>(
+            a,
+            &mut sh,
+            g,
+            count,
+            comptime![Part::whole(n * n, n, ld, per_cube)],
+            comptime![per_cube * n],
+        );
         sync_cube();
         let mut code = 0i32;
         let tol = singular.get::<T>();
@@ -205,7 +225,13 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
             }
         }
         sync_cube();
-        store_group::<V, T>(a, &sh, g, count, n * n, n, ld, per_cube);
+        store_part::<V, T>(
+            a,
+            &sh,
+            g,
+            count,
+            comptime![Part::whole(n * n, n, ld, per_cube)],
+        );
         if lane == 0 && valid {
             info[mat] = code;
         }
