@@ -87,8 +87,9 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
         let (count, dim) = groups_shape(a.count, shape.per_cube, 1);
         b.launch::<(V, T)>(shape, || {
             // SAFETY: one matrix per unit, groups of `per_cube` below count; pivots and info
-            // hold n and 1 entries per matrix; shared memory per_cube (n² + 1 + n) entries,
-            // sized by small_per_cube to the device.
+            // hold n and 1 entries per matrix; shared memory per_cube · ld values (ld = n² + 1,
+            // or n + 1 staged by rows) and per_cube · n pivots, sized by small_per_cube to the
+            // device.
             unsafe {
                 lu_small_kernel::launch_unchecked::<V, T, R>(
                     b.client(),
