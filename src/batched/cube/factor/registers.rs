@@ -18,8 +18,8 @@ pub(crate) const SMALL_PER_CUBE: usize = 64;
 
 /// Matrices per cube of the register kernels (`n <= 8`), and whether they are staged row by
 /// row: as many matrices as the device's shared memory holds (`n² + 1` entries of `T` and
-/// `n` pivots each), at most [`SMALL_PER_CUBE`]; row by row (`n + 1` entries each) where the
-/// whole group would pass the device's [`shared_budget`].
+/// `n` pivots each), at most [`SMALL_PER_CUBE`]; row by row (`n + 1` entries each, and as
+/// many matrices as fit so) where the whole group would pass the device's [`shared_budget`].
 pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(
     b: &Cube<R>,
     n: usize,
@@ -39,7 +39,12 @@ pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(
         });
     }
     let per_cube = fit.min(SMALL_PER_CUBE);
-    Ok((per_cube, per_cube * bytes > shared_budget(b)))
+    if per_cube * bytes <= shared_budget(b) {
+        return Ok((per_cube, false));
+    }
+    // Staged row by row, a matrix takes `n + 1` values and its pivots.
+    let row_bytes = (n + 1) * size + n * size_of::<u32>();
+    Ok(((info.max_shared_bytes / row_bytes).min(SMALL_PER_CUBE), true))
 }
 
 /// Loads the unit's matrix of group `g` into registers `m`, through shared memory staged
