@@ -44,7 +44,10 @@ pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(
     }
     // Staged row by row, a matrix takes `n + 1` values and its pivots.
     let row_bytes = (n + 1) * size + n * size_of::<u32>();
-    Ok(((info.max_shared_bytes / row_bytes).min(SMALL_PER_CUBE), true))
+    Ok((
+        (info.max_shared_bytes / row_bytes).min(SMALL_PER_CUBE),
+        true,
+    ))
 }
 
 /// Loads the unit's matrix of group `g` into registers `m`, through shared memory staged
