@@ -124,8 +124,9 @@ fn gemm_tiled_kernel<V: Float, T: Float>(
     let groups = ceil_div(count, mats);
     let mut g = CUBE_POS;
     while g < groups {
-        // Accumulators and operands in variables, not local arrays (which a driver may
-        // place in local memory).
+        // Accumulators and operands in variables (a `Sequence`) rather than local arrays:
+        // the GEMM numbers in docs/benchmarks.md (issue 13, fifth session) were measured
+        // so, together with equal-width chunks; the two changes were not timed apart.
         let mut acc = Sequence::<T>::new();
         #[unroll]
         for _q in 0..t * t {

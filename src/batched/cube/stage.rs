@@ -57,14 +57,16 @@ impl Part {
         }
     }
 
-    /// Row `r` of `n x n` matrices, each at `q · ld` for the group's matrix `q`: `n + 1`
-    /// entries of shared memory a matrix instead of `n² + 1` (see [`WGPU_SHARED_BUDGET`]).
-    pub(crate) fn row(r: usize, n: usize, ld: usize, per_cube: usize) -> Self {
+    /// Piece `i` of matrices of `size` entries cut into pieces of `len` (entries
+    /// `i · len..(i + 1) · len`), each matrix's piece in one row at `q · ld` for the group's
+    /// matrix `q`. The rows of `n x n` matrices (`len = n`) take `n + 1` entries of shared
+    /// memory a matrix instead of `n² + 1` (see [`WGPU_SHARED_BUDGET`]).
+    pub(crate) fn piece(i: usize, len: usize, size: usize, ld: usize, per_cube: usize) -> Self {
         Part {
-            size: n * n,
-            off: r * n,
-            len: n,
-            n,
+            size,
+            off: i * len,
+            len,
+            n: len,
             ld,
             per_cube,
         }

@@ -51,8 +51,8 @@ pub(crate) fn small_per_cube<R: CubeRuntime, T: Scalar>(
 }
 
 /// Loads the unit's matrix of group `g` into registers `m`, through shared memory staged
-/// whole or row by row ([`FactorShape::by_rows`]). Leaves the unit's own `ld` entries of
-/// `sh` free for it (the row scales of LU).
+/// whole or row by row ([`FactorShape::by_rows`]: `n` pieces of a row each, instead of one).
+/// Leaves the unit's own `ld` entries of `sh` free for it (the row scales of LU).
 #[cube]
 fn stage_in<V: Float, T: Float>(
     a: &Array<V>,
@@ -63,38 +63,21 @@ fn stage_in<V: Float, T: Float>(
     #[comptime] shape: FactorShape,
 ) {
     let (n, ld, per_cube) = comptime![(shape.n, shape.ld, shape.per_cube)];
+    let pieces = comptime![if shape.by_rows { n } else { 1 }];
+    let len = comptime![n * n / pieces];
     let unit = UNIT_POS as usize;
-    if comptime![shape.by_rows] {
-        #[unroll]
-        for r in 0..n {
-            load_part::<V, T>(
-                a,
-                sh,
-                g,
-                count,
-                comptime![Part::row(r, n, ld, per_cube)],
-                per_cube,
-            );
-            sync_cube();
-            #[unroll]
-            for j in 0..n {
-                m[r * n + j] = sh[unit * ld + j];
-            }
-            sync_cube();
-        }
-    } else {
-        load_part::<V, T>(
-            a,
-            sh,
-            g,
-            count,
-            comptime![Part::whole(n * n, n * n, ld, per_cube)],
-            per_cube,
-        );
+    #[unroll]
+    for r in 0..pieces {
+        let part = comptime![Part::piece(r, len, n * n, ld, per_cube)];
+        load_part::<V, T>(a, sh, g, count, part, per_cube);
         sync_cube();
         #[unroll]
-        for t in 0..n * n {
-            m[t] = sh[unit * ld + t];
+        for j in 0..len {
+            m[r * len + j] = sh[unit * ld + j];
+        }
+        if comptime![pieces > 1] {
+            // The next piece overwrites every unit's slots.
+            sync_cube();
         }
     }
 }
@@ -111,35 +94,26 @@ fn stage_out<V: Float, T: Float>(
     #[comptime] shape: FactorShape,
 ) {
     let (n, ld, per_cube) = comptime![(shape.n, shape.ld, shape.per_cube)];
+    let pieces = comptime![if shape.by_rows { n } else { 1 }];
+    let len = comptime![n * n / pieces];
     let unit = UNIT_POS as usize;
-    if comptime![shape.by_rows] {
+    #[unroll]
+    for r in 0..pieces {
+        if comptime![pieces > 1] {
+            // The previous piece has been stored from every unit's slots.
+            sync_cube();
+        }
+        // Whole: every unit is done with its own area (the row scales) before any is
+        // overwritten, as each unit writes only its own.
         #[unroll]
-        for r in 0..n {
-            sync_cube();
-            #[unroll]
-            for j in 0..n {
-                sh[unit * ld + j] = m[r * n + j];
-            }
-            sync_cube();
-            store_part::<V, T>(out, sh, g, count, comptime![Part::row(r, n, ld, per_cube)]);
+        for j in 0..len {
+            sh[unit * ld + j] = m[r * len + j];
         }
         sync_cube();
-    } else {
-        // Every unit is done with its own area (the row scales) before any is overwritten.
-        #[unroll]
-        for t in 0..n * n {
-            sh[unit * ld + t] = m[t];
-        }
-        sync_cube();
-        store_part::<V, T>(
-            out,
-            sh,
-            g,
-            count,
-            comptime![Part::whole(n * n, n * n, ld, per_cube)],
-        );
-        sync_cube();
+        let part = comptime![Part::piece(r, len, n * n, ld, per_cube)];
+        store_part::<V, T>(out, sh, g, count, part);
     }
+    sync_cube();
 }
 
 /// Partial pivoting at step `k` of an `n x n` matrix held in registers: finds the row

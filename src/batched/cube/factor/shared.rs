@@ -36,19 +36,13 @@ pub(crate) fn lu_kernel<V: Float, T: Float>(
     let base = local * n * ld;
     let tol = singular.get::<T>();
     let scale_in_shared = comptime![ld > n];
+    let part = comptime![Part::whole(n * n, n, ld, per_cube)];
     let groups = ceil_div(count, per_cube);
     let mut g = CUBE_POS;
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_part::<V, T>(
-            a,
-            &mut sh,
-            g,
-            count,
-            comptime![Part::whole(n * n, n, ld, per_cube)],
-            comptime![per_cube * n],
-        );
+        load_part::<V, T>(a, &mut sh, g, count, part, comptime![per_cube * n]);
         sync_cube();
         let mut perm = Array::<u32>::new(n);
         if comptime![scale_in_shared] {
@@ -132,13 +126,7 @@ pub(crate) fn lu_kernel<V: Float, T: Float>(
             }
             sync_cube();
         }
-        store_part::<V, T>(
-            a,
-            &sh,
-            g,
-            count,
-            comptime![Part::whole(n * n, n, ld, per_cube)],
-        );
+        store_part::<V, T>(a, &sh, g, count, part);
         if lane == 0 && valid {
             info[mat] = code;
         }
@@ -163,19 +151,13 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
     let local = unit / n;
     let lane = unit % n;
     let base = local * n * ld;
+    let part = comptime![Part::whole(n * n, n, ld, per_cube)];
     let groups = ceil_div(count, per_cube);
     let mut g = CUBE_POS;
     while g < groups {
         let mat = g * per_cube + local;
         let valid = local < per_cube && mat < count;
-        load_part::<V, T>(
-            a,
-            &mut sh,
-            g,
-            count,
-            comptime![Part::whole(n * n, n, ld, per_cube)],
-            comptime![per_cube * n],
-        );
+        load_part::<V, T>(a, &mut sh, g, count, part, comptime![per_cube * n]);
         sync_cube();
         let mut code = 0i32;
         let tol = singular.get::<T>();
@@ -225,13 +207,7 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
             }
         }
         sync_cube();
-        store_part::<V, T>(
-            a,
-            &sh,
-            g,
-            count,
-            comptime![Part::whole(n * n, n, ld, per_cube)],
-        );
+        store_part::<V, T>(a, &sh, g, count, part);
         if lane == 0 && valid {
             info[mat] = code;
         }
