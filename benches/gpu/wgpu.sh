@@ -20,6 +20,10 @@
 # part "o": the layout suite on CUDA and wgpu (staged against interleaved Cholesky, and the
 #           shared-memory occupancy probe), PyTorch's batched baseline and the CUDA batched
 #           suite on the same sides, then the batched tests (a longer timeout).
+# part "x": sixth session: ncu of the CUDA GEMM at n = 32, 56, 64; the SpMV suite on both
+#           runtimes. (That session's comparisons of staging, GEMM tiles and factorization
+#           kernels ran builds with temporary environment switches, not committed.)
+# part "k3": the batched factorization tests on CUDA and wgpu, the batched suite at n = 16, 32.
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -90,6 +94,33 @@ o)
   GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 500 "$it" batched:: --skip examples \
     --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
+  ;;
+x)
+  for n in 32 56 64; do
+    timeout 120 ncu --clock-control none --kernel-name regex:gemm_tiled --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+      --section ComputeWorkloadAnalysis --section WarpStateStats \
+      $bin/bench --suite batched --backend cuda --log2 $n --precision f64 --reps 1 --scale 0.2 \
+      > "$out/ncu_gemm_$n.txt" 2>&1
+    echo "== ncu gemm $n rc=$?"
+    grep -E "Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Shared Memory Configuration|Dynamic Shared|Static Shared|Block Limit|Memory Throughput|Compute \(SM\)|L1/TEX Hit|Bank|Stall|Issue Slots|Executed Ipc" "$out/ncu_gemm_$n.txt" | head -30
+  done
+  TAIL=120 run spmv 420 $bin/bench --suite spmv $both --only fvm --only poisson --only hdg \
+    --only dg7_b8_ --only dg7_b27_ --spmv-precision f64 --reps 5
+  ;;
+k3)
+  # Final (short: the device budget's end): the batched tests of the factorizations, then the
+  # batched suite at n = 16 and 32 (the library's choice: column kernels for Cholesky
+  # everywhere and for LU on wgpu).
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 110 "$it" batched::batched_cholesky \
+    batched::batched_lu batched::batched_status batched::batched_inverse_needs \
+    batched::batched_mixed --skip examples --test-threads 8 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?: $(grep -E 'test result' "$out/tests.txt")"
+  grep -E "panicked|FAILED" "$out/tests.txt" | head -5
+  timeout 45 $bin/bench --suite batched $both --log2 ${SIDES:-16,32} --precision f64 --reps 3 \
+    > "$out/final.txt" 2>&1
+  echo "final: $(grep -E '^(cuda|wgpu)' "$out/final.txt" | grep -E 'gemm C=AB|lu|chol|inverse' \
+    | awk '{printf "%s%s/%s=%s ", substr($1,1,1), $3, substr($5,1,3), $(NF-3)}')"
   ;;
 v)
   for w in before/bench bin/bench; do

@@ -112,6 +112,9 @@ pub fn device_count(kind: BackendKind) -> usize {
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => {
             use cudarc::driver::result;
+            if !crate::backend::cube::cuda_driver_present() {
+                return 0;
+            }
             result::init()
                 .and_then(|_| result::device::get_count())
                 .map(|n| n.max(0) as usize)

@@ -33,6 +33,8 @@ mod runtime;
 
 pub use buffer::CubeBuffer;
 pub(crate) use buffer::{line_size, padded_len};
+#[cfg(feature = "cuda")]
+pub(crate) use runtime::cuda_driver_present;
 
 /// The wgpu backend: Vulkan, Metal, DX12 or WebGPU. f64 only where the adapter has
 /// `SHADER_F64` (most desktop Vulkan drivers and lavapipe; not Metal).

@@ -75,9 +75,19 @@ mod wgpu_runtime {
 }
 
 #[cfg(feature = "cuda")]
+pub(crate) use cuda_runtime::driver_present as cuda_driver_present;
+
+#[cfg(feature = "cuda")]
 mod cuda_runtime {
     use super::*;
     use cubecl::cuda::{CudaDevice, CudaRuntime};
+
+    /// Whether the CUDA driver library can be loaded (cudarc panics on first use otherwise).
+    pub(crate) fn driver_present() -> bool {
+        // SAFETY: only tries to load the driver library by its usual names (running its
+        // initialisers, as any use of the driver would).
+        unsafe { cudarc::driver::sys::is_culib_present() }
+    }
 
     fn device_name(index: usize) -> String {
         use cudarc::driver::result;
@@ -98,6 +108,15 @@ mod cuda_runtime {
         }
 
         fn connect(device: &CudaDevice) -> Result<(ComputeClient<Self>, String)> {
+            // Without the driver library, cubecl's device thread would panic while starting
+            // (a panic the expansion-failure hook would record and hand to the next flush of
+            // another device): refuse before starting it.
+            if !driver_present() {
+                return Err(Error::BackendUnavailable {
+                    backend: "cuda".to_string(),
+                    reason: "the NVIDIA driver library (libcuda) is not installed".to_string(),
+                });
+            }
             let index = device.index;
             catch_runtime_panic("cuda", || (CudaRuntime::client(device), device_name(index)))
         }

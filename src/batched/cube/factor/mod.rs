@@ -1,9 +1,10 @@
 //! Batched factorizations: LU (with and without pivoting), the one-pass Gauss–Jordan
 //! inverse and Cholesky. `n <= 8`: one matrix per unit in registers (every index comptime),
 //! the group moved between global and shared memory coalesced (whole, or row by row where the
-//! device's shared budget is small: wgpu). `n > 8`: `per_cube` matrices per cube, one unit
-//! per row (or per column for row swaps), the matrices in shared memory with an odd row
-//! stride.
+//! device's shared budget is small: wgpu). `8 < n <= 32`, Cholesky everywhere and LU on wgpu:
+//! the column kernels (one column a unit in registers, `O(n)` values a matrix in shared
+//! memory; see `columns`). Otherwise `n > 8`: `per_cube` matrices per cube, one unit per row
+//! (or per column for row swaps), the matrices in shared memory with an odd row stride.
 //!
 //! The singularity test (see "Status" in [`crate::batched`]): step `k` fails when the pivot
 //! is at most `4 n ε` times the scale of its original row (LU) or its original diagonal
@@ -19,9 +20,13 @@ use crate::batched::{Batch, Pivoting};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 
+mod columns;
 mod registers;
 mod shared;
 
+use columns::{
+    cholesky_columns_kernel, columns_per_cube, lu_columns_kernel, unroll_columns, use_columns,
+};
 use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
 use shared::{cholesky_kernel, lu_kernel, per_cube};
 
@@ -36,14 +41,21 @@ pub(crate) struct FactorShape {
     /// Register kernels: the group is staged one row at a time (`ld = n + 1`) instead of
     /// whole (`ld = n² + 1`), where a whole group would pass the device's shared budget.
     by_rows: bool,
+    /// `n > 8`: the column kernels (one column a unit in registers) instead of the
+    /// shared-memory ones.
+    columns: bool,
+    /// Column kernels: every step unrolled (see [`unroll_columns`]).
+    unroll: bool,
 }
 
-/// The shape of a factorization of `n x n` matrices in precision `T` on this device: the
-/// register kernels up to [`SMALL`], the shared-memory ones above.
+/// The shape of a factorization (`cholesky`, else LU or the inverse) of `n x n` matrices
+/// in precision `T` on this device: the register kernels up to [`SMALL`], above the column
+/// kernels where [`use_columns`] takes them, else the shared-memory ones.
 fn factor_shape<R: CubeRuntime, T: Scalar>(
     b: &Cube<R>,
     n: usize,
     pivoting: bool,
+    cholesky: bool,
 ) -> Result<FactorShape> {
     if n <= SMALL {
         let (per_cube, by_rows) = small_per_cube::<R, T>(b, n)?;
@@ -53,6 +65,18 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             per_cube,
             pivoting,
             by_rows,
+            columns: false,
+            unroll: false,
+        })
+    } else if use_columns(b, n, cholesky) {
+        Ok(FactorShape {
+            n,
+            ld: n,
+            per_cube: columns_per_cube(n),
+            pivoting,
+            by_rows: false,
+            columns: true,
+            unroll: unroll_columns(b),
         })
     } else {
         let (per_cube, ld) = per_cube::<R, T>(b, n)?;
@@ -62,6 +86,8 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             per_cube,
             pivoting,
             by_rows: false,
+            columns: false,
+            unroll: false,
         })
     }
 }
@@ -81,7 +107,7 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
     if a.count == 0 || n == 0 {
         return Ok((pivots, info));
     }
-    let shape = factor_shape::<R, T>(b, n, pivoting == Pivoting::Partial)?;
+    let shape = factor_shape::<R, T>(b, n, pivoting == Pivoting::Partial, false)?;
     let singular = scalar(singular_factor::<T>(n));
     if n <= SMALL {
         let (count, dim) = groups_shape(a.count, shape.per_cube, 1);
@@ -105,12 +131,21 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
             }
         })?;
     } else {
+        // Same arguments: the column kernels or the shared-memory ones (see `factor_shape`).
+        let kernel = if shape.columns {
+            lu_columns_kernel::launch_unchecked::<V, T, R>
+        } else {
+            lu_kernel::launch_unchecked::<V, T, R>
+        };
         let (count, dim) = groups_shape(a.count, shape.per_cube, n);
         b.launch::<(V, T)>(shape, || {
-            // SAFETY: the group loop stays below count matrices of n x n; pivots and info
-            // hold n and 1 entries per matrix; shared memory per cube was sized by per_cube.
+            // SAFETY: both kernels stay below count matrices of n x n (the column kernels
+            // clamp their loads to the last matrix and store only below count); pivots and
+            // info hold n and 1 entries per matrix; shared memory per cube is sized by the
+            // shape (O(n) values a matrix for the column kernels, per_cube matrices for the
+            // shared-memory ones).
             unsafe {
-                lu_kernel::launch_unchecked::<V, T, R>(
+                kernel(
                     b.client(),
                     count,
                     dim,
@@ -143,7 +178,7 @@ pub(crate) unsafe fn inverse<R: CubeRuntime, V: Element, T: Scalar>(
     }
     let info = b.alloc::<i32>(a.count)?;
     if a.count > 0 {
-        let shape = factor_shape::<R, T>(b, n, true)?;
+        let shape = factor_shape::<R, T>(b, n, true, false)?;
         let singular = scalar(singular_factor::<T>(n));
         let (count, dim) = groups_shape(a.count, shape.per_cube, 1);
         b.launch::<(V, T)>(shape, || {
@@ -179,7 +214,7 @@ pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
     if a.count == 0 || n == 0 {
         return Ok(info);
     }
-    let shape = factor_shape::<R, T>(b, n, false)?;
+    let shape = factor_shape::<R, T>(b, n, false, true)?;
     let singular = scalar(singular_factor::<T>(n));
     let units = if n <= SMALL { 1 } else { n };
     let (count, dim) = groups_shape(a.count, shape.per_cube, units);
@@ -200,10 +235,15 @@ pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
             }
         })?;
     } else {
+        let kernel = if shape.columns {
+            cholesky_columns_kernel::launch_unchecked::<V, T, R>
+        } else {
+            cholesky_kernel::launch_unchecked::<V, T, R>
+        };
         b.launch::<(V, T)>(shape, || {
-            // SAFETY: as for the shared-memory LU kernel.
+            // SAFETY: as for the LU kernels above n = 8.
             unsafe {
-                cholesky_kernel::launch_unchecked::<V, T, R>(
+                kernel(
                     b.client(),
                     count,
                     dim,

@@ -1,0 +1,348 @@
+//! The column kernels (`8 < n <= 32`): one unit per column, the column in registers (every
+//! index a constant where the steps are unrolled; the pivot row, chosen at run time, is
+//! reached by a loop of selects), loaded and stored straight from global memory (the units of a matrix read a row together:
+//! coalesced). Shared memory holds only what the units of a matrix exchange at a step (the
+//! pivot, column `k`, the multipliers) and the row scales of LU: `O(n)` values a matrix
+//! instead of the `n²` of the shared-memory kernels. On wgpu, where NVIDIA's Vulkan driver
+//! gives a multiprocessor about a quarter of CUDA's shared memory, that is what keeps enough
+//! matrices in flight (see [`crate::batched::cube::stage::WGPU_SHARED_BUDGET`]).
+
+use cubecl::prelude::*;
+
+use crate::backend::core::BackendCore;
+use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
+use crate::backend::BackendKind;
+use crate::batched::cube::factor::FactorShape;
+use crate::batched::cube::stage::SMALL;
+
+/// The largest side the column kernels take (the column is `n` registers of `T`).
+pub(crate) const COLUMNS_MAX: usize = 32;
+
+/// Rows of the matrices whose scales one pass of [`lu_columns_kernel`] computes (the pass
+/// stages `SCALE_ROWS` rows of each matrix in shared memory).
+const SCALE_ROWS: usize = 4;
+
+/// Units per cube the column kernels aim at (matrices per cube: this over `n`, at least one).
+const COLUMN_UNITS: usize = 128;
+
+/// Matrices per cube of the column kernels.
+pub(crate) fn columns_per_cube(n: usize) -> usize {
+    (COLUMN_UNITS / n.max(1)).max(1)
+}
+
+/// Whether the column kernels factor `n x n` matrices on `b` (`8 < n <= 32`), measured on
+/// an H200 (2026-11-26, f64, `bench --suite batched`): Cholesky on every device (CUDA
+/// 1.3–2.1x, wgpu 1.8–2.8x faster than the shared-memory kernel); LU on wgpu only (1.6–2.1x
+/// faster there; on CUDA the shared-memory kernel is up to 1.5x faster, its matrices fitting
+/// CUDA's larger shared memory).
+pub(crate) fn use_columns<R: CubeRuntime>(b: &Cube<R>, n: usize, cholesky: bool) -> bool {
+    n > SMALL && n <= COLUMNS_MAX && (cholesky || b.kind() == BackendKind::Wgpu)
+}
+
+/// Whether the column kernels' steps are unrolled on `b`: everywhere but on a Vulkan driver
+/// that runs on the CPU (lavapipe: wgpu's adapter type `Cpu`, which the device name
+/// carries), whose shader compiler takes minutes over the unrolled `n = 32` kernels, and
+/// where registers are not at stake.
+pub(crate) fn unroll_columns<R: CubeRuntime>(b: &Cube<R>) -> bool {
+    !(b.kind() == BackendKind::Wgpu && b.info().device.contains(", Cpu,"))
+}
+
+/// The entry `i` of a unit's column for a run-time row `i` (a loop of selects: the column
+/// stays in registers).
+#[cube]
+fn entry<T: Float>(col: &Array<T>, i: usize, #[comptime] n: usize) -> T {
+    let mut v = T::new(0.0);
+    #[unroll]
+    for r in 0..n {
+        if r == i {
+            v = col[r];
+        }
+    }
+    v
+}
+
+/// `k` as a new run-time variable (`k` is comptime where the steps are unrolled).
+#[cube]
+#[allow(unused_mut, clippy::let_and_return)] // the `let mut` is the variable
+fn variable(k: usize) -> usize {
+    let mut v = k;
+    v
+}
+
+/// Loads column `c` of matrix `mat` (or of the last matrix, past `count`: unconditional loads,
+/// nothing is stored for it).
+#[cube]
+fn load_column<V: Float, T: Float>(
+    a: &Array<V>,
+    col: &mut Array<T>,
+    mat: usize,
+    count: usize,
+    c: usize,
+    #[comptime] n: usize,
+) {
+    let mut src = mat;
+    if src >= count {
+        src = count - 1;
+    }
+    let at = src * comptime![n * n] + c;
+    #[unroll]
+    for i in 0..n {
+        col[i] = T::cast_from(a[at + i * n]);
+    }
+}
+
+/// LU (optionally with partial pivoting) of `per_cube` matrices per cube, one unit per
+/// column. Step `k`: the unit of column `k` finds the pivot row; every unit swaps rows `k`
+/// and `p` of its column; column `k` goes to shared memory, the unit of row `i > k` turns its
+/// entry into the multiplier `l_i = a_ik / a_kk` (a division, as in the other kernels, so
+/// that the status is the CPU's); every unit `j > k` updates its column with them.
+/// The row scales of the singularity test are computed first, `SCALE_ROWS` rows a pass, and
+/// follow the row swaps.
+#[cube(launch_unchecked)]
+#[allow(clippy::collapsible_if)] // a comptime `if` around a run-time one
+pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    pivots: &mut Array<u32>,
+    info: &mut Array<i32>,
+    singular: InputScalar,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, per_cube, pivoting, unroll) =
+        comptime![(shape.n, shape.per_cube, shape.pivoting, shape.unroll)];
+    let rows = comptime![SCALE_ROWS.min(shape.n)];
+    let w = comptime![SCALE_ROWS.min(shape.n) * (shape.n + 1)];
+    let mut scratch = SharedMemory::<T>::new(comptime![shape.per_cube * w]);
+    let mut scale = SharedMemory::<T>::new(comptime![shape.per_cube * shape.n]);
+    let mut piv = SharedMemory::<u32>::new(per_cube);
+    let unit = UNIT_POS as usize;
+    let local = unit / n;
+    let c = unit % n;
+    let sbase = local * w;
+    let tol = singular.get::<T>();
+    let groups = ceil_div(count, per_cube);
+    let mut g = CUBE_POS;
+    while g < groups {
+        let mat = g * per_cube + local;
+        let mut col = Array::<T>::new(n);
+        load_column::<V, T>(a, &mut col, mat, count, c, n);
+        // Row scales, `rows` rows of every matrix a pass: each unit puts its entries of
+        // those rows in shared memory, the unit of row `i` takes their largest magnitude.
+        #[unroll]
+        for q in 0..comptime![shape.n.div_ceil(SCALE_ROWS.min(shape.n))] {
+            #[unroll]
+            for r in 0..rows {
+                if comptime![q * rows + r < n] {
+                    scratch[sbase + r * (n + 1) + c] = T::abs(col[q * rows + r]);
+                }
+            }
+            sync_cube();
+            let first = comptime![q * rows];
+            if c >= first && c < first + rows {
+                let row = sbase + (c - first) * (n + 1);
+                let mut v = T::new(0.0);
+                #[unroll]
+                for j in 0..n {
+                    v = T::max(v, scratch[row + j]);
+                }
+                scale[local * n + c] = v;
+            }
+            sync_cube();
+        }
+        let mut code = 0i32;
+        // Every step unrolled (on GPUs, `shape.unroll`): its row `k` is a constant, so the
+        // column is indexed by constants (registers), only the pivot row `p` is reached by
+        // selects, and the tests against `k` fold away. Not unrolled, the same loops index
+        // the column at run time. (cubecl unrolls only ranges with a constant start: hence
+        // `0..n` and a test, not `k + 1..n`.)
+        #[unroll(unroll)]
+        for k in 0..n {
+            let mut p = variable(k);
+            if comptime![pivoting] {
+                if c == k {
+                    // The first largest magnitude at or below the diagonal, as the CPU.
+                    let mut best = T::abs(col[k]);
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k {
+                            let v = T::abs(col[i]);
+                            if v > best {
+                                best = v;
+                                p = i;
+                            }
+                        }
+                    }
+                    piv[local] = p as u32;
+                }
+            }
+            // Pivoting: the pivot row is known. Always: every unit is done reading the
+            // previous step's multipliers before column `k` overwrites them.
+            sync_cube();
+            if comptime![pivoting] {
+                p = piv[local] as usize;
+                if p != k {
+                    let vk = col[k];
+                    let mut vp = vk;
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k && i == p {
+                            vp = col[i];
+                            col[i] = vk;
+                        }
+                    }
+                    col[k] = vp;
+                    if c == 0 {
+                        let t = scale[local * n + k];
+                        scale[local * n + k] = scale[local * n + p];
+                        scale[local * n + p] = t;
+                    }
+                }
+            }
+            if c == 0 && mat < count {
+                pivots[mat * n + k] = p as u32;
+            }
+            // The unit's entry in the pivot row (U's row k).
+            let ukj = col[k];
+            if c == k {
+                #[unroll(unroll)]
+                for i in 0..n {
+                    if i >= k {
+                        scratch[sbase + i] = col[i];
+                    }
+                }
+            }
+            sync_cube();
+            let d = scratch[sbase + k];
+            if code == 0 && T::abs(d) <= tol * scale[local * n + k] {
+                code = (k + 1) as i32;
+            }
+            // As in the other kernels, the status does not gate the elimination; an exact
+            // zero pivot skips it (no division by zero).
+            let eliminate = d != T::new(0.0);
+            if eliminate && c > k {
+                scratch[sbase + c] = scratch[sbase + c] / d;
+            }
+            sync_cube();
+            if eliminate {
+                if c == k {
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k {
+                            col[i] = scratch[sbase + i];
+                        }
+                    }
+                } else if c > k {
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k {
+                            col[i] = fma(-scratch[sbase + i], ukj, col[i]);
+                        }
+                    }
+                }
+            }
+        }
+        if mat < count {
+            let at = mat * comptime![n * n] + c;
+            #[unroll]
+            for i in 0..n {
+                a[at + i * n] = V::cast_from(col[i]);
+            }
+            if c == 0 {
+                info[mat] = code;
+            }
+        }
+        // The next group's scale passes overwrite what this group's last step read.
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
+
+/// Cholesky (lower triangle; upper zeroed) of `per_cube` matrices per cube, one unit per
+/// column. Step `k`: the unit of column `k` tests its pivot against its original diagonal,
+/// takes the square root and scales its column (one division), and publishes the column;
+/// every unit `j > k` subtracts `l_i l_j` from its rows `i >= j`. Two alternating slots of
+/// shared memory a matrix: one barrier a step.
+#[cube(launch_unchecked)]
+pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
+    a: &mut Array<V>,
+    info: &mut Array<i32>,
+    singular: InputScalar,
+    count: usize,
+    #[comptime] shape: FactorShape,
+) {
+    let (n, per_cube, unroll) = comptime![(shape.n, shape.per_cube, shape.unroll)];
+    // Two slots of `n + 1`: column `k` and the step's verdict (1: factored, 0: failed).
+    let w = comptime![2 * (shape.n + 1)];
+    let mut scratch = SharedMemory::<T>::new(comptime![shape.per_cube * w]);
+    let unit = UNIT_POS as usize;
+    let local = unit / n;
+    let c = unit % n;
+    let sbase = local * w;
+    let tol = singular.get::<T>();
+    let groups = ceil_div(count, per_cube);
+    let mut g = CUBE_POS;
+    while g < groups {
+        let mat = g * per_cube + local;
+        let mut col = Array::<T>::new(n);
+        load_column::<V, T>(a, &mut col, mat, count, c, n);
+        let diag = entry::<T>(&col, c, n);
+        let mut code = 0i32;
+        // Every step unrolled (row `k` comptime) on GPUs, as in the LU kernel.
+        #[unroll(unroll)]
+        for k in 0..n {
+            let slot = sbase + (k % 2) * (n + 1);
+            if c == k {
+                let d = col[k];
+                let mut verdict = T::new(0.0);
+                if code == 0 && d > tol * diag {
+                    verdict = T::new(1.0);
+                    let r = T::sqrt(d);
+                    // One division per column, as in the register kernel.
+                    let inv = T::new(1.0) / r;
+                    col[k] = r;
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k {
+                            col[i] = col[i] * inv;
+                            scratch[slot + i] = col[i];
+                        }
+                    }
+                }
+                scratch[slot + n] = verdict;
+            }
+            // Column k is published. The other slot was last read at step k - 1, before
+            // every unit reached this barrier's predecessor.
+            sync_cube();
+            let ok = scratch[slot + n] != T::new(0.0);
+            if !ok && code == 0 {
+                code = (k + 1) as i32;
+            }
+            if ok && c > k {
+                let lc = scratch[slot + c];
+                #[unroll(unroll)]
+                for i in 0..n {
+                    if i > k && i >= c {
+                        col[i] = fma(-scratch[slot + i], lc, col[i]);
+                    }
+                }
+            }
+        }
+        if mat < count {
+            let at = mat * comptime![n * n] + c;
+            #[unroll]
+            for i in 0..n {
+                let mut v = col[i];
+                if i < c {
+                    v = T::new(0.0);
+                }
+                a[at + i * n] = V::cast_from(v);
+            }
+            if c == 0 {
+                info[mat] = code;
+            }
+        }
+        // The next group's first steps write the slots this group's last steps read.
+        sync_cube();
+        g += CUBE_COUNT;
+    }
+}
