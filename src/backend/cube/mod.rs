@@ -494,6 +494,15 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
 
 impl<R: CubeRuntime> Sealed for Cube<R> {}
 
+/// Serialises this crate's unit tests that launch kernels: a kernel-expansion panic is
+/// recorded per process (see `failures`), so the tests that provoke one on purpose would
+/// hand it to a concurrent test's flush of the same device.
+#[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+pub(crate) fn device_test_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
 mod tests {
     use super::*;
@@ -532,6 +541,7 @@ mod tests {
     /// A kernel whose expansion panics is an error of the launch, its output is left as it
     /// was, and the device goes on working.
     fn compile_failure_is_an_error<R: CubeRuntime>(backend: Cube<R>) {
+        let _serial = device_test_lock();
         let mut out = backend.upload(&[7.0f32; 5]).unwrap();
         let err = launch_maybe_broken(&backend, &mut out, true).unwrap_err();
         assert!(

@@ -44,6 +44,10 @@ pub(crate) fn use_columns<R: CubeRuntime>(b: &Cube<R>, n: usize, cholesky: bool)
 /// carries), whose shader compiler takes minutes over the unrolled `n = 32` kernels, and
 /// where registers are not at stake.
 pub(crate) fn unroll_columns<R: CubeRuntime>(b: &Cube<R>) -> bool {
+    #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+    if tests::FORCE_UNROLL.with(|f| f.get()) {
+        return true;
+    }
     !(b.kind() == BackendKind::Wgpu && b.info().device.contains(", Cpu,"))
 }
 
@@ -152,7 +156,8 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
         let mut code = 0i32;
         // Every step unrolled (on GPUs, `shape.unroll`): its row `k` is a constant, so the
         // column is indexed by constants (registers), only the pivot row `p` is reached by
-        // selects, and the tests against `k` fold away. Not unrolled, the same loops index
+        // selects; the tests against `k` compare constants, left to the GPU compilers to fold
+        // (cubecl keeps them in the source it generates). Not unrolled, the same loops index
         // the column at run time. (cubecl unrolls only ranges with a constant start: hence
         // `0..n` and a test, not `k + 1..n`.)
         #[unroll(unroll)]
@@ -213,12 +218,14 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
             }
             sync_cube();
             let d = scratch[sbase + k];
-            if code == 0 && T::abs(d) <= tol * scale[local * n + k] {
+            // A flagged step is skipped, as on the CPU and in the shared-memory kernel (a
+            // pivot of `1e-17` left by rounding must not scale the rest): the factors past it
+            // are the CPU's too. (The register kernels eliminate through it.)
+            let small = T::abs(d) <= tol * scale[local * n + k];
+            if small && code == 0 {
                 code = (k + 1) as i32;
             }
-            // As in the other kernels, the status does not gate the elimination; an exact
-            // zero pivot skips it (no division by zero).
-            let eliminate = d != T::new(0.0);
+            let eliminate = !small;
             if eliminate && c > k {
                 scratch[sbase + c] = scratch[sbase + c] / d;
             }
@@ -310,8 +317,8 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
                 }
                 scratch[slot + n] = verdict;
             }
-            // Column k is published. The other slot was last read at step k - 1, before
-            // every unit reached this barrier's predecessor.
+            // Column k is published. Its slot was last read at step k - 2, by units that
+            // were done with it before they reached the barrier of step k - 1.
             sync_cube();
             let ok = scratch[slot + n] != T::new(0.0);
             if !ok && code == 0 {
@@ -344,5 +351,166 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
         // The next group's first steps write the slots this group's last steps read.
         sync_cube();
         g += CUBE_COUNT;
+    }
+}
+
+#[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+mod tests {
+    //! The unrolled form of the column kernels against the CPU, on whatever device is there
+    //! (on lavapipe, where the library would not unroll them, forced): CI has no GPU, and the
+    //! unrolled form is the one GPUs run.
+
+    use std::cell::Cell;
+
+    use crate::batched::{cholesky, lu, Batch, Pivoting};
+    use crate::random::Rng;
+    use crate::{Backend, Cpu};
+
+    thread_local! {
+        /// Unroll the column kernels' steps on every device (this thread's launches).
+        pub(super) static FORCE_UNROLL: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// `count` random `n x n` matrices, `weight` added to the diagonal (SPD when `spd`, with
+    /// a weight of `n`); matrix 1 is singular (LU: a zero column) or indefinite (Cholesky: a
+    /// negative diagonal entry).
+    fn matrices(count: usize, n: usize, spd: bool, weight: f64, seed: u64) -> Vec<f64> {
+        let mut rng = Rng::new(seed);
+        let mut out = vec![0.0; count * n * n];
+        for (m, a) in out.chunks_mut(n * n).enumerate() {
+            for i in 0..n {
+                for j in 0..=i {
+                    let v = rng.range(-1.0, 1.0);
+                    a[i * n + j] = v;
+                    a[j * n + i] = if spd { v } else { rng.range(-1.0, 1.0) };
+                }
+                a[i * n + i] += weight;
+            }
+            if m == 2 && !spd {
+                // Column 3 three times column 2: a pivot left by rounding at step 3 (flagged,
+                // and without pivoting skipped as on the CPU).
+                for i in 0..n {
+                    a[i * n + 3] = 3.0 * a[i * n + 2];
+                }
+            }
+            if m == 1 {
+                if spd {
+                    a[5 * n + 5] = -1.0;
+                } else {
+                    for i in 0..n {
+                        a[i * n + 3] = 0.0;
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn close(got: &[f64], want: &[f64], what: &str) {
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-11 * (1.0 + w.abs()),
+                "{what}: entry {i}: {g} against the CPU's {w}"
+            );
+        }
+    }
+
+    fn unrolled_against_cpu<B: Backend>(b: &B) {
+        if !b.info().supports_f64() {
+            eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
+            return;
+        }
+        let _serial = crate::backend::cube::device_test_lock();
+        let cpu = Cpu::new();
+        FORCE_UNROLL.with(|f| f.set(true));
+        for n in [9, 13] {
+            // Three groups and a partial one: the tail is clamped on loads, skipped on stores.
+            let count = 3 * super::columns_per_cube(n) + 2;
+            for pivoting in [Pivoting::Partial, Pivoting::None] {
+                // Without pivoting, diagonally dominant matrices (no growth); with it, plain
+                // random ones (row swaps at most steps).
+                let weight = if pivoting == Pivoting::None {
+                    n as f64
+                } else {
+                    0.0
+                };
+                let general = matrices(count, n, false, weight, 7 + n as u64);
+                let got = lu::<B, f64, f64>(
+                    Batch::from_slice(b, count, n, n, &general).unwrap(),
+                    pivoting,
+                )
+                .unwrap();
+                let want = lu::<Cpu, f64, f64>(
+                    Batch::from_slice(&cpu, count, n, n, &general).unwrap(),
+                    pivoting,
+                )
+                .unwrap();
+                let what = format!("LU n = {n} {pivoting:?}");
+                // With pivoting, the rows of matrix 2 past its rounding-level column are chosen
+                // among rounding noise: its pivots and factors are not compared.
+                let skip = if pivoting == Pivoting::Partial {
+                    2
+                } else {
+                    count
+                };
+                let (gp, wp) = (got.pivots_to_vec().unwrap(), want.pivots_to_vec().unwrap());
+                for m in (0..count).filter(|&m| m != skip) {
+                    let r = m * n..(m + 1) * n;
+                    assert_eq!(gp[r.clone()], wp[r], "{what}, matrix {m}");
+                }
+                assert_eq!(
+                    got.status().codes().unwrap(),
+                    want.status().codes().unwrap(),
+                    "{what}"
+                );
+                // Every factor, the singular members' too: their flagged steps are skipped, as
+                // on the CPU.
+                let (g, w) = (
+                    got.factors().to_vec().unwrap(),
+                    want.factors().to_vec().unwrap(),
+                );
+                for m in (0..count).filter(|&m| m != skip) {
+                    let r = m * n * n..(m + 1) * n * n;
+                    close(&g[r.clone()], &w[r], &format!("{what}, matrix {m}"));
+                }
+            }
+            let spd = matrices(count, n, true, n as f64, 70 + n as u64);
+            let (got, gs) =
+                cholesky::<B, f64, f64>(Batch::from_slice(b, count, n, n, &spd).unwrap()).unwrap();
+            let (want, ws) =
+                cholesky::<Cpu, f64, f64>(Batch::from_slice(&cpu, count, n, n, &spd).unwrap())
+                    .unwrap();
+            let what = format!("Cholesky n = {n}");
+            assert_eq!(gs.codes().unwrap(), ws.codes().unwrap(), "{what}");
+            let (g, w) = (got.to_vec().unwrap(), want.to_vec().unwrap());
+            close(&g[..n * n], &w[..n * n], &what);
+            close(&g[2 * n * n..], &w[2 * n * n..], &what);
+        }
+        FORCE_UNROLL.with(|f| f.set(false));
+    }
+
+    fn required(kind: &str) -> bool {
+        std::env::var("GALERKIN_REQUIRE_BACKENDS")
+            .is_ok_and(|v| v.split(',').any(|k| k.trim().eq_ignore_ascii_case(kind)))
+    }
+
+    #[cfg(feature = "wgpu")]
+    #[test]
+    fn wgpu_unrolled_column_kernels_match_the_cpu() {
+        match crate::Wgpu::new() {
+            Ok(backend) => unrolled_against_cpu(&backend),
+            Err(e) if required("wgpu") => panic!("wgpu is required: {e}"),
+            Err(e) => eprintln!("[galerkin tests] skipping: no wgpu device: {e}"),
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn cuda_unrolled_column_kernels_match_the_cpu() {
+        match crate::Cuda::new() {
+            Ok(backend) => unrolled_against_cpu(&backend),
+            Err(e) if required("cuda") => panic!("cuda is required: {e}"),
+            Err(e) => eprintln!("[galerkin tests] skipping: no CUDA device: {e}"),
+        }
     }
 }
