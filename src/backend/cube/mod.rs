@@ -494,13 +494,23 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
 
 impl<R: CubeRuntime> Sealed for Cube<R> {}
 
-/// Serialises this crate's unit tests that launch kernels: a kernel-expansion panic is
-/// recorded per process (see `failures`), so the tests that provoke one on purpose would
-/// hand it to a concurrent test's flush of the same device.
+/// Runs a unit test on `device` (`kind`: "wgpu" or "cuda"), or skips it where the device is
+/// missing, unless `GALERKIN_REQUIRE_BACKENDS` names the kind. The tests run one at a time:
+/// a kernel-expansion panic is recorded per process (see `failures`), so a test that provokes
+/// one on purpose would hand it to a concurrent test's flush of the same device.
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
-pub(crate) fn device_test_lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn on_test_device<B>(kind: &str, device: Result<B>, run: impl FnOnce(B)) {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+    let required = std::env::var("GALERKIN_REQUIRE_BACKENDS")
+        .is_ok_and(|v| v.split(',').any(|k| k.trim().eq_ignore_ascii_case(kind)));
+    match device {
+        Ok(backend) => {
+            let _serial = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            run(backend)
+        }
+        Err(e) if required => panic!("{kind} is required: {e}"),
+        Err(e) => eprintln!("[galerkin tests] skipping: no {kind} device: {e}"),
+    }
 }
 
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
@@ -541,7 +551,6 @@ mod tests {
     /// A kernel whose expansion panics is an error of the launch, its output is left as it
     /// was, and the device goes on working.
     fn compile_failure_is_an_error<R: CubeRuntime>(backend: Cube<R>) {
-        let _serial = device_test_lock();
         let mut out = backend.upload(&[7.0f32; 5]).unwrap();
         let err = launch_maybe_broken(&backend, &mut out, true).unwrap_err();
         assert!(
@@ -556,28 +565,15 @@ mod tests {
         assert_eq!(backend.download(&out).unwrap(), [1.0; 5]);
     }
 
-    fn required(kind: &str) -> bool {
-        std::env::var("GALERKIN_REQUIRE_BACKENDS")
-            .is_ok_and(|v| v.split(',').any(|k| k.trim().eq_ignore_ascii_case(kind)))
-    }
-
     #[cfg(feature = "wgpu")]
     #[test]
     fn wgpu_compile_failure_is_an_error() {
-        match Wgpu::new() {
-            Ok(backend) => compile_failure_is_an_error(backend),
-            Err(e) if required("wgpu") => panic!("wgpu is required: {e}"),
-            Err(e) => eprintln!("[galerkin tests] skipping: no wgpu device: {e}"),
-        }
+        on_test_device("wgpu", Wgpu::new(), compile_failure_is_an_error);
     }
 
     #[cfg(feature = "cuda")]
     #[test]
     fn cuda_compile_failure_is_an_error() {
-        match Cuda::new() {
-            Ok(backend) => compile_failure_is_an_error(backend),
-            Err(e) if required("cuda") => panic!("cuda is required: {e}"),
-            Err(e) => eprintln!("[galerkin tests] skipping: no CUDA device: {e}"),
-        }
+        on_test_device("cuda", Cuda::new(), compile_failure_is_an_error);
     }
 }

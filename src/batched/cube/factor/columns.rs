@@ -1,7 +1,7 @@
 //! The column kernels (`8 < n <= 32`): one unit per column, the column in registers (every
 //! index a constant where the steps are unrolled; the pivot row, chosen at run time, is
-//! reached by a loop of selects), loaded and stored straight from global memory (the units of a matrix read a row together:
-//! coalesced). Shared memory holds only what the units of a matrix exchange at a step (the
+//! reached by a loop of selects), loaded and stored straight from global memory (the units
+//! of a matrix read a row together: coalesced). Shared memory holds only what the units of a matrix exchange at a step (the
 //! pivot, column `k`, the multipliers) and the row scales of LU: `O(n)` values a matrix
 //! instead of the `n²` of the shared-memory kernels. On wgpu, where NVIDIA's Vulkan driver
 //! gives a multiprocessor about a quarter of CUDA's shared memory, that is what keeps enough
@@ -92,6 +92,31 @@ fn load_column<V: Float, T: Float>(
     #[unroll]
     for i in 0..n {
         col[i] = T::cast_from(a[at + i * n]);
+    }
+}
+
+/// Stores column `c` of matrix `mat` (nothing past `count`); `lower`: the entries above the
+/// diagonal as zeros.
+#[cube]
+fn store_column<V: Float, T: Float>(
+    a: &mut Array<V>,
+    col: &Array<T>,
+    mat: usize,
+    count: usize,
+    c: usize,
+    #[comptime] n: usize,
+    #[comptime] lower: bool,
+) {
+    if mat < count {
+        let at = mat * comptime![n * n] + c;
+        #[unroll]
+        for i in 0..n {
+            let mut v = col[i];
+            if comptime![lower] && i < c {
+                v = T::new(0.0);
+            }
+            a[at + i * n] = V::cast_from(v);
+        }
     }
 }
 
@@ -248,15 +273,9 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
                 }
             }
         }
-        if mat < count {
-            let at = mat * comptime![n * n] + c;
-            #[unroll]
-            for i in 0..n {
-                a[at + i * n] = V::cast_from(col[i]);
-            }
-            if c == 0 {
-                info[mat] = code;
-            }
+        store_column::<V, T>(a, &col, mat, count, c, n, false);
+        if c == 0 && mat < count {
+            info[mat] = code;
         }
         // The next group's scale passes overwrite what this group's last step read.
         sync_cube();
@@ -294,7 +313,7 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
         load_column::<V, T>(a, &mut col, mat, count, c, n);
         let diag = entry::<T>(&col, c, n);
         let mut code = 0i32;
-        // Every step unrolled (row `k` comptime) on GPUs, as in the LU kernel.
+        // Every step unrolled (row `k` a constant) on GPUs, as in the LU kernel.
         #[unroll(unroll)]
         for k in 0..n {
             let slot = sbase + (k % 2) * (n + 1);
@@ -334,19 +353,9 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
                 }
             }
         }
-        if mat < count {
-            let at = mat * comptime![n * n] + c;
-            #[unroll]
-            for i in 0..n {
-                let mut v = col[i];
-                if i < c {
-                    v = T::new(0.0);
-                }
-                a[at + i * n] = V::cast_from(v);
-            }
-            if c == 0 {
-                info[mat] = code;
-            }
+        store_column::<V, T>(a, &col, mat, count, c, n, true);
+        if c == 0 && mat < count {
+            info[mat] = code;
         }
         // The next group's first steps write the slots this group's last steps read.
         sync_cube();
@@ -362,6 +371,7 @@ mod tests {
 
     use std::cell::Cell;
 
+    use crate::backend::cube::on_test_device;
     use crate::batched::{cholesky, lu, Batch, Pivoting};
     use crate::random::Rng;
     use crate::{Backend, Cpu};
@@ -420,7 +430,6 @@ mod tests {
             eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
             return;
         }
-        let _serial = crate::backend::cube::device_test_lock();
         let cpu = Cpu::new();
         FORCE_UNROLL.with(|f| f.set(true));
         for n in [9, 13] {
@@ -489,28 +498,15 @@ mod tests {
         FORCE_UNROLL.with(|f| f.set(false));
     }
 
-    fn required(kind: &str) -> bool {
-        std::env::var("GALERKIN_REQUIRE_BACKENDS")
-            .is_ok_and(|v| v.split(',').any(|k| k.trim().eq_ignore_ascii_case(kind)))
-    }
-
     #[cfg(feature = "wgpu")]
     #[test]
     fn wgpu_unrolled_column_kernels_match_the_cpu() {
-        match crate::Wgpu::new() {
-            Ok(backend) => unrolled_against_cpu(&backend),
-            Err(e) if required("wgpu") => panic!("wgpu is required: {e}"),
-            Err(e) => eprintln!("[galerkin tests] skipping: no wgpu device: {e}"),
-        }
+        on_test_device("wgpu", crate::Wgpu::new(), |b| unrolled_against_cpu(&b));
     }
 
     #[cfg(feature = "cuda")]
     #[test]
     fn cuda_unrolled_column_kernels_match_the_cpu() {
-        match crate::Cuda::new() {
-            Ok(backend) => unrolled_against_cpu(&backend),
-            Err(e) if required("cuda") => panic!("cuda is required: {e}"),
-            Err(e) => eprintln!("[galerkin tests] skipping: no CUDA device: {e}"),
-        }
+        on_test_device("cuda", crate::Cuda::new(), |b| unrolled_against_cpu(&b));
     }
 }
