@@ -51,18 +51,32 @@ fn solve_kernel<V: Float, T: Float>(
         let fb = mat * n * n;
         let bb = mat * n * nrhs;
         let mut x = Array::<T>::new(n);
+        // The identity's column `c` after the row interchanges is `e_q`, `q` where the
+        // interchanges take row `c`: one index followed instead of the column swapped.
+        let mut q = c;
+        if comptime![sw.identity && sw.pivots] {
+            #[unroll(sw.unroll)]
+            for k in 0..n {
+                let p = pivots[mat * n + k] as usize;
+                if q == k {
+                    q = p;
+                } else if q == p {
+                    q = k;
+                }
+            }
+        }
         #[unroll(sw.unroll)]
         for i in 0..n {
             if comptime![sw.identity] {
                 x[i] = T::new(0.0);
-                if i == c {
+                if i == q {
                     x[i] = T::new(1.0);
                 }
             } else {
                 x[i] = T::cast_from(b[bb + i * nrhs + c]);
             }
         }
-        if comptime![sw.pivots] {
+        if comptime![sw.pivots && !sw.identity] {
             #[unroll(sw.unroll)]
             for k in 0..n {
                 let p = pivots[mat * n + k] as usize;

@@ -284,10 +284,12 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
 }
 
 /// Cholesky (lower triangle; upper zeroed) of `per_cube` matrices per cube, one unit per
-/// column. Step `k`: the unit of column `k` tests its pivot against its original diagonal,
-/// takes the square root and scales its column (one division), and publishes the column;
-/// every unit `j > k` subtracts `l_i l_j` from its rows `i >= j`. Two alternating slots of
-/// shared memory a matrix: one barrier a step.
+/// column. Step `k`: the unit of column `k` publishes its rows below the diagonal as they are,
+/// tests its pivot `d` against its original diagonal and publishes `1 / √d` and the verdict;
+/// after the step's one barrier it scales its column, and every unit `j > k` subtracts
+/// `l_i l_j = a_ik (a_jk / d)` from its rows `i >= j`. (Publishing the column unscaled keeps
+/// the scaling off the path to the barrier: 12–15% faster at n = 24, 32 than scaling first,
+/// H100 2026-11-26.) Two alternating slots of shared memory a matrix.
 #[cube(launch_unchecked)]
 pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
     a: &mut Array<V>,
@@ -297,13 +299,13 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
     #[comptime] shape: FactorShape,
 ) {
     let (n, per_cube, unroll) = comptime![(shape.n, shape.per_cube, shape.unroll)];
-    // Two slots of `n + 1`: column `k` and the step's verdict (1: factored, 0: failed).
-    let w = comptime![2 * (shape.n + 1)];
-    let mut scratch = SharedMemory::<T>::new(comptime![shape.per_cube * w]);
+    // A slot of `n + 2`: column `k` (rows `k + 1..n`), `1 / √d`, the verdict (1: factored).
+    let w = comptime![shape.n + 2];
+    let mut scratch = SharedMemory::<T>::new(comptime![shape.per_cube * 2 * (shape.n + 2)]);
     let unit = UNIT_POS as usize;
     let local = unit / n;
     let c = unit % n;
-    let sbase = local * w;
+    let sbase = local * 2 * w;
     let tol = singular.get::<T>();
     let groups = ceil_div(count, per_cube);
     let mut g = CUBE_POS;
@@ -316,39 +318,51 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
         // Every step unrolled (row `k` a constant) on GPUs, as in the LU kernel.
         #[unroll(unroll)]
         for k in 0..n {
-            let slot = sbase + (k % 2) * (n + 1);
+            let slot = sbase + (k % 2) * w;
             if c == k {
-                let d = col[k];
-                let mut verdict = T::new(0.0);
-                if code == 0 && d > tol * diag {
-                    verdict = T::new(1.0);
-                    let r = T::sqrt(d);
-                    // One division per column, as in the register kernel.
-                    let inv = T::new(1.0) / r;
-                    col[k] = r;
-                    #[unroll(unroll)]
-                    for i in 0..n {
-                        if i > k {
-                            col[i] = col[i] * inv;
-                            scratch[slot + i] = col[i];
-                        }
+                #[unroll(unroll)]
+                for i in 0..n {
+                    if i > k {
+                        scratch[slot + i] = col[i];
                     }
                 }
-                scratch[slot + n] = verdict;
+                let d = col[k];
+                let mut verdict = T::new(0.0);
+                let mut inv = T::new(0.0);
+                if code == 0 && d > tol * diag {
+                    verdict = T::new(1.0);
+                    let root = T::sqrt(d);
+                    // One division a step, as in the register kernel.
+                    inv = T::new(1.0) / root;
+                    col[k] = root;
+                }
+                scratch[slot + n] = inv;
+                scratch[slot + n + 1] = verdict;
             }
             // Column k is published. Its slot was last read at step k - 2, by units that
             // were done with it before they reached the barrier of step k - 1.
             sync_cube();
-            let ok = scratch[slot + n] != T::new(0.0);
+            let ok = scratch[slot + n + 1] != T::new(0.0);
             if !ok && code == 0 {
                 code = (k + 1) as i32;
             }
-            if ok && c > k {
-                let lc = scratch[slot + c];
-                #[unroll(unroll)]
-                for i in 0..n {
-                    if i > k && i >= c {
-                        col[i] = fma(-scratch[slot + i], lc, col[i]);
+            if ok {
+                let inv = scratch[slot + n];
+                if c == k {
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k {
+                            col[i] = col[i] * inv;
+                        }
+                    }
+                } else if c > k {
+                    // l_c = a_ck / √d, so the update's l_i l_c is a_ik (a_ck / d).
+                    let m = scratch[slot + c] * inv * inv;
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k && i >= c {
+                            col[i] = fma(-scratch[slot + i], m, col[i]);
+                        }
                     }
                 }
             }
