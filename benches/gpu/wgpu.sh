@@ -24,6 +24,9 @@
 #           runtimes. (That session's comparisons of staging, GEMM tiles and factorization
 #           kernels ran builds with temporary environment switches, not committed.)
 # part "k3": the batched factorization tests on CUDA and wgpu, the batched suite at n = 16, 32.
+# part "k4": seventh session (after `pack --tests --example bench`): the column kernels' unit
+#           tests and the batched tests on CUDA and wgpu (NVRTC compiles the unrolled kernels:
+#           about 200 s), then the batched suite at every side the kernels switch at.
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -119,6 +122,19 @@ k3)
   grep -E "panicked|FAILED" "$out/tests.txt" | head -5
   timeout 45 $bin/bench --suite batched $both --log2 ${SIDES:-16,32} --precision f64 --reps 3 \
     > "$out/final.txt" 2>&1
+  echo "final: $(grep -E '^(cuda|wgpu)' "$out/final.txt" | grep -E 'gemm C=AB|lu|chol|inverse' \
+    | awk '{printf "%s%s/%s=%s ", substr($1,1,1), $3, substr($5,1,3), $(NF-3)}')"
+  ;;
+k4)
+  lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 100 "$lib" columns > "$out/unit.txt" 2>&1
+  echo "unit tests rc=$?: $(grep -E 'test result' "$out/unit.txt")"
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 330 "$it" batched:: --skip examples --test-threads 16 \
+    > "$out/tests.txt" 2>&1
+  echo "tests rc=$?: $(grep -E 'test result' "$out/tests.txt")"
+  grep -E "panicked|FAILED" "$out/tests.txt" | head -5
+  timeout 200 $bin/bench --suite batched $both --log2 ${SIDES:-2,4,8,9,12,16,20,24,27,32,64} \
+    --precision f64 --reps 3 > "$out/final.txt" 2>&1
   echo "final: $(grep -E '^(cuda|wgpu)' "$out/final.txt" | grep -E 'gemm C=AB|lu|chol|inverse' \
     | awk '{printf "%s%s/%s=%s ", substr($1,1,1), $3, substr($5,1,3), $(NF-3)}')"
   ;;
