@@ -43,6 +43,48 @@ pub fn median<B: Backend>(
     Ok(times[times.len() / 2])
 }
 
+/// Median over `reps` samples of the time of one call of `f` minus one call of `base`, each
+/// sample timing a batch of `f` and then a batch of `base` back to back (batches sized as in
+/// [`median`] from `f`): for an operation that cannot run without `base` (a factorization
+/// that consumes a clone of its input), a disturbance during one batch spoils one sample,
+/// not the result. Zero where `base` took longer.
+pub fn median_minus<B: Backend>(
+    backend: &B,
+    reps: usize,
+    mut f: impl FnMut() -> Result<()>,
+    mut base: impl FnMut() -> Result<()>,
+) -> Result<Duration> {
+    for _ in 0..2 {
+        f()?;
+        base()?;
+    }
+    backend.synchronize()?;
+    let t0 = Instant::now();
+    f()?;
+    backend.synchronize()?;
+    let once = t0.elapsed().max(Duration::from_nanos(100));
+    let batch = (MIN_BATCH_TIME.as_secs_f64() / once.as_secs_f64())
+        .ceil()
+        .clamp(1.0, 200.0) as u32;
+    let timed = |g: &mut dyn FnMut() -> Result<()>| -> Result<Duration> {
+        backend.synchronize()?;
+        let t0 = Instant::now();
+        for _ in 0..batch {
+            g()?;
+        }
+        backend.synchronize()?;
+        Ok(t0.elapsed() / batch)
+    };
+    let mut diffs = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let with = timed(&mut f)?;
+        let without = timed(&mut base)?;
+        diffs.push(with.saturating_sub(without));
+    }
+    diffs.sort();
+    Ok(diffs[diffs.len() / 2])
+}
+
 /// The copy bandwidth of `b` (GB/s, bytes read plus written) over 2^26 values of `T`.
 ///
 /// # Errors
