@@ -70,11 +70,11 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, scale: f64, reps: usize, copy: f6
         gemm(&GemmParams::<T>::default(), &a0, &bm, &mut c)
     })?;
     row("gemm C=A0 B (shared A)", t, 2.0 * mat_bytes, 2.0 * n3);
-    let t_clone = median(b, reps, || a.try_clone().map(|_| ()))?;
+    let clone = || a.try_clone().map(|_| ());
+    let t_clone = median(b, reps, clone)?;
     row("copy (clone)", t_clone, 2.0 * mat_bytes, 0.0);
     // The factorizations work in place on a clone: each sample subtracts a clone timed
     // right after it.
-    let clone = || a.try_clone().map(|_| ());
     let t = median_minus(
         b,
         reps,

@@ -21,26 +21,11 @@ pub fn median<B: Backend>(
     for _ in 0..2 {
         f()?;
     }
-    backend.synchronize()?;
-    let t0 = Instant::now();
-    f()?;
-    backend.synchronize()?;
-    let once = t0.elapsed().max(Duration::from_nanos(100));
-    let batch = (MIN_BATCH_TIME.as_secs_f64() / once.as_secs_f64())
-        .ceil()
-        .clamp(1.0, 200.0) as u32;
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        backend.synchronize()?;
-        let t0 = Instant::now();
-        for _ in 0..batch {
-            f()?;
-        }
-        backend.synchronize()?;
-        times.push(t0.elapsed() / batch);
-    }
-    times.sort();
-    Ok(times[times.len() / 2])
+    let batch = batch_size(backend, &mut f)?;
+    let times = (0..reps)
+        .map(|_| batch_time(backend, batch, &mut f))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(middle(times))
 }
 
 /// Median over `reps` samples of the time of one call of `f` minus one call of `base`, each
@@ -58,31 +43,49 @@ pub fn median_minus<B: Backend>(
         f()?;
         base()?;
     }
+    let batch = batch_size(backend, &mut f)?;
+    let mut diffs = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let with = batch_time(backend, batch, &mut f)?;
+        let without = batch_time(backend, batch, &mut base)?;
+        diffs.push(with.saturating_sub(without));
+    }
+    Ok(middle(diffs))
+}
+
+/// Calls of `f` a timed batch takes: enough for [`MIN_BATCH_TIME`] by one synchronised call
+/// (1 to 200).
+fn batch_size<B: Backend>(backend: &B, f: &mut impl FnMut() -> Result<()>) -> Result<u32> {
     backend.synchronize()?;
     let t0 = Instant::now();
     f()?;
     backend.synchronize()?;
     let once = t0.elapsed().max(Duration::from_nanos(100));
-    let batch = (MIN_BATCH_TIME.as_secs_f64() / once.as_secs_f64())
+    Ok((MIN_BATCH_TIME.as_secs_f64() / once.as_secs_f64())
         .ceil()
-        .clamp(1.0, 200.0) as u32;
-    let timed = |g: &mut dyn FnMut() -> Result<()>| -> Result<Duration> {
-        backend.synchronize()?;
-        let t0 = Instant::now();
-        for _ in 0..batch {
-            g()?;
-        }
-        backend.synchronize()?;
-        Ok(t0.elapsed() / batch)
-    };
-    let mut diffs = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let with = timed(&mut f)?;
-        let without = timed(&mut base)?;
-        diffs.push(with.saturating_sub(without));
+        .clamp(1.0, 200.0) as u32)
+}
+
+/// The time of one call of `f` over a batch of `batch` back-to-back calls, bracketed by
+/// device synchronisation.
+fn batch_time<B: Backend>(
+    backend: &B,
+    batch: u32,
+    f: &mut impl FnMut() -> Result<()>,
+) -> Result<Duration> {
+    backend.synchronize()?;
+    let t0 = Instant::now();
+    for _ in 0..batch {
+        f()?;
     }
-    diffs.sort();
-    Ok(diffs[diffs.len() / 2])
+    backend.synchronize()?;
+    Ok(t0.elapsed() / batch)
+}
+
+/// The median of `samples` (the upper one of an even count).
+fn middle(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
 }
 
 /// The copy bandwidth of `b` (GB/s, bytes read plus written) over 2^26 values of `T`.
