@@ -51,6 +51,22 @@ pub(crate) fn unroll_columns<R: CubeRuntime>(b: &Cube<R>) -> bool {
     !(b.kind() == BackendKind::Wgpu && b.info().device.contains(", Cpu,"))
 }
 
+/// Whether the Cholesky column kernel scales column `k` before publishing it (else it
+/// publishes it unscaled with `1 / √d` and scales it after the step's barrier): at odd sides.
+/// The two forms differ only in what is on the path to the barrier, and the device compilers
+/// allocate their registers differently; measured on an H100 (2026-11-26, f64, `bench
+/// --suite batched`, µs scaled / unscaled), the side's parity decides on both runtimes:
+/// CUDA n = 25..32: 328/402, 416/379, 365/449, 404/379, 375/442, 424/380, 370/516, 486/414
+/// (at n <= 20 within 2%); wgpu n = 16..32 even sides 1.05–2.4x faster unscaled, odd sides
+/// 25..29 1.02–1.2x faster scaled (n = 31: 7% slower scaled, the one exception, not taken).
+pub(crate) fn cholesky_scale_first(n: usize) -> bool {
+    #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+    if let Some(first) = tests::FORCE_SCALE_FIRST.with(|f| f.get()) {
+        return first;
+    }
+    n % 2 == 1
+}
+
 /// The entry `i` of a unit's column for a run-time row `i` (a loop of selects: the column
 /// stays in registers).
 #[cube]
@@ -284,13 +300,16 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
 }
 
 /// Cholesky (lower triangle; upper zeroed) of `per_cube` matrices per cube, one unit per
-/// column. Step `k`: the unit of column `k` publishes its rows below the diagonal as they are,
-/// tests its pivot `d` against its original diagonal and publishes `1 / √d` and the verdict;
-/// after the step's one barrier it scales its column, and every unit `j > k` subtracts
-/// `l_i l_j = a_ik (a_jk / d)` from its rows `i >= j`. (Publishing the column unscaled keeps
-/// the scaling off the path to the barrier: against scaling first, on an H100 2026-11-26,
-/// 12–15% faster at n = 24, 32 on CUDA and up to 2.3x on wgpu, but 23% slower at n = 27 on
-/// CUDA.) Two alternating slots of shared memory a matrix.
+/// column, in one of two step forms (`shape.scale_first`: see [`cholesky_scale_first`]).
+/// Step `k`: the unit of column `k` tests its pivot `d` against its original diagonal, takes
+/// `√d` and `1 / √d` (one division a step, as in the register kernel) and publishes the verdict
+/// with column `k`:
+/// - scaled first: it scales its rows below the diagonal and publishes them; every unit
+///   `j > k` subtracts `l_i l_j` from its rows `i >= j`;
+/// - unscaled: it publishes its rows as they are and `1 / √d`, and scales them after the
+///   barrier, off the path to it; every unit `j > k` subtracts `a_ik (a_jk / d)`.
+///
+/// Two alternating slots of shared memory a matrix: one barrier a step.
 #[cube(launch_unchecked)]
 pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
     a: &mut Array<V>,
@@ -299,14 +318,25 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
     count: usize,
     #[comptime] shape: FactorShape,
 ) {
-    let (n, per_cube, unroll) = comptime![(shape.n, shape.per_cube, shape.unroll)];
-    // A slot of `n + 2`: column `k` (rows `k + 1..n`), `1 / √d`, the verdict (1: factored).
-    let w = comptime![shape.n + 2];
-    let mut scratch = SharedMemory::<T>::new(comptime![shape.per_cube * 2 * (shape.n + 2)]);
+    let (n, per_cube, unroll, first) =
+        comptime![(shape.n, shape.per_cube, shape.unroll, shape.scale_first)];
+    // A slot: column `k` (rows `k + 1..n`), then the verdict (1: factored, 0: failed); the
+    // unscaled form adds `1 / √d` (the layouts each form was measured with).
+    let w = comptime![if shape.scale_first {
+        shape.n + 1
+    } else {
+        shape.n + 2
+    }];
+    let verdict_at = comptime![if shape.scale_first {
+        shape.n
+    } else {
+        shape.n + 1
+    }];
+    let mut scratch = SharedMemory::<T>::new(comptime![shape.per_cube * 2 * w]);
     let unit = UNIT_POS as usize;
     let local = unit / n;
     let c = unit % n;
-    let sbase = local * 2 * w;
+    let sbase = local * comptime![2 * w];
     let tol = singular.get::<T>();
     let groups = ceil_div(count, per_cube);
     let mut g = CUBE_POS;
@@ -321,10 +351,12 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
         for k in 0..n {
             let slot = sbase + (k % 2) * w;
             if c == k {
-                #[unroll(unroll)]
-                for i in 0..n {
-                    if i > k {
-                        scratch[slot + i] = col[i];
+                if comptime![!first] {
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k {
+                            scratch[slot + i] = col[i];
+                        }
                     }
                 }
                 let d = col[k];
@@ -333,21 +365,41 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
                 if code == 0 && d > tol * diag {
                     verdict = T::new(1.0);
                     let root = T::sqrt(d);
-                    // One division a step, as in the register kernel.
                     inv = T::new(1.0) / root;
                     col[k] = root;
+                    if comptime![first] {
+                        #[unroll(unroll)]
+                        for i in 0..n {
+                            if i > k {
+                                col[i] = col[i] * inv;
+                                scratch[slot + i] = col[i];
+                            }
+                        }
+                    }
                 }
-                scratch[slot + n] = inv;
-                scratch[slot + n + 1] = verdict;
+                if comptime![!first] {
+                    scratch[slot + n] = inv;
+                }
+                scratch[slot + verdict_at] = verdict;
             }
             // Column k is published. Its slot was last read at step k - 2, by units that
             // were done with it before they reached the barrier of step k - 1.
             sync_cube();
-            let ok = scratch[slot + n + 1] != T::new(0.0);
+            let ok = scratch[slot + verdict_at] != T::new(0.0);
             if !ok && code == 0 {
                 code = (k + 1) as i32;
             }
-            if ok {
+            if comptime![first] {
+                if ok && c > k {
+                    let lc = scratch[slot + c];
+                    #[unroll(unroll)]
+                    for i in 0..n {
+                        if i > k && i >= c {
+                            col[i] = fma(-scratch[slot + i], lc, col[i]);
+                        }
+                    }
+                }
+            } else if ok {
                 let inv = scratch[slot + n];
                 if c == k {
                     #[unroll(unroll)]
@@ -394,6 +446,8 @@ mod tests {
     thread_local! {
         /// Unroll the column kernels' steps on every device (this thread's launches).
         pub(super) static FORCE_UNROLL: Cell<bool> = const { Cell::new(false) };
+        /// Force the Cholesky column kernel's step form (this thread's launches).
+        pub(super) static FORCE_SCALE_FIRST: Cell<Option<bool>> = const { Cell::new(None) };
     }
 
     /// `count` random `n x n` matrices, `weight` added to the diagonal (SPD when `spd`, with
@@ -499,16 +553,23 @@ mod tests {
                 }
             }
             let spd = matrices(count, n, true, n as f64, 70 + n as u64);
-            let (got, gs) =
-                cholesky::<B, f64, f64>(Batch::from_slice(b, count, n, n, &spd).unwrap()).unwrap();
             let (want, ws) =
                 cholesky::<Cpu, f64, f64>(Batch::from_slice(&cpu, count, n, n, &spd).unwrap())
                     .unwrap();
-            let what = format!("Cholesky n = {n}");
-            assert_eq!(gs.codes().unwrap(), ws.codes().unwrap(), "{what}");
-            let (g, w) = (got.to_vec().unwrap(), want.to_vec().unwrap());
-            close(&g[..n * n], &w[..n * n], &what);
-            close(&g[2 * n * n..], &w[2 * n * n..], &what);
+            let w = want.to_vec().unwrap();
+            for first in [true, false] {
+                FORCE_SCALE_FIRST.with(|f| f.set(Some(first)));
+                // In place: the upper triangle (the input's values) must come back as zeros.
+                let (got, gs) =
+                    cholesky::<B, f64, f64>(Batch::from_slice(b, count, n, n, &spd).unwrap())
+                        .unwrap();
+                let what = format!("Cholesky n = {n}, scaled first: {first}");
+                assert_eq!(gs.codes().unwrap(), ws.codes().unwrap(), "{what}");
+                let g = got.to_vec().unwrap();
+                close(&g[..n * n], &w[..n * n], &what);
+                close(&g[2 * n * n..], &w[2 * n * n..], &what);
+            }
+            FORCE_SCALE_FIRST.with(|f| f.set(None));
         }
         FORCE_UNROLL.with(|f| f.set(false));
     }

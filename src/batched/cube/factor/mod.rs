@@ -25,7 +25,8 @@ mod registers;
 mod shared;
 
 use columns::{
-    cholesky_columns_kernel, columns_per_cube, lu_columns_kernel, unroll_columns, use_columns,
+    cholesky_columns_kernel, cholesky_scale_first, columns_per_cube, lu_columns_kernel,
+    unroll_columns, use_columns,
 };
 use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
 use shared::{cholesky_kernel, lu_kernel, per_cube};
@@ -46,6 +47,8 @@ pub(crate) struct FactorShape {
     columns: bool,
     /// Column kernels: every step unrolled (see [`unroll_columns`]).
     unroll: bool,
+    /// Cholesky's column kernel: the step form (see [`cholesky_scale_first`]).
+    scale_first: bool,
 }
 
 /// The shape of a factorization (`cholesky`, else LU or the inverse) of `n x n` matrices
@@ -67,6 +70,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             by_rows,
             columns: false,
             unroll: false,
+            scale_first: false,
         })
     } else if use_columns(b, n, cholesky) {
         Ok(FactorShape {
@@ -77,6 +81,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             by_rows: false,
             columns: true,
             unroll: unroll_columns(b),
+            scale_first: cholesky && cholesky_scale_first(n),
         })
     } else {
         let (per_cube, ld) = per_cube::<R, T>(b, n)?;
@@ -88,6 +93,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             by_rows: false,
             columns: false,
             unroll: false,
+            scale_first: false,
         })
     }
 }
