@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use galerkin::solver::{cg, pcg, Jacobi, LinearOperator, Progress, SolverParams};
 use galerkin::sparse::generate;
-use galerkin::sparse::{Csr, SparseMatrix};
+use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};
 use galerkin::{Backend, BackendTask, Cpu, Result, Vector};
 
 use crate::spmv::{dump, Case};
@@ -60,6 +60,17 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
     let (m64, choice) = SparseMatrix::<B, f64>::auto(b, a)?;
     let a32: Csr<Cpu, f32> = a.convert();
     let (m32, _) = SparseMatrix::<B, f32>::auto(b, &a32)?;
+    // Where the automatic choice is DIA, SELL (the choice before DIA existed) too, as the
+    // baseline of the same run.
+    let sell = if m64.format() == Format::Dia && b.kind() != galerkin::BackendKind::Cpu {
+        let options = FormatOptions::default();
+        Some((
+            SparseMatrix::<B, f64>::from_csr(b, a, Format::Sell, &options)?,
+            SparseMatrix::<B, f32>::from_csr(b, &a32, Format::Sell, &options)?,
+        ))
+    } else {
+        None
+    };
     // b = A·1.
     let ones = Vector::<B, f64>::full(b, n, 1.0)?;
     let mut rhs = Vector::<B, f64>::zeros(b, n)?;
@@ -68,10 +79,12 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
     // Vector traffic per iteration beyond the SpMV: the fused update reads x, r, p, q and
     // writes x, r (6n); p = r + βp reads r, p and writes p (3n). p·q is fused into the SpMV.
     let vector_bytes = 8.0 * n as f64 * 9.0;
-    for (label, op) in [
-        ("f64", &m64 as &dyn LinearOperator<B, f64>),
-        ("mixed", &m32 as &dyn LinearOperator<B, f64>),
-    ] {
+    let mut ops: Vec<(&str, &dyn LinearOperator<B, f64>)> = vec![("f64", &m64), ("mixed", &m32)];
+    if let Some((s64, s32)) = &sell {
+        ops.push(("f64/sell", s64));
+        ops.push(("mixed/sell", s32));
+    }
+    for (label, op) in ops {
         // Per-iteration time: a fixed number of iterations (the tolerance is unreachable),
         // after a short warm-up run that compiles the kernels.
         let mut x = Vector::zeros(b, n)?;
@@ -87,7 +100,7 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
             crate::timing::median(b, 10, || op.apply_dot(&ones, &mut q).map(|_| ()))?.as_secs_f64();
         let ideal = t_spmv + vector_bytes / (copy_bw * 1e9);
         println!(
-            "{:<10} {:<14} {:<6} {:<12} per iteration {:>8.1} us over {} iterations; SpMV+dot {:.1} us; \
+            "{:<10} {:<14} {:<10} {:<12} per iteration {:>8.1} us over {} iterations; SpMV+dot {:.1} us; \
              SpMV + vector traffic at copy bandwidth {:.1} us; ratio {:.2}",
             b.kind().name(),
             case.name,
@@ -114,7 +127,7 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
         )?;
         b.synchronize()?;
         println!(
-            "{:<10} {:<14} {:<6} {:<12} per iteration {:>8.1} us over {} iterations (scalars read every 10)",
+            "{:<10} {:<14} {:<10} {:<12} per iteration {:>8.1} us over {} iterations (scalars read every 10)",
             b.kind().name(),
             case.name,
             label,
@@ -136,7 +149,7 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
             };
             let t = t0.elapsed().as_secs_f64();
             println!(
-                "{:<10} {:<14} {:<6} {:<12} to 1e-8: {:>8.3} s, {} iterations, true relative residual {:.2e} ({})",
+                "{:<10} {:<14} {:<10} {:<12} to 1e-8: {:>8.3} s, {} iterations, true relative residual {:.2e} ({})",
                 b.kind().name(),
                 case.name,
                 label,

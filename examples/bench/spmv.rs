@@ -177,6 +177,10 @@ fn formats_for(case: &Case) -> Vec<(String, Format, FormatOptions)> {
             ));
         }
     }
+    if case.block_size.is_none() {
+        // Structured grids: a few full diagonals (refused with a padding error otherwise).
+        f.push(("dia".to_string(), Format::Dia, base));
+    }
     if case.fvm {
         f.push((
             "staircase C=512 α=.05".into(),

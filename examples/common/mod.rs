@@ -133,6 +133,8 @@ pub enum FormatArg {
     Staircase,
     /// block ELL (dense blocks)
     Bell,
+    /// diagonals (structured-grid matrices: few distinct column - row)
+    Dia,
 }
 
 impl FormatArg {
@@ -147,6 +149,7 @@ impl FormatArg {
             FormatArg::Sell => Some(Format::Sell),
             FormatArg::Staircase => Some(Format::Staircase),
             FormatArg::Bell => Some(Format::BlockEll),
+            FormatArg::Dia => Some(Format::Dia),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! How [`SparseMatrix::auto`](crate::sparse::SparseMatrix::auto) picks a format from the
-//! matrix statistics: dense-block detection and the row-length rules.
+//! matrix statistics: dense-block detection, few diagonals, and the row-length rules.
 
 use crate::backend::cpu::Cpu;
 use crate::scalar::Element;
 use crate::sparse::csr::{Csr, CsrKernel};
+use crate::sparse::dia::diagonal_offsets;
 use crate::sparse::matrix::{Format, FormatChoice};
 use crate::sparse::sell::SellParams;
 use crate::sparse::RowStats;
@@ -49,6 +50,12 @@ pub fn detect_block_size<V: Element>(a: &Csr<Cpu, V>, max_fill: f64) -> Option<u
         })
 }
 
+/// The most diagonals [`choose_format`] takes DIA for.
+const DIA_MAX_DIAGONALS: usize = 64;
+
+/// The most stored slots per nonzero [`choose_format`] takes DIA for.
+const DIA_MAX_FILL: f64 = 1.2;
+
 /// The format [`SparseMatrix::auto`](crate::sparse::SparseMatrix::auto) picks for a matrix with these statistics, and why.
 pub fn choose_format<V: Element>(a: &Csr<Cpu, V>) -> FormatChoice {
     let s: &RowStats = a.stats();
@@ -58,6 +65,22 @@ pub fn choose_format<V: Element>(a: &Csr<Cpu, V>) -> FormatChoice {
             params: format!("block size {m}, direct kernel"),
             reason: format!("dense {m}x{m} blocks hold the nonzeros with at most 15% fill"),
         };
+    }
+    // A structured grid's matrix: a few full diagonals store no column index (a third fewer
+    // bytes than SELL in f64).
+    if let Some(offsets) = diagonal_offsets(a, DIA_MAX_DIAGONALS) {
+        let slots = offsets.len() as f64 * a.nrows() as f64;
+        if a.nnz() > 0 && slots <= DIA_MAX_FILL * a.nnz() as f64 {
+            return FormatChoice {
+                format: Format::Dia,
+                params: format!("{} diagonals", offsets.len()),
+                reason: format!(
+                    "{} diagonals hold the nonzeros with {:.1}% padding",
+                    offsets.len(),
+                    100.0 * (slots / a.nnz() as f64 - 1.0)
+                ),
+            };
+        }
     }
     if s.mean >= 32.0 && s.std_dev > 0.25 * s.mean {
         let kernel = CsrKernel::Auto.resolve(s);

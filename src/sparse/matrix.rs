@@ -14,6 +14,7 @@ use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
 pub use crate::sparse::choose::{choose_format, detect_block_size};
 use crate::sparse::coo::Coo;
 use crate::sparse::csr::{Csr, CsrKernel};
+use crate::sparse::dia::Dia;
 use crate::sparse::ell::Ell;
 use crate::sparse::ops::{sparse_cost, SparseStorage};
 use crate::sparse::sell::{Sell, SellParams};
@@ -37,17 +38,20 @@ pub enum Format {
     Staircase,
     /// [`BlockEll`].
     BlockEll,
+    /// [`Dia`].
+    Dia,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Coo,
         Format::Csr,
         Format::Ell,
         Format::Sell,
         Format::Staircase,
         Format::BlockEll,
+        Format::Dia,
     ];
 
     /// The name of the format's SpMV, for error messages.
@@ -59,6 +63,7 @@ impl Format {
             Format::Sell => "Sell::spmv",
             Format::Staircase => "StaircaseSell::spmv",
             Format::BlockEll => "BlockEll::spmv",
+            Format::Dia => "Dia::spmv",
         }
     }
 
@@ -71,6 +76,7 @@ impl Format {
             Format::Sell => "sell",
             Format::Staircase => "staircase",
             Format::BlockEll => "bell",
+            Format::Dia => "dia",
         }
     }
 }
@@ -84,7 +90,7 @@ impl fmt::Display for Format {
 impl FromStr for Format {
     type Err = Error;
 
-    /// Parses `coo`, `csr`, `ell`, `sell`, `staircase`, `bell` (or `block-ell`).
+    /// Parses `coo`, `csr`, `ell`, `sell`, `staircase`, `bell` (or `block-ell`), `dia`.
     fn from_str(s: &str) -> Result<Self> {
         match s.trim().to_ascii_lowercase().as_str() {
             "coo" => Ok(Format::Coo),
@@ -93,10 +99,11 @@ impl FromStr for Format {
             "sell" | "sell-c-sigma" => Ok(Format::Sell),
             "staircase" | "staircase-sell" => Ok(Format::Staircase),
             "bell" | "block-ell" | "blockell" | "dbf" => Ok(Format::BlockEll),
+            "dia" | "diagonal" => Ok(Format::Dia),
             _ => Err(Error::InvalidArgument {
                 op: "Format::from_str",
                 name: "format",
-                reason: format!("`{s}`: expected one of coo, csr, ell, sell, staircase, bell"),
+                reason: format!("`{s}`: expected one of coo, csr, ell, sell, staircase, bell, dia"),
             }),
         }
     }
@@ -156,6 +163,8 @@ pub enum SparseMatrix<B: Backend, V: Element> {
     Staircase(StaircaseSell<B, V>),
     /// Block ELL (with its kernel choice inside).
     BlockEll(BlockEll<B, V>),
+    /// [`Dia`].
+    Dia(Dia<B, V>),
     /// Blocks of rows, each in one of the formats above: a matrix larger than one device
     /// buffer (see [`RowSplit`]).
     Split(RowSplit<SparseMatrix<B, V>>),
@@ -171,6 +180,7 @@ macro_rules! each_format {
             SparseMatrix::Sell($m) => $body,
             SparseMatrix::Staircase($m) => $body,
             SparseMatrix::BlockEll($m) => $body,
+            SparseMatrix::Dia($m) => $body,
             SparseMatrix::Split(_) => unreachable!("row-split matrices are handled first"),
         }
     };
@@ -264,6 +274,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
                 SparseMatrix::Csr(a.to_backend(backend)?.with_kernel(options.csr_kernel)?)
             }
             Format::Ell => SparseMatrix::Ell(Ell::from_csr(a, limits)?.to_backend(backend)?),
+            Format::Dia => SparseMatrix::Dia(Dia::from_csr(a, limits)?.to_backend(backend)?),
             Format::Sell => {
                 let params = options
                     .sell
@@ -369,6 +380,8 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
                 ));
             }
         }
+        // DIA (refused, and skipped, unless a few diagonals hold the matrix).
+        candidates.push((Format::Dia, base, "diagonals".into()));
         if let Some(m) = detect_block_size(a, 1.5) {
             for kernel in [BlockEllKernel::Direct, BlockEllKernel::InflateContract] {
                 candidates.push((
@@ -441,6 +454,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
             SparseMatrix::Sell(_) => Format::Sell,
             SparseMatrix::Staircase(_) => Format::Staircase,
             SparseMatrix::BlockEll(_) => Format::BlockEll,
+            SparseMatrix::Dia(_) => Format::Dia,
         }
     }
 

@@ -15,6 +15,7 @@
 //! | [`Sell`] | SELL-C-σ: slices of C rows, each padded to its longest row, column-major in the slice | unit per row, one launch |
 //! | [`StaircaseSell`] | rows reordered (Cuthill–McKee, then length), steps of equal stored length | unit per row, one launch per step |
 //! | [`BlockEll`] | `m x m` dense blocks, a fixed number of block slots per block row | unit per row of a block row |
+//! | [`Dia`] | a few full diagonals (`column - row` fixed), diagonal-major, no column indices | unit per row |
 //!
 //! ```text
 //!  CSR                           ELL (width 3, column-major)      SELL-2-σ (C = 2)
@@ -44,6 +45,7 @@ pub mod block_ell;
 mod choose;
 pub mod coo;
 pub mod csr;
+pub mod dia;
 pub mod ell;
 pub mod generate;
 pub mod matrix;
@@ -59,6 +61,7 @@ pub use block_ell::{BlockEll, BlockEllFormat, BlockEllKernel};
 pub use choose::{choose_format, detect_block_size};
 pub use coo::{Coo, CooFormat};
 pub use csr::{Csr, CsrFormat, CsrKernel};
+pub use dia::{diagonal_offsets, Dia, DiaFormat};
 pub use ell::{Ell, EllFormat};
 pub use matrix::{Format, FormatChoice, FormatOptions, SparseMatrix};
 pub use mtx::{

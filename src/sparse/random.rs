@@ -23,6 +23,9 @@ pub struct RandomPattern {
     pub long_row: usize,
     /// Whether every nonempty row stores its diagonal entry (square matrices).
     pub diagonal: bool,
+    /// Columns within this distance of the row (`|column - row| <= band`: at most `2 band + 1`
+    /// diagonals, as a structured grid's matrix); 0: anywhere.
+    pub band: usize,
 }
 
 impl RandomPattern {
@@ -37,6 +40,17 @@ impl RandomPattern {
             empty_every: 17,
             long_row: ncols.min(1000),
             diagonal: true,
+            band: 0,
+        }
+    }
+
+    /// [`awkward`](Self::awkward) within a band: 0..=8 entries per row with
+    /// `|column - row| <= band`, every 17th row empty, diagonals, no long row.
+    pub fn banded(nrows: usize, ncols: usize, band: usize) -> Self {
+        RandomPattern {
+            long_row: 0,
+            band,
+            ..Self::awkward(nrows, ncols)
         }
     }
 
@@ -50,6 +64,7 @@ impl RandomPattern {
             empty_every: 0,
             long_row: 0,
             diagonal: false,
+            band: 0,
         }
     }
 }
@@ -81,7 +96,20 @@ pub fn random_csr<V: Element>(pattern: &RandomPattern, seed: u64) -> Result<Csr<
             if p.diagonal && r < p.ncols {
                 cols.push(r as u32);
             }
-            if len * 2 > p.ncols {
+            // The columns a row may take: all, or those within the band.
+            let (lo, hi) = if p.band > 0 {
+                (r.saturating_sub(p.band), (r + p.band + 1).min(p.ncols))
+            } else {
+                (0, p.ncols)
+            };
+            if lo >= hi {
+                // A row of a wide band below the last column: none.
+            } else if p.band > 0 {
+                let width = hi - lo;
+                for _ in 0..len.min(width) {
+                    cols.push((lo + rng.below(width)) as u32);
+                }
+            } else if len * 2 > p.ncols {
                 // Dense-ish row: choose by a random walk over all columns.
                 let step = p.ncols as f64 / len as f64;
                 cols.extend((0..len).map(|k| ((k as f64 * step) as usize).min(p.ncols - 1) as u32));

@@ -181,6 +181,7 @@ impl StandardCheck {
                 (crate::sparse::Format::Sell, _) => "spmv sell-c-sigma",
                 (crate::sparse::Format::Staircase, _) => "spmv staircase sell",
                 (crate::sparse::Format::BlockEll, _) => "spmv block-ell",
+                (crate::sparse::Format::Dia, _) => "spmv dia",
             },
             StandardCheck::BatchedGemm { .. } => "batched gemm",
             StandardCheck::BatchedLuSolve { .. } => "batched lu + solve",
@@ -309,7 +310,11 @@ impl Check for StandardCheck {
             StandardCheck::Spmv { format, mixed, .. } => {
                 use crate::sparse::random::{random_csr, RandomPattern};
                 use crate::sparse::{FormatLimits, FormatOptions, SparseMatrix};
-                let pattern = RandomPattern::awkward(len, len);
+                // DIA stores whole diagonals: a banded matrix (an awkward one has ~2·len).
+                let pattern = match format {
+                    crate::sparse::Format::Dia => RandomPattern::banded(len, len, 5),
+                    _ => RandomPattern::awkward(len, len),
+                };
                 let a64 = random_csr::<f64>(&pattern, seed)?;
                 // Round the values as the run being checked stores them.
                 let value_type = if *mixed { DType::F32 } else { inputs };

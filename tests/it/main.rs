@@ -8,6 +8,7 @@
 
 mod batched;
 mod dg;
+mod dia;
 mod errors;
 mod examples;
 mod harness;

@@ -285,6 +285,12 @@ backend_tests!(
     formats_f32_values
 );
 
+/// Whether DIA would store more than 2²² slots for `a` (random columns: up to `nrows + ncols`
+/// diagonals).
+fn too_many_diagonals<V: Element>(a: &Csr<Cpu, V>) -> bool {
+    galerkin::sparse::diagonal_offsets(a, (1 << 22) / a.nrows().max(1)).is_none()
+}
+
 /// Every format through `SparseMatrix`, including half-precision values where the device
 /// has them (f16 on lavapipe and CUDA; bf16 on CUDA).
 fn sparse_matrix_every_format<B: Backend, T: Scalar>(b: &B) {
@@ -301,6 +307,7 @@ fn sparse_matrix_every_format<B: Backend, T: Scalar>(b: &B) {
                 let padded_formats = matches!(format, Format::Ell | Format::BlockEll);
                 if format == Format::Staircase && a.nrows() != a.ncols()
                     || padded_formats && a.nrows() * a.stats().max > 1 << 22
+                    || format == Format::Dia && too_many_diagonals(a)
                 {
                     return Err(galerkin::Error::Padding {
                         format: "skip",
@@ -661,6 +668,7 @@ fn row_split_every_format<B: Backend, T: Scalar>(b: &B) {
             let small = a.nnz() * (T::DTYPE.size() + 4) <= 40_000;
             if format == Format::Staircase && a.nrows() != a.ncols() && small
                 || padded_formats && a.nrows() * a.stats().max > 1 << 22
+                || format == Format::Dia && too_many_diagonals(a)
             {
                 return Err(galerkin::Error::Padding {
                     format: "skip",

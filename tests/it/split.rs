@@ -305,6 +305,11 @@ fn split_vector_spmv<B: Backend, T: Scalar>(b: &B) {
         let x = Vector::from_slice(&s, &xs).unwrap();
         let terms = a.stats().max + 2;
         for format in Format::ALL {
+            // DIA stores whole diagonals: a block of 256 rows of a random matrix (thousands of
+            // diagonals) passes this backend's 16 KiB buffers (refused: ResourceLimit).
+            if format == Format::Dia && galerkin::sparse::diagonal_offsets(a, 32).is_none() {
+                continue;
+            }
             let m = SparseMatrix::from_csr(&s, a, format, &options).unwrap();
             let SparseMatrix::Split(split) = &m else {
                 panic!("{format} {}x{}: not split", a.nrows(), a.ncols());
