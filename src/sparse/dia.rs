@@ -152,7 +152,7 @@ impl<V: Element> Dia<Cpu, V> {
     /// zeros of the source are not kept: DIA does not store a pattern).
     ///
     /// # Errors
-    /// Never for a valid DIA matrix; [`Error::InvalidMatrix`](crate::Error::InvalidMatrix)
+    /// Never for a valid DIA matrix; [`Error::InvalidMatrix`]
     /// otherwise.
     pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
         let n = self.nrows;
@@ -208,7 +208,7 @@ impl<B: BackendCore, V: Element> Dia<B, V> {
     /// A copy on another backend.
     ///
     /// # Errors
-    /// [`Error::Unsupported`](crate::Error::Unsupported) if that device lacks `V`, or an
+    /// [`Error::Unsupported`] if that device lacks `V`, or an
     /// allocation error.
     pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Dia<B2, V>> {
         backend.require::<V>("sparse matrices")?;
@@ -226,7 +226,7 @@ impl<B: BackendCore, V: Element> Dia<B, V> {
     /// A copy in host memory.
     ///
     /// # Errors
-    /// [`Error::Device`](crate::Error::Device) if reading the device fails.
+    /// [`Error::Device`] if reading the device fails.
     pub fn to_host(&self) -> Result<Dia<Cpu, V>> {
         self.to_backend(&Cpu::new())
     }
