@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
@@ -284,23 +285,57 @@ struct DiaArrays<V: Float> {
 }
 
 /// `Σ_d A[row, row + offset_d] x[row + offset_d]`: every value loaded (the diagonals are
-/// full), `x` only where the column is inside the matrix.
+/// full), `x` only where the column is inside the matrix. `unrolled > 0`: that many
+/// diagonals, the loop unrolled (every load of the row issued at once).
 #[cube]
-fn dia_row<V: Float, T: Float>(a: &DiaArrays<V>, x: &Array<T>, row: usize) -> T {
+fn dia_row<V: Float, T: Float>(
+    a: &DiaArrays<V>,
+    x: &Array<T>,
+    row: usize,
+    #[comptime] unrolled: usize,
+) -> T {
     let mut acc = T::new(0.0);
     let r = row as u32;
-    let mut idx = row;
-    for d in 0..a.diagonals {
-        // Negative columns wrap past 2³¹ (nrows + ncols <= 2³²): one comparison.
-        let c = r + a.offsets[d];
-        let v = a.values[idx];
-        if c < a.ncols {
-            acc += T::cast_from(v) * x[c as usize];
+    if comptime![unrolled > 0] {
+        #[unroll]
+        for d in 0..unrolled {
+            let c = r + a.offsets[d];
+            let v = a.values[row + d * a.nrows];
+            if c < a.ncols {
+                acc += T::cast_from(v) * x[c as usize];
+            }
         }
-        idx += a.nrows;
+    } else {
+        let mut idx = row;
+        for d in 0..a.diagonals {
+            // Negative columns wrap past 2³¹ (nrows + ncols <= 2³²): one comparison.
+            let c = r + a.offsets[d];
+            let v = a.values[idx];
+            if c < a.ncols {
+                acc += T::cast_from(v) * x[c as usize];
+            }
+            idx += a.nrows;
+        }
     }
     acc
 }
+
+/// The diagonals [`dia_row`] unrolls for on `b` (0: a run-time loop): on wgpu with values
+/// narrower than the vectors (f32 values, f64 vectors). Measured on an H100 (2026-11-26,
+/// `bench --suite spmv`, µs unrolled / loop, CUDA and wgpu in one process): wgpu with f32
+/// values 398 / 435 (Poisson 7-point), 528 / 579 (27-point), 123 / 139 (FVM dual); wgpu f64
+/// 475 / 482, 694 / 652, 139 / 156 (no consistent gain); CUDA f32 values 250 / 274, 352 / 310,
+/// 77 / 63 (none either).
+fn unrolled<R: CubeRuntime>(b: &Cube<R>, diagonals: usize, narrow_values: bool) -> usize {
+    if b.kind() == BackendKind::Wgpu && narrow_values && diagonals <= DIA_UNROLL {
+        diagonals
+    } else {
+        0
+    }
+}
+
+/// The most diagonals the kernels unroll their loop over (a kernel per count).
+const DIA_UNROLL: usize = 32;
 
 /// One unit per row. Bytes per stored slot: the value (+ x, cached).
 #[cube(launch_unchecked)]
@@ -310,12 +345,13 @@ fn dia_kernel<V: Float, T: Float>(
     x: &Array<T>,
     y: &mut Array<T>,
     #[comptime] beta_zero: bool,
+    #[comptime] unrolled: usize,
 ) {
     let alpha = scaling.alpha.get::<T>();
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut row = ABSOLUTE_POS;
     while row < a.nrows {
-        let acc = dia_row::<V, T>(a, x, row);
+        let acc = dia_row::<V, T>(a, x, row, unrolled);
         if beta_zero {
             y[row] = alpha * acc;
         } else {
@@ -334,12 +370,13 @@ fn dia_dot_kernel<V: Float, T: Float>(
     y: &mut Array<T>,
     partials: &mut Array<T>,
     #[comptime] cube_dim: usize,
+    #[comptime] unrolled: usize,
 ) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut row = ABSOLUTE_POS;
     let mut dot = T::new(0.0);
     while row < a.nrows {
-        let acc = dia_row::<V, T>(a, x, row);
+        let acc = dia_row::<V, T>(a, x, row, unrolled);
         y[row] = acc;
         dot += x[row] * acc;
         row += stride;
@@ -377,7 +414,8 @@ unsafe fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
     let (cubes, count, dim) = b.config().reduce(a.nrows);
     let out = partials::<R, T>(b, cubes);
     let cube_dim = dim.x as usize;
-    b.launch::<(V, T)>(cube_dim, || {
+    let unrolled = unrolled(b, a.offsets.len(), V::DTYPE.size() < T::DTYPE.size());
+    b.launch::<(V, T)>((cube_dim, unrolled), || {
         // SAFETY: DIA invariants (built on the host): values hold diagonals * nrows slots,
         // a column is read only when it is below ncols; the matrix is square and x, y have
         // nrows entries (checked by SparseStorage::spmv_dot); `out` holds one slot per cube.
@@ -391,6 +429,7 @@ unsafe fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
                 y.arg(),
                 out.arg(),
                 cube_dim,
+                unrolled,
             )
         }
     })?;
@@ -437,7 +476,8 @@ impl FormatKernels for DiaFormat {
         }
         let (count, dim) = b.config().grid(a.nrows);
         let s = Scaling::new(alpha, beta);
-        b.launch::<(V, T)>(s.beta_zero, || {
+        let unrolled = unrolled(b, a.offsets.len(), V::DTYPE.size() < T::DTYPE.size());
+        b.launch::<(V, T)>((s.beta_zero, unrolled), || {
             // SAFETY: DIA invariants (validated on conversion): diagonals * nrows values, a
             // column read only when below ncols; x has ncols and y nrows entries (checked by
             // SparseStorage::spmv).
@@ -451,6 +491,7 @@ impl FormatKernels for DiaFormat {
                     x.arg(),
                     y.arg(),
                     s.beta_zero,
+                    unrolled,
                 )
             }
         })
