@@ -27,6 +27,10 @@
 # part "k4": seventh session (after `pack --tests --example bench`): the column kernels' unit
 #           tests and the batched tests on CUDA and wgpu (NVRTC compiles the unrolled kernels:
 #           about 200 s), then the batched suite at every side the kernels switch at.
+# part "dia": eighth session (after `pack --tests --example bench`): the DIA, sparse, split and
+#           solver tests on CUDA and wgpu; the SpMV suite (Poisson 7/27-point, FVM dual: SELL
+#           and DIA side by side) and the CG suite (DIA, with SELL beside it) on both runtimes;
+#           then the SpMV suite on wgpu alone in its process, against CUDA then wgpu.
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -137,6 +141,16 @@ k4)
     --precision f64 --reps 3 > "$out/final.txt" 2>&1
   echo "final: $(grep -E '^(cuda|wgpu)' "$out/final.txt" | grep -E 'gemm C=AB|lu|chol|inverse' \
     | awk '{printf "%s%s/%s=%s ", substr($1,1,1), $3, substr($5,1,3), $(NF-3)}')"
+  ;;
+dia)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 280 "$it" dia:: sparse:: split:: solver:: --skip examples \
+    --test-threads 8 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?: $(grep -E 'test result' "$out/tests.txt")"
+  TAIL=60 run spmv 300 $bin/bench --suite spmv $both --only poisson7 --only poisson27 --only fvm_dual \
+    --spmv-precision f64 --spmv-precision mixed --reps 5
+  TAIL=80 run cg 400 $bin/bench --suite cg $both --only poisson7 --only poisson27 --spmv-precision f64 \
+    --spmv-precision mixed --reps 5
+  TAIL=12 run wgpu_alone 100 $bin/bench --suite spmv --backend wgpu --only poisson7 --spmv-precision f64 --reps 5
   ;;
 v)
   for w in before/bench bin/bench; do
