@@ -18,7 +18,8 @@ use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::ops::{
-    sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
+    axpby_row, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
+    SparseStorage,
 };
 use crate::sparse::Format;
 use crate::vector::Vector;
@@ -296,11 +297,7 @@ impl FormatKernels for CooFormat {
             acc[r as usize] += T::from_f64(v.as_f64()) * x[c as usize];
         }
         for (yi, ai) in y.iter_mut().zip(acc) {
-            *yi = if beta == T::ZERO {
-                alpha * ai
-            } else {
-                alpha * ai + beta * *yi
-            };
+            axpby_row(alpha, ai, beta, yi);
         }
     }
 

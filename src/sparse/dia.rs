@@ -31,7 +31,8 @@ use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
+    rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
+    SparseStorage,
 };
 use crate::sparse::{to_u32, Format, FormatLimits, RowStats};
 use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, partials, Finish};
@@ -62,7 +63,7 @@ pub fn diagonal_offsets<V: Element>(a: &Csr<Cpu, V>, max: usize) -> Option<Vec<i
         a
     };
     let chunk = 4096;
-    let sets: Option<Vec<i64>> = (0..a.nrows().div_ceil(chunk))
+    (0..a.nrows().div_ceil(chunk))
         .into_par_iter()
         .map(|t| {
             let mut set: Vec<i64> = Vec::new();
@@ -82,8 +83,7 @@ pub fn diagonal_offsets<V: Element>(a: &Csr<Cpu, V>, max: usize) -> Option<Vec<i
         .try_reduce(Vec::new, |a, b| {
             let m = merge(a, b);
             (m.len() <= max).then_some(m)
-        });
-    sets
+        })
 }
 
 impl<V: Element> Dia<Cpu, V> {
@@ -284,6 +284,26 @@ struct DiaArrays<V: Float> {
     ncols: u32,
 }
 
+/// `acc` plus diagonal `d`'s term of row `r` (its value at `idx`) where that column is
+/// inside the matrix. Negative columns wrap past 2³¹ (`nrows + ncols <= 2³²`): one comparison.
+#[cube]
+fn dia_add<V: Float, T: Float>(
+    a: &DiaArrays<V>,
+    x: &Array<T>,
+    acc: T,
+    r: u32,
+    d: usize,
+    idx: usize,
+) -> T {
+    let mut sum = acc;
+    let c = r + a.offsets[d];
+    let v = a.values[idx];
+    if c < a.ncols {
+        sum += T::cast_from(v) * x[c as usize];
+    }
+    sum
+}
+
 /// `Σ_d A[row, row + offset_d] x[row + offset_d]`: every value loaded (the diagonals are
 /// full), `x` only where the column is inside the matrix. `unrolled > 0`: that many
 /// diagonals, the loop unrolled (every load of the row issued at once).
@@ -299,21 +319,12 @@ fn dia_row<V: Float, T: Float>(
     if comptime![unrolled > 0] {
         #[unroll]
         for d in 0..unrolled {
-            let c = r + a.offsets[d];
-            let v = a.values[row + d * a.nrows];
-            if c < a.ncols {
-                acc += T::cast_from(v) * x[c as usize];
-            }
+            acc = dia_add::<V, T>(a, x, acc, r, d, row + d * a.nrows);
         }
     } else {
         let mut idx = row;
         for d in 0..a.diagonals {
-            // Negative columns wrap past 2³¹ (nrows + ncols <= 2³²): one comparison.
-            let c = r + a.offsets[d];
-            let v = a.values[idx];
-            if c < a.ncols {
-                acc += T::cast_from(v) * x[c as usize];
-            }
+            acc = dia_add::<V, T>(a, x, acc, r, d, idx);
             idx += a.nrows;
         }
     }
@@ -444,22 +455,15 @@ impl FormatKernels for DiaFormat {
 
     fn spmv_cpu<V: Element, T: Scalar>(a: &Dia<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
         let (n, m) = (a.nrows, a.ncols as i64);
-        y.par_chunks_mut(2048).enumerate().for_each(|(chunk, y)| {
-            for (i, yi) in y.iter_mut().enumerate() {
-                let r = chunk * 2048 + i;
-                let mut acc = T::ZERO;
-                for (d, &off) in a.offsets.iter().enumerate() {
-                    let c = r as i64 + off;
-                    if c >= 0 && c < m {
-                        acc += T::from_f64(a.values[d * n + r].as_f64()) * x[c as usize];
-                    }
+        rows_cpu(y, alpha, beta, |r| {
+            let mut acc = T::ZERO;
+            for (d, &off) in a.offsets.iter().enumerate() {
+                let c = r as i64 + off;
+                if c >= 0 && c < m {
+                    acc += T::from_f64(a.values[d * n + r].as_f64()) * x[c as usize];
                 }
-                *yi = if beta == T::ZERO {
-                    alpha * acc
-                } else {
-                    alpha * acc + beta * *yi
-                };
             }
+            acc
         });
     }
 

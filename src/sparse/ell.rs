@@ -12,7 +12,6 @@
 //! (coalesced); a row stops at its first padding slot.
 
 use cubecl::prelude::*;
-use rayon::prelude::*;
 
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
@@ -21,7 +20,8 @@ use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
+    rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
+    SparseStorage,
 };
 use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
 use crate::vector::Vector;
@@ -241,23 +241,16 @@ impl FormatKernels for EllFormat {
 
     fn spmv_cpu<V: Element, T: Scalar>(a: &Ell<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
         let n = a.nrows;
-        y.par_chunks_mut(2048).enumerate().for_each(|(chunk, y)| {
-            for (i, yi) in y.iter_mut().enumerate() {
-                let r = chunk * 2048 + i;
-                let mut acc = T::ZERO;
-                for k in 0..a.width {
-                    let c = a.col_idx[k * n + r];
-                    if c == PAD {
-                        break;
-                    }
-                    acc += T::from_f64(a.values[k * n + r].as_f64()) * x[c as usize];
+        rows_cpu(y, alpha, beta, |r| {
+            let mut acc = T::ZERO;
+            for k in 0..a.width {
+                let c = a.col_idx[k * n + r];
+                if c == PAD {
+                    break;
                 }
-                *yi = if beta == T::ZERO {
-                    alpha * acc
-                } else {
-                    alpha * acc + beta * *yi
-                };
+                acc += T::from_f64(a.values[k * n + r].as_f64()) * x[c as usize];
             }
+            acc
         });
     }
 

@@ -14,6 +14,7 @@
 //! new format touches no backend, and a new backend implements one trait with three methods.
 
 use cubecl::prelude::*;
+use rayon::prelude::*;
 
 use crate::backend::core::{sealed::Sealed, BackendCore};
 use crate::backend::cpu::Cpu;
@@ -417,6 +418,26 @@ pub(crate) fn sparse_cost<B: SparseOps, V: Element, S: Scalar, M: SparseStorage<
 pub(crate) struct AlphaBeta {
     pub(crate) alpha: InputScalar,
     pub(crate) beta: InputScalar,
+}
+
+/// `y = α acc + β y` with `y` not read when `β = 0` (as in BLAS): the end of a row of every
+/// CPU SpMV.
+#[inline]
+pub(crate) fn axpby_row<T: Scalar>(alpha: T, acc: T, beta: T, y: &mut T) {
+    *y = if beta == T::ZERO {
+        alpha * acc
+    } else {
+        alpha * acc + beta * *y
+    };
+}
+
+/// A CPU SpMV one row at a time: `y[r] = α row(r) + β y[r]`, rayon tasks of 2048 rows.
+pub(crate) fn rows_cpu<T: Scalar>(y: &mut [T], alpha: T, beta: T, row: impl Fn(usize) -> T + Sync) {
+    y.par_chunks_mut(2048).enumerate().for_each(|(chunk, y)| {
+        for (i, yi) in y.iter_mut().enumerate() {
+            axpby_row(alpha, row(chunk * 2048 + i), beta, yi);
+        }
+    });
 }
 
 /// The scalar arguments every SpMV kernel takes: `α`, `β`, and whether `β = 0` (then `y`

@@ -10,7 +10,7 @@ use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
-use crate::sparse::ops::{AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
+use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
 use crate::sparse::PAD;
 
 /// The block-ELL arrays and sizes, as one kernel argument.
@@ -232,11 +232,7 @@ impl FormatKernels for BlockEllFormat {
                         }
                     }
                 }
-                *yi = if beta == T::ZERO {
-                    alpha * acc
-                } else {
-                    alpha * acc + beta * *yi
-                };
+                axpby_row(alpha, acc, beta, yi);
             }
         });
     }

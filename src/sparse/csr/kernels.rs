@@ -9,7 +9,7 @@ use crate::backend::cube::{ceil_div, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::{Csr, CsrKernel};
-use crate::sparse::ops::{AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
+use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
 
 /// The CSR arrays, as one kernel argument.
 #[derive(CubeType, CubeLaunch)]
@@ -153,11 +153,7 @@ impl FormatKernels for CsrFormat {
                 for (&c, v) in col_idx[s..e].iter().zip(&values[s..e]) {
                     acc += T::from_f64(v.as_f64()) * x[c as usize];
                 }
-                *yi = if beta == T::ZERO {
-                    alpha * acc
-                } else {
-                    alpha * acc + beta * *yi
-                };
+                axpby_row(alpha, acc, beta, yi);
             }
         };
         if y.len() < 4 * ROWS {

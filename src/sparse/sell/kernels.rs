@@ -9,7 +9,7 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
-use crate::sparse::ops::{AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
+use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
 use crate::sparse::sell::Sell;
 use crate::sparse::PAD;
 use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, partials, Finish};
@@ -203,13 +203,7 @@ impl FormatKernels for SellFormat {
             }
             acc
         };
-        let update = |yi: &mut T, acc: T| {
-            *yi = if beta == T::ZERO {
-                alpha * acc
-            } else {
-                alpha * acc + beta * *yi
-            }
-        };
+        let update = |yi: &mut T, acc: T| axpby_row(alpha, acc, beta, yi);
         match &a.row_perm {
             None => {
                 let rows_per_task = c * 2048usize.div_ceil(c);

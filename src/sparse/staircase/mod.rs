@@ -32,7 +32,8 @@ use crate::error::{check_device, check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps, SparseStorage,
+    axpby_row, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
+    SparseStorage,
 };
 use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
 use crate::vector::Vector;
@@ -533,11 +534,7 @@ impl FormatKernels for StaircaseFormat {
                         }
                         acc += T::from_f64(a.values[base + k * c].as_f64()) * x[col as usize];
                     }
-                    *yi = if beta == T::ZERO {
-                        alpha * acc
-                    } else {
-                        alpha * acc + beta * *yi
-                    };
+                    axpby_row(alpha, acc, beta, yi);
                 });
         }
     }
