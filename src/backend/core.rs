@@ -241,6 +241,11 @@ pub struct BackendInfo {
     /// `cuDeviceTotalMem` and makes its largest pool page a quarter of it); `None` on the
     /// CPU and on wgpu. Its memory pools round allocations up to pages, so plan on less.
     pub memory_bytes: Option<u64>,
+    /// wgpu on an NVIDIA GPU: whether the backend holds a CUDA context open on the GPU so
+    /// that its driver keeps the multiprocessor clock up (Vulkan work alone leaves it near
+    /// idle: latency-bound kernels ran 2x slower). Off with `GALERKIN_WGPU_CLOCK_HOLD=0`;
+    /// `false` on other devices and backends.
+    pub clock_held: bool,
 }
 
 impl BackendInfo {

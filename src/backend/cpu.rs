@@ -40,6 +40,7 @@ impl Cpu {
                 max_cube_count: (u32::MAX, 1, 1),
                 atomic_f64: false,
                 memory_bytes: None,
+                clock_held: false,
             }),
         }
     }

@@ -3,7 +3,7 @@
 
 use galerkin::vector::{cg_update, pointwise_mul_dot};
 use galerkin::verify::{poison, random_range, random_vec};
-use galerkin::{Backend, Element, Scalar, Vector};
+use galerkin::{Backend, BackendCore, Element, Scalar, Vector};
 
 use crate::backend_tests;
 use crate::harness::{assert_close, assert_close_scaled, exact_sum, widen, LENGTHS};
@@ -349,5 +349,31 @@ fn cpu_reductions_are_independent_of_the_thread_count() {
     let one = run(1);
     for threads in [2, 3, 7] {
         assert_eq!(run(threads), one, "{threads} threads");
+    }
+}
+
+/// wgpu on an NVIDIA GPU holds a CUDA context open for the multiprocessor clock wherever the
+/// driver library is there (the CUDA backend connecting shows it is), and says so in its
+/// device name; on lavapipe and other vendors it never does.
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_holds_the_clock_on_nvidia_only() {
+    let Some(w) = crate::harness::wgpu() else {
+        return;
+    };
+    let info = w.info();
+    assert_eq!(
+        info.clock_held,
+        info.device.contains(", clock held"),
+        "{}",
+        info.device
+    );
+    if !info.device.starts_with("NVIDIA") {
+        assert!(!info.clock_held, "{}", info.device);
+        return;
+    }
+    #[cfg(feature = "cuda")]
+    if crate::harness::cuda().is_some() && std::env::var("GALERKIN_WGPU_CLOCK_HOLD").is_err() {
+        assert!(info.clock_held, "{}", info.device);
     }
 }

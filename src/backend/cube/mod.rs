@@ -28,6 +28,8 @@ use crate::error::{check_len, Error, Result};
 use crate::scalar::{DType, Element, Storable};
 
 mod buffer;
+#[cfg(feature = "wgpu")]
+mod clock;
 mod failures;
 mod runtime;
 
@@ -53,14 +55,27 @@ pub trait CubeRuntime: Runtime {
     /// The device used by [`Cube::new`].
     fn default_device() -> Self::Device;
 
-    /// Connects to `device`, returning the client and a human-readable device name.
+    /// Connects to `device`.
     ///
     /// # Errors
     /// [`Error::BackendUnavailable`] if there is no such device or driver.
-    fn connect(device: &Self::Device) -> Result<(ComputeClient<Self>, String)>;
+    fn connect(device: &Self::Device) -> Result<Connection<Self>>;
 
     /// The element types the device computes on.
     fn dtypes(client: &ComputeClient<Self>) -> Vec<DType>;
+}
+
+/// What [`CubeRuntime::connect`] returns.
+pub struct Connection<R: Runtime> {
+    /// The runtime's client of the device.
+    pub client: ComputeClient<R>,
+    /// A human-readable device name ([`BackendInfo::device`]).
+    pub name: String,
+    /// Whether the connection holds the GPU's clock up ([`BackendInfo::clock_held`]).
+    pub clock_held: bool,
+    /// Kept for as long as the connection lives and dropped with it (a retained CUDA
+    /// context that holds the clock of an NVIDIA GPU for wgpu).
+    pub keep: Option<Box<dyn Any + Send + Sync>>,
 }
 
 /// The CubeCL backend on runtime `R`: `Cuda` or `Wgpu`.
@@ -82,6 +97,8 @@ struct Inner<R: CubeRuntime> {
     config: LaunchConfig,
     /// Launch sites and configurations whose kernel is known to compile ([`Cube::launch`]).
     validated: Mutex<HashSet<u64>>,
+    /// [`Connection::keep`], released with the connection.
+    _keep: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl<R: CubeRuntime> Clone for Cube<R> {
@@ -203,7 +220,12 @@ impl<R: CubeRuntime> Cube<R> {
             }
         }
         failures::install_hook();
-        let (client, device_name) = R::connect(&device)?;
+        let Connection {
+            client,
+            name: device_name,
+            clock_held,
+            keep,
+        } = R::connect(&device)?;
         let props = client.properties();
         let hw = &props.hardware;
         let plane_ops = client
@@ -228,6 +250,7 @@ impl<R: CubeRuntime> Cube<R> {
             atomic_f64,
             // cubecl's CUDA runtime sets max_page_size to cuDeviceTotalMem / 4.
             memory_bytes: (R::KIND == BackendKind::Cuda).then(|| 4 * props.memory.max_page_size),
+            clock_held,
         };
         let config = LaunchConfig::default_for(&info);
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -237,6 +260,7 @@ impl<R: CubeRuntime> Cube<R> {
             info,
             config,
             validated: Mutex::new(HashSet::new()),
+            _keep: keep,
         });
         registry.insert(key, inner.clone());
         let info = Arc::new(inner.info.clone());

@@ -6,7 +6,7 @@ use cubecl::prelude::*;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 use crate::backend::core::BackendKind;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
-use crate::backend::cube::CubeRuntime;
+use crate::backend::cube::{Connection, CubeRuntime};
 use crate::error::{Error, Result};
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 use crate::scalar::DType;
@@ -30,6 +30,7 @@ fn catch_runtime_panic<T>(backend: &str, f: impl FnOnce() -> T) -> Result<T> {
 #[cfg(feature = "wgpu")]
 mod wgpu_runtime {
     use super::*;
+    use crate::backend::cube::clock::ClockHold;
     use cubecl::wgpu::{AutoGraphicsApi, RuntimeOptions, WgpuDevice, WgpuRuntime};
 
     impl CubeRuntime for WgpuRuntime {
@@ -39,20 +40,28 @@ mod wgpu_runtime {
             WgpuDevice::DefaultDevice
         }
 
-        fn connect(device: &WgpuDevice) -> Result<(ComputeClient<Self>, String)> {
+        fn connect(device: &WgpuDevice) -> Result<Connection<Self>> {
             catch_runtime_panic("wgpu", || {
                 let setup =
                     cubecl::wgpu::init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default());
                 let adapter = setup.adapter.get_info();
+                let hold =
+                    ClockHold::acquire(adapter.vendor, &adapter.device_pci_bus_id, &adapter.name);
                 let client = WgpuRuntime::client(device);
                 let name = format!(
-                    "{} [{:?}, {:?}, {}]",
+                    "{} [{:?}, {:?}, {}{}]",
                     adapter.name,
                     adapter.backend,
                     adapter.device_type,
-                    WgpuRuntime::name(&client)
+                    WgpuRuntime::name(&client),
+                    if hold.is_some() { ", clock held" } else { "" }
                 );
-                (client, name)
+                Connection {
+                    client,
+                    name,
+                    clock_held: hold.is_some(),
+                    keep: hold.map(|h| Box::new(h) as Box<dyn std::any::Any + Send + Sync>),
+                }
             })
         }
 
@@ -107,7 +116,7 @@ mod cuda_runtime {
             CudaDevice { index: 0 }
         }
 
-        fn connect(device: &CudaDevice) -> Result<(ComputeClient<Self>, String)> {
+        fn connect(device: &CudaDevice) -> Result<Connection<Self>> {
             // Without the driver library, cubecl's device thread would panic while starting
             // (a panic the expansion-failure hook would record and hand to the next flush of
             // another device): refuse before starting it.
@@ -118,7 +127,12 @@ mod cuda_runtime {
                 });
             }
             let index = device.index;
-            catch_runtime_panic("cuda", || (CudaRuntime::client(device), device_name(index)))
+            catch_runtime_panic("cuda", || Connection {
+                client: CudaRuntime::client(device),
+                name: device_name(index),
+                clock_held: false,
+                keep: None,
+            })
         }
 
         fn dtypes(_client: &ComputeClient<Self>) -> Vec<DType> {
