@@ -135,9 +135,36 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
             t0.elapsed().as_secs_f64() * 1e6 / r.iterations.max(1) as f64,
             r.iterations
         );
-        // Time to 1e-8, after two PCG iterations that compile its kernels.
+        let cg_every_10 = t0.elapsed().as_secs_f64() / r.iterations.max(1) as f64;
+        // PCG with Jacobi the same way (after two iterations that compile its kernels).
         let mut x = Vector::zeros(b, n)?;
         pcg(op, Some(&jacobi), &rhs, &mut x, &quiet(1e-300, 2))?;
+        x.fill(0.0)?;
+        b.synchronize()?;
+        let t0 = Instant::now();
+        let r = pcg(
+            op,
+            Some(&jacobi),
+            &rhs,
+            &mut x,
+            &SolverParams {
+                check_every: 10,
+                ..quiet(1e-300, fixed)
+            },
+        )?;
+        b.synchronize()?;
+        let pcg_every_10 = t0.elapsed().as_secs_f64() / r.iterations.max(1) as f64;
+        println!(
+            "{:<10} {:<14} {:<10} {:<12} per iteration {:>8.1} us over {} iterations (scalars read every 10); {:.3}x CG",
+            b.kind().name(),
+            case.name,
+            label,
+            "pcg jacobi",
+            pcg_every_10 * 1e6,
+            r.iterations,
+            pcg_every_10 / cg_every_10
+        );
+        // Time to 1e-8.
         for precond in ["none", "jacobi"] {
             let mut x = Vector::zeros(b, n)?;
             b.synchronize()?;

@@ -304,9 +304,27 @@ fn dia_add<V: Float, T: Float>(
     sum
 }
 
+/// [`dia_add`] without a branch: the column clamped to 0 and the value zeroed outside the
+/// matrix, so that every load of an unrolled row can be issued at once (NVIDIA's Vulkan
+/// compiler did not hoist the loads out of the branches).
+#[cube]
+fn dia_add_select<V: Float, T: Float>(
+    a: &DiaArrays<V>,
+    x: &Array<T>,
+    acc: T,
+    r: u32,
+    d: usize,
+    idx: usize,
+) -> T {
+    let c = r + a.offsets[d];
+    let inside = c < a.ncols;
+    let v = select(inside, T::cast_from(a.values[idx]), T::new(0.0));
+    acc + v * x[select(inside, c, 0u32) as usize]
+}
+
 /// `Σ_d A[row, row + offset_d] x[row + offset_d]`: every value loaded (the diagonals are
 /// full), `x` only where the column is inside the matrix. `unrolled > 0`: that many
-/// diagonals, the loop unrolled (every load of the row issued at once).
+/// diagonals, the loop unrolled and branch-free (every load of the row issued at once).
 #[cube]
 fn dia_row<V: Float, T: Float>(
     a: &DiaArrays<V>,
@@ -319,7 +337,7 @@ fn dia_row<V: Float, T: Float>(
     if comptime![unrolled > 0] {
         #[unroll]
         for d in 0..unrolled {
-            acc = dia_add::<V, T>(a, x, acc, r, d, row + d * a.nrows);
+            acc = dia_add_select::<V, T>(a, x, acc, r, d, row + d * a.nrows);
         }
     } else {
         let mut idx = row;
@@ -331,14 +349,15 @@ fn dia_row<V: Float, T: Float>(
     acc
 }
 
-/// The diagonals [`dia_row`] unrolls for on `b` (0: a run-time loop): on wgpu with values
-/// narrower than the vectors (f32 values, f64 vectors). Measured on an H100 (2026-11-26,
-/// `bench --suite spmv`, µs unrolled / loop, CUDA and wgpu in one process): wgpu with f32
-/// values 398 / 435 (Poisson 7-point), 528 / 579 (27-point), 123 / 139 (FVM dual); wgpu f64
-/// 475 / 482, 694 / 652, 139 / 156 (no consistent gain); CUDA f32 values 250 / 274, 352 / 310,
-/// 77 / 63 (none either).
-fn unrolled<R: CubeRuntime>(b: &Cube<R>, diagonals: usize, narrow_values: bool) -> usize {
-    if b.kind() == BackendKind::Wgpu && narrow_values && diagonals <= DIA_UNROLL {
+/// The diagonals [`dia_row`] unrolls for on `b` (0: a run-time loop): on wgpu. Measured on
+/// an H100 (2026-11-26, wgpu, µs, unrolled branch-free / unrolled with the branch / run-time
+/// loop): Poisson 7-point with f32 values 512 / 607 / 644, 27-point 450 / 773 / 766, FVM dual
+/// 192 / 227 / 207; f64 values 773 / 744 / 771, 751 / 935 / 913, 212 / 259 / 266 (`spmv
+/// --bench`, 30 products each waited for: the times include the waits). On CUDA the run-time
+/// loop with the branch reads at the copy bandwidth (Poisson 7-point f64) and the unrolled
+/// forms gained nothing consistent.
+fn unrolled<R: CubeRuntime>(b: &Cube<R>, diagonals: usize) -> usize {
+    if b.kind() == BackendKind::Wgpu && diagonals <= DIA_UNROLL {
         diagonals
     } else {
         0
@@ -425,10 +444,11 @@ unsafe fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
     let (cubes, count, dim) = b.config().reduce(a.nrows);
     let out = partials::<R, T>(b, cubes);
     let cube_dim = dim.x as usize;
-    let unrolled = unrolled(b, a.offsets.len(), V::DTYPE.size() < T::DTYPE.size());
+    let unrolled = unrolled(b, a.offsets.len());
     b.launch::<(V, T)>((cube_dim, unrolled), || {
         // SAFETY: DIA invariants (built on the host): values hold diagonals * nrows slots,
-        // a column is read only when it is below ncols; the matrix is square and x, y have
+        // x is read at a column below ncols or (branch-free) at 0, inside every buffer (at
+        // least 4 elements); the matrix is square and x, y have
         // nrows entries (checked by SparseStorage::spmv_dot); `out` holds one slot per cube.
         unsafe {
             dia_dot_kernel::launch_unchecked::<V, T, R>(
@@ -480,10 +500,11 @@ impl FormatKernels for DiaFormat {
         }
         let (count, dim) = b.config().grid(a.nrows);
         let s = Scaling::new(alpha, beta);
-        let unrolled = unrolled(b, a.offsets.len(), V::DTYPE.size() < T::DTYPE.size());
+        let unrolled = unrolled(b, a.offsets.len());
         b.launch::<(V, T)>((s.beta_zero, unrolled), || {
             // SAFETY: DIA invariants (validated on conversion): diagonals * nrows values, a
-            // column read only when below ncols; x has ncols and y nrows entries (checked by
+            // column read only when below ncols, or (branch-free) column 0, inside every buffer
+            // (at least 4 elements); x has ncols and y nrows entries (checked by
             // SparseStorage::spmv).
             unsafe {
                 dia_kernel::launch_unchecked::<V, T, R>(
