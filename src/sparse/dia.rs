@@ -304,8 +304,8 @@ fn dia_add<V: Float, T: Float>(
     sum
 }
 
-/// [`dia_add`] without a branch: the column clamped to 0 and the value zeroed outside the
-/// matrix, so that every load of an unrolled row can be issued at once (NVIDIA's Vulkan
+/// [`dia_add`] without a branch: outside the matrix the column is clamped to 0 and the term
+/// dropped, so that every load of an unrolled row can be issued at once (NVIDIA's Vulkan
 /// compiler did not hoist the loads out of the branches).
 #[cube]
 fn dia_add_select<V: Float, T: Float>(
@@ -318,8 +318,10 @@ fn dia_add_select<V: Float, T: Float>(
 ) -> T {
     let c = r + a.offsets[d];
     let inside = c < a.ncols;
-    let v = select(inside, T::cast_from(a.values[idx]), T::new(0.0));
-    acc + v * x[select(inside, c, 0u32) as usize]
+    // The term is computed from x[0] outside and then dropped (not multiplied by a zero:
+    // an infinite x[0] would make it NaN).
+    let term = T::cast_from(a.values[idx]) * x[select(inside, c, 0u32) as usize];
+    select(inside, acc + term, acc)
 }
 
 /// `Σ_d A[row, row + offset_d] x[row + offset_d]`: every value loaded (the diagonals are

@@ -149,7 +149,38 @@ fn dia_cg_on_poisson<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
-backend_tests!(dia_spmv, dia_spmv_dot, dia_cg_on_poisson);
+/// An infinite `x[0]` reaches only the rows with a stored entry in column 0: a diagonal's
+/// slots outside the matrix contribute nothing (the branch-free kernels read `x[0]` there
+/// and must drop the term, not multiply it by zero).
+fn dia_outside_slots_add_nothing<B: Backend, T: Scalar>(b: &B) {
+    // Poisson 7-point: the slots that reach column 0 inside the matrix (rows 1, 5, 25) are
+    // stored entries; every other row has slots left of column 0, outside the matrix.
+    let a: Csr<Cpu, T> = generate::poisson3d_7pt(5).unwrap().convert();
+    let n = a.nrows();
+    let m = SparseMatrix::from_csr(b, &a, Format::Dia, &FormatOptions::default()).unwrap();
+    let mut xs = random_vec::<T>(n, 12);
+    xs[0] = T::from_f64(f64::INFINITY);
+    let x = Vector::from_slice(b, &xs).unwrap();
+    let mut y = Vector::from_slice(b, &poison::<T>(n)).unwrap();
+    m.spmv(T::ONE, &x, T::ZERO, &mut y).unwrap();
+    let y = y.to_vec().unwrap();
+    let (row_ptr, col_idx) = (a.row_ptr(), a.col_idx());
+    for (r, v) in y.iter().enumerate() {
+        let touches = col_idx[row_ptr[r] as usize..row_ptr[r + 1] as usize].contains(&0);
+        assert_eq!(
+            v.as_f64().is_finite(),
+            !touches,
+            "row {r}: {v:?} (stored column 0: {touches})"
+        );
+    }
+}
+
+backend_tests!(
+    dia_spmv,
+    dia_spmv_dot,
+    dia_cg_on_poisson,
+    dia_outside_slots_add_nothing
+);
 
 #[test]
 fn dia_round_trips_and_counts_diagonals() {
