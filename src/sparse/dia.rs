@@ -450,8 +450,8 @@ unsafe fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
     b.launch::<(V, T)>((cube_dim, unrolled), || {
         // SAFETY: DIA invariants (built on the host): values hold diagonals * nrows slots,
         // x is read at a column below ncols or (branch-free) at 0, inside every buffer (at
-        // least 4 elements); the matrix is square and x, y have
-        // nrows entries (checked by SparseStorage::spmv_dot); `out` holds one slot per cube.
+        // least 4 elements); the matrix is square and x, y have nrows entries (checked by
+        // SparseStorage::spmv_dot); `out` holds one slot per cube.
         unsafe {
             dia_dot_kernel::launch_unchecked::<V, T, R>(
                 b.client(),
