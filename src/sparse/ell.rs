@@ -20,8 +20,8 @@ use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
-    SparseStorage,
+    add_slot, rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling,
+    SparseOps, SparseStorage,
 };
 use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
 use crate::vector::Vector;
@@ -218,11 +218,7 @@ fn ell_kernel<V: Float, T: Float>(
         let mut acc = T::new(0.0);
         for k in 0..a.width {
             let idx = k * nrows + row;
-            let c = a.col_idx[idx];
-            let v = a.values[idx];
-            if c != PAD {
-                acc += T::cast_from(v) * x[c as usize];
-            }
+            acc = add_slot::<V, T>(acc, a.col_idx[idx], a.values[idx], x);
         }
         if beta_zero {
             y[row] = alpha * acc;
@@ -269,7 +265,7 @@ impl FormatKernels for EllFormat {
         let s = Scaling::new(alpha, beta);
         b.launch::<(V, T)>(s.beta_zero, || {
             // SAFETY: ELL invariants (validated on conversion): width * nrows slots, columns
-            // < ncols or PAD; x has ncols and y nrows entries (checked by
+            // < ncols or PAD (read as x[0], inside every buffer); x has ncols and y nrows entries (checked by
             // SparseStorage::spmv).
             unsafe {
                 ell_kernel::launch_unchecked::<V, T, R>(

@@ -9,7 +9,7 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
-use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
+use crate::sparse::ops::{add_slot, axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
 use crate::sparse::sell::Sell;
 use crate::sparse::PAD;
 use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, partials, Finish};
@@ -60,10 +60,7 @@ fn sell_row<V: Float, T: Float>(
     for _k in 0..width {
         let c = a.col_idx[idx];
         let v = a.values[idx];
-        // Branch-free: a padded slot reads x[0] and drops the term.
-        let keep = c != PAD;
-        let term = T::cast_from(v) * x[select(keep, c, 0u32) as usize];
-        acc = select(keep, acc + term, acc);
+        acc = add_slot::<V, T>(acc, c, v, x);
         idx += slice_height;
     }
     acc

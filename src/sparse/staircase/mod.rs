@@ -32,8 +32,8 @@ use crate::error::{check_device, check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    axpby_row, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
-    SparseStorage,
+    add_slot, axpby_row, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling,
+    SparseOps, SparseStorage,
 };
 use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
 use crate::vector::Vector;
@@ -487,11 +487,7 @@ fn staircase_kernel<V: Float, T: Float>(
         let mut idx = step.slot_start + (t / c) * step.len * c + t % c;
         let mut acc = T::new(0.0);
         for _k in 0..step.len {
-            let col = a.col_idx[idx];
-            let v = a.values[idx];
-            if col != PAD {
-                acc += T::cast_from(v) * x[col as usize];
-            }
+            acc = add_slot::<V, T>(acc, a.col_idx[idx], a.values[idx], x);
             idx += c;
         }
         if p < nrows {
@@ -557,7 +553,8 @@ impl FormatKernels for StaircaseFormat {
             let (count, dim) = b.config().grid(rows);
             b.launch::<(V, T)>(cfg, || {
                 // SAFETY: the step structure was built on the host with the arrays: every
-                // slot of the step lies inside col_idx/values, columns are < nrows or PAD;
+                // slot of the step lies inside col_idx/values, columns are < nrows or PAD
+                // (read as x[0], inside every buffer);
                 // x and y have nrows entries (checked by SparseStorage::spmv).
                 unsafe {
                     staircase_kernel::launch_unchecked::<V, T, R>(
