@@ -39,11 +39,10 @@ struct SellConfig {
 }
 
 /// `Σ_k A[p, k] x[col]` for sorted row `p`: a known trip count (the slice width) and
-/// unconditional loads of index, value and x (`x[0]` for padding, the term dropped) let
-/// the compiler pipeline the loop. Branch-free against skipping the x read in a branch
-/// (H100, 2026-11-26, µs, f32 values / f64 values, C = 32 and 512): wgpu FVM dual 150 →
-/// 131, 153 → 128 / 174 → 185, 173 → 172; FVM tets 71 → 63, 72 → 73 / 91 → 84, 87 → 81;
-/// CUDA FVM dual 112 → 105, 110 → 104 / 147 → 145, 147 → 145, FVM tets within 2%.
+/// unconditional loads of index, value and x ([`add_slot`]: `x[0]` for padding, the term
+/// dropped) let the compiler pipeline the loop. Against the x read in a branch (H100,
+/// 2026-11-26): CUDA FVM dual with f32 values about 4% faster, other cases within the
+/// spread (on wgpu ±10% on the FVM matrices).
 #[cube]
 fn sell_row<V: Float, T: Float>(
     a: &SellArrays<V>,
