@@ -112,48 +112,41 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
             ideal * 1e6,
             per_iter / ideal
         );
-        // Checking convergence every 10 iterations instead of every iteration.
-        let mut x = Vector::zeros(b, n)?;
-        b.synchronize()?;
-        let t0 = Instant::now();
-        let r = cg(
-            op,
-            &rhs,
-            &mut x,
-            &SolverParams {
+        // Checking convergence every 10 iterations instead of every iteration: CG, then PCG
+        // with Jacobi (after two iterations that compile its kernels).
+        let every_10 = |jacobi: Option<&Jacobi<B, f64>>| -> Result<(f64, usize)> {
+            let mut x = Vector::zeros(b, n)?;
+            let params = SolverParams {
                 check_every: 10,
                 ..quiet(1e-300, fixed)
-            },
-        )?;
-        b.synchronize()?;
+            };
+            if let Some(m) = jacobi {
+                pcg(op, Some(m), &rhs, &mut x, &quiet(1e-300, 2))?;
+                x.fill(0.0)?;
+            }
+            b.synchronize()?;
+            let t0 = Instant::now();
+            let r = match jacobi {
+                Some(m) => pcg(op, Some(m), &rhs, &mut x, &params)?,
+                None => cg(op, &rhs, &mut x, &params)?,
+            };
+            b.synchronize()?;
+            Ok((
+                t0.elapsed().as_secs_f64() / r.iterations.max(1) as f64,
+                r.iterations,
+            ))
+        };
+        let (cg_every_10, iterations) = every_10(None)?;
         println!(
             "{:<10} {:<14} {:<10} {:<12} per iteration {:>8.1} us over {} iterations (scalars read every 10)",
             b.kind().name(),
             case.name,
             label,
             "cg",
-            t0.elapsed().as_secs_f64() * 1e6 / r.iterations.max(1) as f64,
-            r.iterations
+            cg_every_10 * 1e6,
+            iterations
         );
-        let cg_every_10 = t0.elapsed().as_secs_f64() / r.iterations.max(1) as f64;
-        // PCG with Jacobi the same way (after two iterations that compile its kernels).
-        let mut x = Vector::zeros(b, n)?;
-        pcg(op, Some(&jacobi), &rhs, &mut x, &quiet(1e-300, 2))?;
-        x.fill(0.0)?;
-        b.synchronize()?;
-        let t0 = Instant::now();
-        let r = pcg(
-            op,
-            Some(&jacobi),
-            &rhs,
-            &mut x,
-            &SolverParams {
-                check_every: 10,
-                ..quiet(1e-300, fixed)
-            },
-        )?;
-        b.synchronize()?;
-        let pcg_every_10 = t0.elapsed().as_secs_f64() / r.iterations.max(1) as f64;
+        let (pcg_every_10, iterations) = every_10(Some(&jacobi))?;
         println!(
             "{:<10} {:<14} {:<10} {:<12} per iteration {:>8.1} us over {} iterations (scalars read every 10); {:.3}x CG",
             b.kind().name(),
@@ -161,7 +154,7 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
             label,
             "pcg jacobi",
             pcg_every_10 * 1e6,
-            r.iterations,
+            iterations,
             pcg_every_10 / cg_every_10
         );
         // Time to 1e-8.
