@@ -31,6 +31,11 @@
 #           solver tests on CUDA and wgpu; the SpMV suite (Poisson 7/27-point, FVM dual: SELL
 #           and DIA side by side) and the CG suite (DIA, with SELL beside it) on both runtimes;
 #           then the SpMV suite on wgpu alone in its process, against CUDA then wgpu.
+# part "clk": ninth session (after `pack --tests --example bench`): the clock test; wgpu alone
+#           with the CUDA-context hold and with GALERKIN_WGPU_CLOCK_HOLD=0, the SM clock and
+#           memory sampled by nvidia-smi; then each runtime alone in its own process (the way
+#           a user runs one): SpMV (4 matrices, f64 and f32 values), CG (Poisson 7-pt, FVM
+#           tets 120) and batched (n = 8, 16, 32). About 9 minutes on an H100.
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -151,6 +156,25 @@ dia)
   TAIL=80 run cg 400 $bin/bench --suite cg $both --only poisson7 --only poisson27 --spmv-precision f64 \
     --spmv-precision mixed --reps 5
   TAIL=12 run wgpu_alone 100 $bin/bench --suite spmv --backend wgpu --only poisson7 --spmv-precision f64 --reps 5
+  ;;
+clk)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 120 "$it" vector::wgpu_holds --test-threads 1 > "$out/tests.txt" 2>&1
+  echo "clock test rc=$?: $(grep -E 'test result' "$out/tests.txt")"
+  for hold in 1 0; do
+    nvidia-smi --query-gpu=clocks.sm,memory.used --format=csv,noheader,nounits -lms 250 > "$out/clk_$hold.txt" &
+    smi=$!
+    TAIL=8 run "wgpu_hold_$hold" 150 env GALERKIN_WGPU_CLOCK_HOLD=$hold $bin/bench --suite spmv \
+      --backend wgpu --only poisson7_256 --spmv-precision f64 --reps 20
+    kill $smi
+    echo "hold=$hold: $(awk -F, '$1+0>=1800' "$out/clk_$hold.txt" | wc -l) of $(wc -l < "$out/clk_$hold.txt") clock samples >= 1800 MHz"
+  done
+  for be in cuda wgpu; do
+    TAIL=40 run "spmv_$be" 200 $bin/bench --suite spmv --backend $be --only fvm_tet_70 --only fvm_dual_127 \
+      --only poisson7_256 --only poisson27_192 --spmv-precision f64 --spmv-precision mixed --reps 20
+    TAIL=20 run "cg_$be" 150 $bin/bench --suite cg --backend $be --only poisson7_256 --only fvm_tet_120 \
+      --spmv-precision f64 --spmv-precision mixed --reps 10
+    TAIL=20 run "batched_$be" 100 $bin/bench --suite batched --backend $be --log2 8,16,32 --precision f64 --reps 20
+  done
   ;;
 v)
   for w in before/bench bin/bench; do
