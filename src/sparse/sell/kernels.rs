@@ -41,8 +41,9 @@ struct SellConfig {
 /// `Σ_k A[p, k] x[col]` for sorted row `p`: a known trip count (the slice width) and
 /// unconditional loads of index, value and x ([`add_slot`]: `x[0]` for padding, the term
 /// dropped) let the compiler pipeline the loop. Against the x read in a branch (H100,
-/// 2026-11-26): CUDA FVM dual with f32 values about 4% faster, other cases within the
-/// spread (on wgpu ±10% on the FVM matrices).
+/// 2026-11-26): with f32 values, Poisson 7-point 10% (CUDA) and 15% (wgpu) faster, 27-point
+/// 14% on wgpu, FVM dual about 4% on CUDA; f64 and the FVM matrices on wgpu within the
+/// spread (±10% there).
 #[cube]
 fn sell_row<V: Float, T: Float>(
     a: &SellArrays<V>,
