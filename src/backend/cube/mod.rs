@@ -37,6 +37,7 @@ pub use buffer::CubeBuffer;
 pub(crate) use buffer::{line_size, padded_len};
 #[cfg(feature = "cuda")]
 pub(crate) use runtime::cuda_driver_present;
+pub use runtime::Connection;
 
 /// The wgpu backend: Vulkan, Metal, DX12 or WebGPU. f64 only where the adapter has
 /// `SHADER_F64` (most desktop Vulkan drivers and lavapipe; not Metal).
@@ -63,19 +64,6 @@ pub trait CubeRuntime: Runtime {
 
     /// The element types the device computes on.
     fn dtypes(client: &ComputeClient<Self>) -> Vec<DType>;
-}
-
-/// What [`CubeRuntime::connect`] returns.
-pub struct Connection<R: Runtime> {
-    /// The runtime's client of the device.
-    pub client: ComputeClient<R>,
-    /// A human-readable device name ([`BackendInfo::device`]).
-    pub name: String,
-    /// Whether the connection holds the GPU's clock up ([`BackendInfo::clock_held`]).
-    pub clock_held: bool,
-    /// Kept for as long as the connection lives and dropped with it (a retained CUDA
-    /// context that holds the clock of an NVIDIA GPU for wgpu).
-    pub keep: Option<Box<dyn Any + Send + Sync>>,
 }
 
 /// The CubeCL backend on runtime `R`: `Cuda` or `Wgpu`.

@@ -6,10 +6,26 @@ use cubecl::prelude::*;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 use crate::backend::core::BackendKind;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
-use crate::backend::cube::{Connection, CubeRuntime};
+use crate::backend::cube::CubeRuntime;
 use crate::error::{Error, Result};
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 use crate::scalar::DType;
+use cubecl::prelude::{ComputeClient, Runtime};
+use std::any::Any;
+
+/// What [`CubeRuntime::connect`](crate::backend::CubeRuntime::connect) returns.
+pub struct Connection<R: Runtime> {
+    /// The runtime's client of the device.
+    pub client: ComputeClient<R>,
+    /// A human-readable device name ([`BackendInfo::device`](crate::BackendInfo::device)).
+    pub name: String,
+    /// Whether the connection holds the GPU's clock up
+    /// ([`BackendInfo::clock_held`](crate::BackendInfo::clock_held)).
+    pub clock_held: bool,
+    /// Kept for as long as the connection lives and dropped with it (a retained CUDA
+    /// context that holds the clock of an NVIDIA GPU for wgpu).
+    pub keep: Option<Box<dyn Any + Send + Sync>>,
+}
 
 /// Runs `f`, turning a panic inside the runtime into [`Error::BackendUnavailable`].
 #[cfg_attr(not(any(feature = "wgpu", feature = "cuda")), allow(dead_code))]
