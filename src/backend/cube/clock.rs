@@ -17,6 +17,7 @@
 //! [`BackendInfo::clock_held`]: crate::BackendInfo::clock_held
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::mem::ManuallyDrop;
 
 /// PCI vendor id of NVIDIA (wgpu's `AdapterInfo::vendor`).
 const VENDOR_NVIDIA: u32 = 0x10de;
@@ -47,8 +48,9 @@ type ReleaseFn = unsafe extern "C" fn(c_int) -> CuResult;
 pub(crate) struct ClockHold {
     release: ReleaseFn,
     device: c_int,
-    /// Keeps `release` valid; dropped after [`Drop::drop`] ran.
-    _library: libloading::Library,
+    /// Keeps `release` valid. Never unloaded (here or when `acquire` gives up after
+    /// `cuInit`): the driver may still run code of the library on its own threads.
+    _library: ManuallyDrop<libloading::Library>,
 }
 
 impl std::fmt::Debug for ClockHold {
@@ -61,8 +63,8 @@ impl std::fmt::Debug for ClockHold {
 
 impl Drop for ClockHold {
     fn drop(&mut self) {
-        // SAFETY: `release` was loaded from `_library`, still loaded; the context of `device`
-        // was retained once by `acquire` and is released once here.
+        // SAFETY: `release` was loaded from `_library`, never unloaded; the context of
+        // `device` was retained once by `acquire` and is released once here.
         unsafe {
             (self.release)(self.device);
         }
@@ -107,7 +109,7 @@ impl ClockHold {
         // signatures of cuda.h, and every pointer passed points to a live local of the
         // declared type (the name buffer with its true length).
         unsafe {
-            let library = libloading::Library::new(LIBRARY).ok()?;
+            let library = ManuallyDrop::new(libloading::Library::new(LIBRARY).ok()?);
             let init = *library.get::<InitFn>(b"cuInit\0").ok()?;
             let count = *library.get::<CountFn>(b"cuDeviceGetCount\0").ok()?;
             let get = *library.get::<GetFn>(b"cuDeviceGet\0").ok()?;
