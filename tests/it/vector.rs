@@ -280,6 +280,35 @@ fn fused_pointwise_mul_dot<B: Backend, T: Scalar>(b: &B) {
 
 /// dot and nrm2 of 10^8 elements within 1e-5 relative of the f64 value (skipped, with a
 /// message, where one buffer cannot hold 10^8 values).
+/// Several threads reading results from one device at once (cubecl's device thread waits
+/// for each read): every thread gets its own values, and none waits forever.
+fn reads_from_several_threads<B: Backend, T: Scalar>(b: &B) {
+    const N: usize = 10_000;
+    std::thread::scope(|scope| {
+        for t in 0..4u64 {
+            scope.spawn(move || {
+                for k in 0..10u64 {
+                    let seed = 100 * t + k;
+                    let (xs, ys) = (random_vec::<T>(N, seed), random_vec::<T>(N, seed + 50));
+                    let (x, mut y) = (upload(b, &xs), upload(b, &ys));
+                    let d = x.dot(&y).unwrap();
+                    let terms: Vec<f64> = xs
+                        .iter()
+                        .zip(&ys)
+                        .map(|(x, y)| x.as_f64() * y.as_f64())
+                        .collect();
+                    let magnitude = exact_sum(terms.iter().map(|t| t.abs()));
+                    let what = format!("thread {t}, round {k}");
+                    assert_close_scaled(&[d], &[exact_sum(terms)], magnitude, N, &what);
+                    y.copy_from(&x).unwrap();
+                    b.synchronize().unwrap();
+                    assert_eq!(widen(&y.to_vec().unwrap()), widen(&xs), "{what}: copy");
+                }
+            });
+        }
+    });
+}
+
 fn reduction_accuracy_1e8<B: Backend, T: Scalar>(b: &B) {
     let n = 100_000_000usize;
     let bytes = (n * T::DTYPE.size()) as u64;
@@ -328,6 +357,7 @@ backend_tests!(
     fused_cg_update,
     fused_pointwise_mul_dot,
     reduction_accuracy_1e8,
+    reads_from_several_threads,
 );
 
 /// The CPU reductions do not depend on the number of threads.

@@ -32,6 +32,7 @@ mod buffer;
 mod clock;
 mod failures;
 mod runtime;
+mod transfer;
 
 pub use buffer::CubeBuffer;
 pub(crate) use buffer::{line_size, padded_len};
@@ -364,30 +365,6 @@ impl<R: CubeRuntime> Cube<R> {
         })
     }
 
-    /// Reads `handle` (at least `len` values of `T`) to the host.
-    pub(crate) fn read<T: Storable>(&self, handle: &Handle, len: usize) -> Result<Vec<T>> {
-        // Tried (H100, 2026-11-25): no flush first, leaving the submission to the read's
-        // own trip to cubecl's device thread: dot to host at 2^27 did not get faster
-        // (84% of copy against 89% with the flush, within the run-to-run spread).
-        self.flush()?;
-        let bytes = self
-            .inner
-            .client
-            .read_one(handle.clone())
-            .map_err(|e| self.device_error(e))?;
-        let size = std::mem::size_of::<T>();
-        if bytes.len() < len * size {
-            return Err(self.device_error(format!(
-                "read {} bytes, expected at least {}",
-                bytes.len(),
-                len * size
-            )));
-        }
-        let mut out = vec![T::default(); len];
-        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&bytes[..len * size]);
-        Ok(out)
-    }
-
     /// Checks that `elements` values of `T` fit in one buffer of the device.
     fn check_size<T: Storable>(&self, elements: usize) -> Result<usize> {
         let bytes = (elements as u64).saturating_mul(T::DTYPE.size() as u64);
@@ -499,8 +476,7 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
     }
 
     fn synchronize(&self) -> Result<()> {
-        self.flush()?;
-        cubecl::future::block_on(self.inner.client.sync()).map_err(|e| self.device_error(e))
+        self.wait()
     }
 }
 
