@@ -65,6 +65,16 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     /// buffer belongs to another device.
     fn download<T: Storable>(&self, buffer: &Self::Buffer<T>) -> Result<Vec<T>>;
 
+    /// Starts copying `buffer` to the host behind the work submitted so far and returns
+    /// without waiting; [`Deferred::wait`] returns the values. Work queued after this call
+    /// runs on the device while the caller waits, and does not change the values read (it
+    /// may overwrite `buffer`): conjugate gradients overlaps its residual read with the next
+    /// direction and product this way. The CPU backend copies at once.
+    ///
+    /// # Errors
+    /// As [`download`](Self::download); a device failure may also come from the wait.
+    fn download_later<T: Storable>(&self, buffer: &Self::Buffer<T>) -> Result<Deferred<'_, T>>;
+
     /// Overwrites `buffer` with `data` (same length).
     ///
     /// # Errors
@@ -263,5 +273,41 @@ impl BackendInfo {
 impl fmt::Display for BackendInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({})", self.kind, self.device)
+    }
+}
+
+/// Values on their way to the host: from [`BackendCore::download_later`].
+#[must_use = "the values arrive only through `wait`"]
+pub struct Deferred<'a, T> {
+    wait: Box<dyn FnOnce() -> Result<Vec<T>> + Send + 'a>,
+}
+
+impl<'a, T: Send + 'a> Deferred<'a, T> {
+    /// Values that are already on the host.
+    pub fn ready(values: Vec<T>) -> Self {
+        Deferred {
+            wait: Box::new(move || Ok(values)),
+        }
+    }
+
+    /// Values that `wait` delivers.
+    pub(crate) fn new(wait: impl FnOnce() -> Result<Vec<T>> + Send + 'a) -> Self {
+        Deferred {
+            wait: Box::new(wait),
+        }
+    }
+
+    /// Blocks until the values are on the host and returns them.
+    ///
+    /// # Errors
+    /// [`Error::Device`] if the device failed while producing or copying them.
+    pub fn wait(self) -> Result<Vec<T>> {
+        (self.wait)()
+    }
+}
+
+impl<T> fmt::Debug for Deferred<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Deferred(..)")
     }
 }

@@ -26,7 +26,9 @@ pub(crate) mod core;
 pub(crate) mod cpu;
 pub(crate) mod cube;
 
-pub use self::core::{vector_part_len, BackendCore, BackendInfo, BackendKind, MIN_BUFFER_LIMIT};
+pub use self::core::{
+    vector_part_len, BackendCore, BackendInfo, BackendKind, Deferred, MIN_BUFFER_LIMIT,
+};
 pub use bundle::{device_count, with_backend, with_backend_on, Backend, BackendTask};
 pub use cpu::Cpu;
 #[cfg(feature = "cuda")]

@@ -41,7 +41,8 @@ pub fn cg<B: Backend, S: Scalar>(
 /// with a preconditioner `z = M r`, `r·z` and the scalar step `β = r·z / (r·z)_old`
 /// ([`pcg_rotate_device`]), without one `β = r·r / (r·r)_old` from the update; `p = z + βp`
 /// (`z = r` without one); one read of the scalars every `params.check_every` iterations for
-/// the stopping tests. The arithmetic is the same as the host-scalar form (identical
+/// the stopping tests, overlapped with the next direction and product (which a stop
+/// discards: one product more than the iterations). The arithmetic is the same as the host-scalar form (identical
 /// iteration counts on the CPU); a curvature `pᵀAp ≤ 0` is detected when the scalars are
 /// read, after the update that used it. A Jacobi preconditioner
 /// ([`Preconditioner::inverse_diagonal`]) is fused into the update and the direction
@@ -88,19 +89,26 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
     let residual_slot = if jacobi.is_some() { RZ_NEW } else { RR };
     let check_every = params.check_every.max(1);
     let mut k = k0;
+    a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
+    t.applications += 1;
     let reason = loop {
         k += 1;
-        a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
-        t.applications += 1;
         match jacobi {
             Some(d) => pcg_jacobi_update_device(&mut scalars, d, &p, &q, x, &mut r)?,
             None => cg_update_device(&mut scalars, &p, &q, x, &mut r)?,
         }
-        if (k - k0).is_multiple_of(check_every) || k >= params.max_iter {
-            if let Some(reason) = read_device_scalars(t, k, &scalars, residual_slot)? {
-                break reason;
-            }
+        if k >= params.max_iter {
+            let s = scalars.to_vec()?;
+            break stop_test(t, k, &s, residual_slot).unwrap_or(StopReason::MaxIterations);
         }
+        // The scalars are read behind the update, and the next direction and product are
+        // queued before the wait, so the device works through the read. They leave x and r
+        // alone: a stop returns the x it would return without them.
+        let read = if (k - k0).is_multiple_of(check_every) {
+            Some(backend.download_later(scalars.buffer()?)?)
+        } else {
+            None
+        };
         match jacobi {
             Some(d) => jacobi_xpay_device(&scalars, d, &r, &mut p)?,
             None => {
@@ -108,28 +116,35 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
                 xpay_device(&scalars, if m.is_some() { &z } else { &r }, &mut p)?;
             }
         }
+        a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
+        t.applications += 1;
+        if let Some(read) = read {
+            if let Some(reason) = stop_test(t, k, &read.wait()?, residual_slot) {
+                break reason;
+            }
+        }
     };
     Ok((k, reason))
 }
 
-/// Reads the device scalars after iteration `k`: the curvature `pᵀAp` (not finite, or not
-/// positive: stop) and the residual `√(r·r)` (in `scalars[rr]`) for the tracker's tests.
-fn read_device_scalars<B: Backend, S: Scalar>(
+/// The stopping tests on the device scalars `s` read after iteration `k`: the curvature
+/// `pᵀAp` (not finite, or not positive: stop) and the residual `√(r·r)` (in `s[rr]`) for the
+/// tracker's tests.
+fn stop_test<S: Scalar>(
     t: &mut Tracker<'_, '_>,
     k: usize,
-    scalars: &Vector<B, S>,
+    s: &[S],
     rr: usize,
-) -> Result<Option<StopReason>> {
+) -> Option<StopReason> {
     use cg_scalars::PQ;
-    let s = scalars.to_vec()?;
     let pq = s[PQ].as_f64();
     if !pq.is_finite() {
-        return Ok(Some(StopReason::NonFinite { quantity: "pᵀAp" }));
+        return Some(StopReason::NonFinite { quantity: "pᵀAp" });
     }
     if pq <= 0.0 {
-        return Ok(Some(StopReason::IndefiniteOperator { curvature: pq }));
+        return Some(StopReason::IndefiniteOperator { curvature: pq });
     }
-    Ok(t.record(k, s[rr].as_f64().sqrt()))
+    t.record(k, s[rr].as_f64().sqrt())
 }
 
 /// Preconditioned conjugate gradients (`M` symmetric positive definite; with

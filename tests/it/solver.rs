@@ -852,6 +852,59 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Unfused<'_, B, T> {
     }
 }
 
+/// CG reads its scalars while the next direction and product run: a solve that stops at a
+/// read (converged before the limit) returns exactly the iterate of one stopped there by the
+/// limit (nothing queued after the last update), bit for bit, with one product more. Plain
+/// CG, PCG-Jacobi (fused) and PCG with block Jacobi (a preconditioner applied in the overlap).
+fn cg_stops_on_the_iterate_it_read<B: Backend, T: Scalar>(b: &B) {
+    let a_host = spd_problem::<T>();
+    let n = a_host.nrows();
+    let a = a_host.to_backend(b).unwrap();
+    let bv = Vector::from_slice(b, &random_vec::<T>(n, 41)).unwrap();
+    let jacobi = Jacobi::<B, T>::new(b, &a_host).unwrap();
+    let blocks = BlockJacobi::<B, T>::new(b, &a_host, 6).unwrap();
+    let jacobi: &dyn Preconditioner<B, T> = &jacobi;
+    let blocks: &dyn Preconditioner<B, T> = &blocks;
+    let cases = [
+        ("CG", None),
+        ("PCG-Jacobi", Some(jacobi)),
+        ("PCG-block-Jacobi", Some(blocks)),
+    ];
+    for (what, m) in cases {
+        let solve = |max_iter: usize| {
+            let mut x = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); n]).unwrap();
+            x.fill(T::ZERO).unwrap();
+            let params = quiet(tol::<T>(), max_iter);
+            let report = match m {
+                Some(m) => pcg(&a, Some(m), &bv, &mut x, &params),
+                None => cg(&a, &bv, &mut x, &params),
+            };
+            let report = report.unwrap();
+            (report, x.to_vec().unwrap())
+        };
+        let (read, x_read) = solve(1000);
+        assert_eq!(read.reason, StopReason::Converged, "{what}: {read}");
+        assert!(read.iterations > 5, "{what}: {read}");
+        let (limit, x_limit) = solve(read.iterations);
+        assert_eq!(
+            read.iterations, limit.iterations,
+            "{what}: {read} vs {limit}"
+        );
+        assert_eq!(
+            read.operator_applications,
+            limit.operator_applications + 1,
+            "{what}: {read} vs {limit}"
+        );
+        let same = x_read
+            .iter()
+            .zip(&x_limit)
+            .all(|(u, v)| u.as_f64().to_bits() == v.as_f64().to_bits());
+        assert!(same, "{what}: the overlapped work changed x");
+    }
+}
+
+backend_tests!(cg_stops_on_the_iterate_it_read);
+
 /// PCG-Jacobi with the scaling fused into the update and the direction gives what the
 /// unfused iteration (z stored, separate inner product) gives: bit for bit on the CPU, the
 /// same iteration count (±1) and accuracy on a device; on a matrix whose diagonal spans

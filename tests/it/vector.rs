@@ -280,6 +280,21 @@ fn fused_pointwise_mul_dot<B: Backend, T: Scalar>(b: &B) {
 
 /// dot and nrm2 of 10^8 elements within 1e-5 relative of the f64 value (skipped, with a
 /// message, where one buffer cannot hold 10^8 values).
+/// `download_later` returns the values of its call, though the work queued after it (and run
+/// while the caller waits) overwrites the buffer.
+fn download_later<B: Backend, T: Scalar>(b: &B) {
+    for n in LENGTHS {
+        let xs = random_vec::<T>(n, 61);
+        let mut x = upload(b, &xs);
+        let read = b.download_later(x.buffer().unwrap()).unwrap();
+        x.scale(T::from_f64(2.0)).unwrap();
+        x.axpy(T::ONE, &upload(b, &xs)).unwrap();
+        assert_eq!(widen(&read.wait().unwrap()), widen(&xs), "n={n}: read");
+        let thrice: Vec<f64> = xs.iter().map(|v| 3.0 * v.as_f64()).collect();
+        assert_close(&x.to_vec().unwrap(), &thrice, 1, &format!("n={n}: after"));
+    }
+}
+
 /// Several threads reading results from one device at once (cubecl's device thread waits
 /// for each read): every thread gets its own values, and none waits forever.
 fn reads_from_several_threads<B: Backend, T: Scalar>(b: &B) {
@@ -358,6 +373,7 @@ backend_tests!(
     fused_pointwise_mul_dot,
     reduction_accuracy_1e8,
     reads_from_several_threads,
+    download_later,
 );
 
 /// The CPU reductions do not depend on the number of threads.

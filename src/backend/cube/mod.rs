@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use cubecl::prelude::*;
 use cubecl::server::Handle;
 
-use crate::backend::core::{sealed::Sealed, BackendCore, BackendInfo, BackendKind};
+use crate::backend::core::{sealed::Sealed, BackendCore, BackendInfo, BackendKind, Deferred};
 use crate::error::{check_len, Error, Result};
 use crate::scalar::{DType, Element, Storable};
 
@@ -449,6 +449,11 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
     fn download<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<Vec<T>> {
         self.check_own("download", buffer)?;
         self.read(&buffer.handle, buffer.len)
+    }
+
+    fn download_later<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<Deferred<'_, T>> {
+        self.check_own("download", buffer)?;
+        self.read_later(&buffer.handle, buffer.len)
     }
 
     fn write<T: Storable>(&self, buffer: &mut CubeBuffer<T>, data: &[T]) -> Result<()> {

@@ -3,6 +3,7 @@
 use cubecl::server::{Handle, ServerError};
 
 use super::{Cube, CubeRuntime};
+use crate::backend::Deferred;
 use crate::error::Result;
 use crate::scalar::Storable;
 
@@ -17,6 +18,31 @@ impl<R: CubeRuntime> Cube<R> {
             let mut bytes = cubecl::future::block_on(client.read_async(vec![handle]))?;
             Ok(bytes.remove(0))
         })?;
+        self.values(&bytes, len)
+    }
+
+    /// Starts reading `handle` (at least `len` values of `T`) behind the work submitted so
+    /// far; the wait submits what was queued since (so that it runs meanwhile) and blocks on
+    /// cubecl's device thread as [`read`](Self::read) does.
+    pub(super) fn read_later<T: Storable>(
+        &self,
+        handle: &Handle,
+        len: usize,
+    ) -> Result<Deferred<'_, T>> {
+        self.flush()?;
+        let read = self.inner.client.read_async(vec![handle.clone()]);
+        Ok(Deferred::new(move || {
+            let client = &self.inner.client;
+            let mut bytes = self.on_device_thread(move || {
+                client.flush()?;
+                cubecl::future::block_on(read)
+            })?;
+            self.values(&bytes.remove(0), len)
+        }))
+    }
+
+    /// The first `len` values of `T` in `bytes`.
+    fn values<T: Storable>(&self, bytes: &[u8], len: usize) -> Result<Vec<T>> {
         let size = std::mem::size_of::<T>();
         if bytes.len() < len * size {
             return Err(self.device_error(format!(
