@@ -35,7 +35,7 @@ use crate::sparse::ops::{
     SparseStorage,
 };
 use crate::sparse::{to_u32, Format, FormatLimits, RowStats};
-use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, partials, Finish};
+use crate::vector::cube::reduce::{cube_sum_to, partials};
 use crate::vector::Vector;
 
 /// A sparse matrix in DIA format. See the [module docs](self).
@@ -524,33 +524,13 @@ impl FormatKernels for DiaFormat {
         })
     }
 
-    unsafe fn spmv_dot_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    unsafe fn spmv_dot_partials_cube<R: CubeRuntime, V: Element, T: Scalar>(
         b: &Cube<R>,
         a: &Dia<Cube<R>, V>,
         x: &CubeBuffer<T>,
         y: &mut CubeBuffer<T>,
-    ) -> Result<T> {
-        if a.nrows == 0 {
-            return Ok(T::ZERO);
-        }
+    ) -> Result<Option<CubeBuffer<T>>> {
         // SAFETY: the caller's contract.
-        let out = unsafe { spmv_dot_partials(b, a, x, y)? };
-        Ok(T::from_f64(finish_sum(b, &out)?))
-    }
-
-    unsafe fn spmv_dot_device_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Dia<Cube<R>, V>,
-        x: &CubeBuffer<T>,
-        y: &mut CubeBuffer<T>,
-        scalars: &mut CubeBuffer<T>,
-        slot: usize,
-    ) -> Result<()> {
-        // SAFETY: the caller's contract (slot < len(scalars)). An empty matrix still writes
-        // its (zero) dot into the slot.
-        unsafe {
-            let out = spmv_dot_partials(b, a, x, y)?;
-            finish(b, &out, scalars, slot, Finish::Slot)
-        }
+        unsafe { spmv_dot_partials(b, a, x, y).map(Some) }
     }
 }

@@ -3,7 +3,8 @@
 //! A format is one file. It implements
 //! - [`FormatKernels`] on a marker type: the container type it stores (per backend), its CPU
 //!   kernel and its CubeCL launch; the fused `SpMV + dot` variants fall back to SpMV and a
-//!   separate dot unless the format fuses them (SELL-C-σ does);
+//!   separate dot unless the format fuses them (SELL-C-σ and DIA give the partial sums of
+//!   the dot from their product kernel, `spmv_dot_partials_cube`);
 //! - [`SparseStorage`] on its container: sizes and the storage footprint. Its provided
 //!   methods are the checked, safe SpMV of the format (`spmv`, `spmv_dot`, `spmv_dot_device`)
 //!   and the only way to the unchecked kernels;
@@ -22,6 +23,7 @@ use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::{check_device, check_len, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::Format;
+use crate::vector::cube::reduce::{finish, finish_sum, Finish};
 use crate::vector::{check_slot, Vector, VectorOps};
 
 /// The kernels of one sparse format, on the CPU and on CubeCL devices.
@@ -59,7 +61,28 @@ pub trait FormatKernels: 'static {
         y: &mut CubeBuffer<T>,
     ) -> Result<()>;
 
-    /// `y = A x`, returning `x · y` (square matrices), on a CubeCL device. Defaults to the
+    /// `y = A x` and the per-cube partial sums of `x · y` (square matrices), on a CubeCL
+    /// device, where the format fuses the product and the dot in one kernel (SELL-C-σ and
+    /// DIA do); `None`, computing nothing, where it does not (the default). The fused calls
+    /// below finish these partials, or take the SpMV and a separate dot.
+    ///
+    /// # Errors
+    /// Device and kernel-compilation errors.
+    ///
+    /// # Safety
+    /// As [`spmv_cube`](Self::spmv_cube), and the matrix is square.
+    unsafe fn spmv_dot_partials_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        backend: &Cube<R>,
+        a: &Self::Matrix<Cube<R>, V>,
+        x: &CubeBuffer<T>,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<Option<CubeBuffer<T>>> {
+        let _ = (backend, a, x, y);
+        Ok(None)
+    }
+
+    /// `y = A x`, returning `x · y` (square matrices), on a CubeCL device: the fused
+    /// partials finished on the host (or by one device pass where there are many), else the
     /// SpMV and a dot.
     ///
     /// # Errors
@@ -75,13 +98,18 @@ pub trait FormatKernels: 'static {
     ) -> Result<T> {
         // SAFETY: the caller's contract; a square matrix makes x and y equally long.
         unsafe {
-            Self::spmv_cube(backend, a, T::ONE, x, T::ZERO, y)?;
-            backend.dot(x, y)
+            match Self::spmv_dot_partials_cube(backend, a, x, y)? {
+                Some(partials) => Ok(T::from_f64(finish_sum(backend, &partials)?)),
+                None => {
+                    Self::spmv_cube(backend, a, T::ONE, x, T::ZERO, y)?;
+                    backend.dot(x, y)
+                }
+            }
         }
     }
 
-    /// `y = A x` with `x · y` left on the device in `scalars[slot]` (square matrices).
-    /// Defaults to the SpMV and a device dot.
+    /// `y = A x` with `x · y` left on the device in `scalars[slot]` (square matrices): the
+    /// fused partials finished on the device, else the SpMV and a device dot.
     ///
     /// # Errors
     /// Device and kernel-compilation errors.
@@ -96,10 +124,16 @@ pub trait FormatKernels: 'static {
         scalars: &mut CubeBuffer<T>,
         slot: usize,
     ) -> Result<()> {
-        // SAFETY: the caller's contract.
+        // SAFETY: the caller's contract. An empty matrix still writes its (zero) dot into
+        // the slot: the partials of no rows are one zero per cube.
         unsafe {
-            Self::spmv_cube(backend, a, T::ONE, x, T::ZERO, y)?;
-            backend.dot_device(x, y, scalars, slot)
+            match Self::spmv_dot_partials_cube(backend, a, x, y)? {
+                Some(partials) => finish(backend, &partials, scalars, slot, Finish::Slot),
+                None => {
+                    Self::spmv_cube(backend, a, T::ONE, x, T::ZERO, y)?;
+                    backend.dot_device(x, y, scalars, slot)
+                }
+            }
         }
     }
 }

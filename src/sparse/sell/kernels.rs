@@ -12,7 +12,7 @@ use crate::scalar::{Element, Scalar};
 use crate::sparse::ops::{add_slot, axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
 use crate::sparse::sell::Sell;
 use crate::sparse::PAD;
-use crate::vector::cube::reduce::{cube_sum_to, finish, finish_sum, partials, Finish};
+use crate::vector::cube::reduce::{cube_sum_to, partials};
 
 /// The SELL arrays, as one kernel argument; `row_perm` is bound (to `slice_ptr`) even when
 /// there is no permutation, and read only with [`SellConfig::permuted`].
@@ -265,33 +265,13 @@ impl FormatKernels for SellFormat {
         })
     }
 
-    unsafe fn spmv_dot_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    unsafe fn spmv_dot_partials_cube<R: CubeRuntime, V: Element, T: Scalar>(
         b: &Cube<R>,
         a: &Sell<Cube<R>, V>,
         x: &CubeBuffer<T>,
         y: &mut CubeBuffer<T>,
-    ) -> Result<T> {
-        if a.nrows == 0 {
-            return Ok(T::ZERO);
-        }
+    ) -> Result<Option<CubeBuffer<T>>> {
         // SAFETY: the caller's contract.
-        let out = unsafe { spmv_dot_partials(b, a, x, y)? };
-        Ok(T::from_f64(finish_sum(b, &out)?))
-    }
-
-    unsafe fn spmv_dot_device_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Sell<Cube<R>, V>,
-        x: &CubeBuffer<T>,
-        y: &mut CubeBuffer<T>,
-        scalars: &mut CubeBuffer<T>,
-        slot: usize,
-    ) -> Result<()> {
-        // SAFETY: the caller's contract (slot < len(scalars)). An empty matrix still writes
-        // its (zero) dot into the slot: the partials of no rows are one zero per cube.
-        unsafe {
-            let out = spmv_dot_partials(b, a, x, y)?;
-            finish(b, &out, scalars, slot, Finish::Slot)
-        }
+        unsafe { spmv_dot_partials(b, a, x, y).map(Some) }
     }
 }
