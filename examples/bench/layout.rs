@@ -9,6 +9,8 @@
 //! shared memory (used once), for `S` from 512 B to 48 KiB. The copy is memory-bound, so
 //! its bandwidth falls once the shared memory per multiprocessor admits too few cubes: the
 //! `S` where it falls shows how much shared memory the runtime gives a multiprocessor.
+//!
+//! Then the dispatch probe (`dispatch.rs`). `--only cholesky|occupancy|dispatch` runs a part.
 
 use cubecl::prelude::*;
 use galerkin::backend::CubeRuntime;
@@ -186,28 +188,48 @@ fn probe<R: CubeRuntime>(b: &Cube<R>, bytes: usize, reps: usize) -> Result<f64> 
     Ok(gbps(2.0 * (len * 8) as f64, t))
 }
 
-fn suite<R: CubeRuntime>(b: &Cube<R>, reps: usize) {
+/// The parts of the suite `--only` may name (all by default).
+const PARTS: [&str; 3] = ["cholesky", "occupancy", "dispatch"];
+
+fn suite<R: CubeRuntime>(b: &Cube<R>, reps: usize, only: &[String]) {
+    let wanted = |part: &str| only.is_empty() || only.iter().any(|o| part.starts_with(o.as_str()));
     println!(
-        "\n# {}  (layout suite: batched Cholesky f64, time minus the input copy; GB/s of matrices in + out)",
-        b.info()
+        "\n# {}  (layout suite: {})",
+        b.info(),
+        PARTS
+            .iter()
+            .filter(|p| wanted(p))
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ")
     );
-    for n in [2, 4, 8] {
-        if let Err(e) = one(b, n, reps) {
-            println!("layout n={n}: error: {e}");
+    if wanted("cholesky") {
+        println!("batched Cholesky f64, time minus the input copy; GB/s of matrices in + out");
+        for n in [2, 4, 8] {
+            if let Err(e) = one(b, n, reps) {
+                println!("layout n={n}: error: {e}");
+            }
         }
     }
-    println!("occupancy probe: copy of up to 2^25 f64 by cubes of 64 units, each with S bytes of shared memory");
-    for kib in [0.5, 4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 32.0, 40.0, 48.0] {
-        let bytes = (kib * 1024.0) as usize;
-        if bytes > b.info().max_shared_bytes {
-            break;
+    if wanted("occupancy") {
+        println!("occupancy probe: copy of up to 2^25 f64 by cubes of 64 units, each with S bytes of shared memory");
+        for kib in [0.5, 4.0, 8.0, 12.0, 16.0, 20.0, 24.0, 32.0, 40.0, 48.0] {
+            let bytes = (kib * 1024.0) as usize;
+            if bytes > b.info().max_shared_bytes {
+                break;
+            }
+            match probe(b, bytes, reps) {
+                Ok(g) => println!(
+                    "{:<6} shared {kib:>5.1} KiB  {g:>8.1} GB/s",
+                    b.kind().name()
+                ),
+                Err(e) => println!("{:<6} shared {kib:>5.1} KiB  error: {e}", b.kind().name()),
+            }
         }
-        match probe(b, bytes, reps) {
-            Ok(g) => println!(
-                "{:<6} shared {kib:>5.1} KiB  {g:>8.1} GB/s",
-                b.kind().name()
-            ),
-            Err(e) => println!("{:<6} shared {kib:>5.1} KiB  error: {e}", b.kind().name()),
+    }
+    if wanted("dispatch") {
+        if let Err(e) = crate::dispatch::probe(b, reps) {
+            println!("dispatch probe: error: {e}");
         }
     }
 }
@@ -217,12 +239,12 @@ pub fn run(options: &Options) {
         match kind {
             #[cfg(feature = "cuda")]
             galerkin::BackendKind::Cuda => match galerkin::Cuda::new() {
-                Ok(b) => suite(&b, options.reps),
+                Ok(b) => suite(&b, options.reps, &options.only),
                 Err(e) => println!("\n# layout: {e}"),
             },
             #[cfg(feature = "wgpu")]
             galerkin::BackendKind::Wgpu => match galerkin::Wgpu::new() {
-                Ok(b) => suite(&b, options.reps),
+                Ok(b) => suite(&b, options.reps, &options.only),
                 Err(e) => println!("\n# layout: {e}"),
             },
             other => println!("\n# layout: not on {other} (CUDA and wgpu only)"),

@@ -10,8 +10,9 @@
 //! issue); for `batched`, `--log2` lists the matrix sizes n instead;
 //! `--only` keeps the SpMV cases whose name starts with a prefix; `--dump DIR` writes each
 //! SpMV matrix as raw CSR arrays for `benches/gpu/spmv_cusparse.py`. `layout` (CUDA and
-//! wgpu) compares the batched matrix-after-matrix layout with an interleaved one and probes
-//! how much shared memory a multiprocessor gives the cubes.
+//! wgpu) compares the batched matrix-after-matrix layout with an interleaved one, probes
+//! how much shared memory a multiprocessor gives the cubes, and where a short kernel's time
+//! goes (wall time per call against device time, `--only dispatch`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -19,8 +20,9 @@ mod common;
 mod batched;
 mod cg;
 mod dg;
-mod hdg;
 #[cfg(any(feature = "cuda", feature = "wgpu"))]
+mod dispatch;
+mod hdg;
 mod layout;
 mod spmv;
 mod tensor;
@@ -119,7 +121,8 @@ struct Cli {
     /// Multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the issues).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
-    /// Keep only the SpMV and CG cases whose name starts with this (repeat the flag).
+    /// Keep only the SpMV and CG cases whose name starts with this (repeat the flag); for
+    /// `layout`, the parts: cholesky, occupancy, dispatch.
     #[arg(long)]
     only: Vec<String>,
     /// Write each SpMV/CG matrix here as raw CSR arrays, for the vendor scripts in

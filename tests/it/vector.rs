@@ -132,23 +132,22 @@ fn pointwise_div<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// Asserts that `d` is `xs · ys` within the rounding of `T` for the sum's magnitude.
+fn check_dot<T: Scalar>(d: T, xs: &[T], ys: &[T], what: &str) {
+    let terms: Vec<f64> = xs
+        .iter()
+        .zip(ys)
+        .map(|(x, y)| x.as_f64() * y.as_f64())
+        .collect();
+    let magnitude = exact_sum(terms.iter().map(|t| t.abs()));
+    assert_close_scaled(&[d], &[exact_sum(terms)], magnitude, xs.len(), what);
+}
+
 fn dot<B: Backend, T: Scalar>(b: &B) {
     for n in LENGTHS {
         let (xs, ys) = (random_vec::<T>(n, 11), random_vec::<T>(n, 12));
         let d = upload(b, &xs).dot(&upload(b, &ys)).unwrap();
-        let terms: Vec<f64> = xs
-            .iter()
-            .zip(&ys)
-            .map(|(x, y)| x.as_f64() * y.as_f64())
-            .collect();
-        let magnitude = exact_sum(terms.iter().map(|t| t.abs()));
-        assert_close_scaled(
-            &[d],
-            &[exact_sum(terms)],
-            magnitude,
-            n,
-            &format!("dot n={n}"),
-        );
+        check_dot(d, &xs, &ys, &format!("dot n={n}"));
         // Deterministic: the same bits on a second call.
         let again = upload(b, &xs).dot(&upload(b, &ys)).unwrap();
         assert_eq!(
@@ -306,15 +305,8 @@ fn reads_from_several_threads<B: Backend, T: Scalar>(b: &B) {
                     let seed = 100 * t + k;
                     let (xs, ys) = (random_vec::<T>(N, seed), random_vec::<T>(N, seed + 50));
                     let (x, mut y) = (upload(b, &xs), upload(b, &ys));
-                    let d = x.dot(&y).unwrap();
-                    let terms: Vec<f64> = xs
-                        .iter()
-                        .zip(&ys)
-                        .map(|(x, y)| x.as_f64() * y.as_f64())
-                        .collect();
-                    let magnitude = exact_sum(terms.iter().map(|t| t.abs()));
                     let what = format!("thread {t}, round {k}");
-                    assert_close_scaled(&[d], &[exact_sum(terms)], magnitude, N, &what);
+                    check_dot(x.dot(&y).unwrap(), &xs, &ys, &what);
                     y.copy_from(&x).unwrap();
                     b.synchronize().unwrap();
                     assert_eq!(widen(&y.to_vec().unwrap()), widen(&xs), "{what}: copy");

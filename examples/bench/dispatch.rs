@@ -1,0 +1,85 @@
+//! Dispatch probe (CUDA and wgpu): where the time of a short kernel goes. For a copy of 2^20
+//! f64 and the FVM-tets SpMV (6·70³ cells, SELL C = 32, f64), three times per call: the wall
+//! time in a batch of back-to-back calls (as every suite times), the device time of one call
+//! alone, and the device time of 32 calls together, divided by 32. Device time is cubecl's
+//! profiler (`ComputeClient::profile`: CUDA events, Vulkan timestamp queries at the start and
+//! end of the work). One call alone is the kernel; 32 together add what the device spends
+//! between kernels; the wall time adds what it waits for the host.
+
+use std::time::Duration;
+
+use galerkin::backend::CubeRuntime;
+use galerkin::sparse::{Format, FormatOptions, SellParams, SparseMatrix};
+use galerkin::{BackendCore, Cube, Error, Result, Vector};
+
+use crate::timing::median;
+
+/// Median over `reps` samples of the device time of `calls` calls of `f`.
+fn device_time<R: CubeRuntime>(
+    b: &Cube<R>,
+    reps: usize,
+    calls: usize,
+    f: &mut (impl FnMut() -> Result<()> + Send),
+) -> Result<Duration> {
+    let device_error = |e: &dyn std::fmt::Debug| Error::Device {
+        backend: b.info().to_string(),
+        message: format!("profiling: {e:?}"),
+    };
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        b.synchronize()?;
+        let (done, duration) = b
+            .client()
+            .profile(|| (0..calls).try_for_each(|_| f()), "dispatch probe")
+            .map_err(|e| device_error(&e))?;
+        done?;
+        times.push(cubecl::future::block_on(duration.resolve()).duration());
+    }
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
+fn line<R: CubeRuntime>(
+    b: &Cube<R>,
+    what: &str,
+    reps: usize,
+    mut f: impl FnMut() -> Result<()> + Send,
+) -> Result<()> {
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let wall = median(b, reps, &mut f)?;
+    let one = device_time(b, reps, 1, &mut f)?;
+    let batch = device_time(b, reps, 32, &mut f)?;
+    println!(
+        "{:<6} {what:<34} {:>9.1} {:>9.1} {:>9.1}",
+        b.kind().name(),
+        us(wall),
+        us(one),
+        us(batch) / 32.0,
+    );
+    Ok(())
+}
+
+/// Prints the probe's table for `b`.
+pub fn probe<R: CubeRuntime>(b: &Cube<R>, reps: usize) -> Result<()> {
+    println!(
+        "dispatch probe (us per call): wall in a batch | device, one call alone | device, per call of 32"
+    );
+    let n = 1 << 20;
+    let x = Vector::<Cube<R>, f64>::full(b, n, 1.0)?;
+    let mut y = Vector::<Cube<R>, f64>::zeros(b, n)?;
+    line(b, "copy 2^20 f64", reps, || y.copy_from(&x))?;
+    let a = galerkin::fvm::tpfa_tets_structured(70, 0.15, 1)?;
+    let options = FormatOptions {
+        sell: Some(SellParams {
+            slice_height: 32,
+            sigma: 1,
+        }),
+        ..FormatOptions::default()
+    };
+    let m = SparseMatrix::from_csr(b, &a, Format::Sell, &options)?;
+    let x = Vector::<Cube<R>, f64>::full(b, a.ncols(), 1.0)?;
+    let mut y = Vector::<Cube<R>, f64>::zeros(b, a.nrows())?;
+    line(b, "SpMV FVM tets 6·70³ SELL 32 f64", reps, || {
+        m.spmv(1.0, &x, 0.0, &mut y)
+    })
+}
