@@ -1,5 +1,5 @@
 //! Dispatch probe (CUDA and wgpu): where the time of a short kernel goes. For a copy of 2^20
-//! f64 and the FVM-tets SpMV (6·70³ cells, SELL C = 32, f64), three times per call: the wall
+//! f64 and the FVM-tets SpMV (6·70³ and 6·8³ cells, SELL C = 32, f64), three times per call: the wall
 //! time in a batch of back-to-back calls (as every suite times), the device time of one call
 //! alone, and the device time of 32 calls together, divided by 32. Device time is cubecl's
 //! profiler (`ComputeClient::profile`: CUDA events, Vulkan timestamp queries at the start and
@@ -68,7 +68,6 @@ pub fn probe<R: CubeRuntime>(b: &Cube<R>, reps: usize) -> Result<()> {
     let x = Vector::<Cube<R>, f64>::full(b, n, 1.0)?;
     let mut y = Vector::<Cube<R>, f64>::zeros(b, n)?;
     line(b, "copy 2^20 f64", reps, || y.copy_from(&x))?;
-    let a = galerkin::fvm::tpfa_tets_structured(70, 0.15, 1)?;
     let options = FormatOptions {
         sell: Some(SellParams {
             slice_height: 32,
@@ -76,10 +75,15 @@ pub fn probe<R: CubeRuntime>(b: &Cube<R>, reps: usize) -> Result<()> {
         }),
         ..FormatOptions::default()
     };
-    let m = SparseMatrix::from_csr(b, &a, Format::Sell, &options)?;
-    let x = Vector::<Cube<R>, f64>::full(b, a.ncols(), 1.0)?;
-    let mut y = Vector::<Cube<R>, f64>::zeros(b, a.nrows())?;
-    line(b, "SpMV FVM tets 6·70³ SELL 32 f64", reps, || {
-        m.spmv(1.0, &x, 0.0, &mut y)
-    })
+    // The suite's size, and a tiny one (3072 rows) whose device time is negligible: its wall
+    // time per call is what the host spends on one SpMV call.
+    for n in [70, 8] {
+        let a = galerkin::fvm::tpfa_tets_structured(n, 0.15, 1)?;
+        let m = SparseMatrix::from_csr(b, &a, Format::Sell, &options)?;
+        let x = Vector::<Cube<R>, f64>::full(b, a.ncols(), 1.0)?;
+        let mut y = Vector::<Cube<R>, f64>::zeros(b, a.nrows())?;
+        let what = format!("SpMV FVM tets 6·{n}³ SELL 32 f64");
+        line(b, &what, reps, || m.spmv(1.0, &x, 0.0, &mut y))?;
+    }
+    Ok(())
 }
