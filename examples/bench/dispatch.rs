@@ -1,10 +1,12 @@
 //! Dispatch probe (CUDA and wgpu): where the time of a short kernel goes. For a copy of 2^20
-//! f64 and the FVM-tets SpMV (6·70³ and 6·8³ cells, SELL C = 32, f64), three times per call: the wall
-//! time in a batch of back-to-back calls (as every suite times), the device time of one call
-//! alone, and the device time of 32 calls together, divided by 32. Device time is cubecl's
-//! profiler (`ComputeClient::profile`: CUDA events, Vulkan timestamp queries at the start and
-//! end of the work). One call alone is the kernel; 32 together add what the device spends
-//! between kernels; the wall time adds what it waits for the host.
+//! f64 and the FVM-tets SpMV (6·70³ and 6·8³ cells, SELL C = 32, f64), three times per
+//! call: the wall time in a batch of back-to-back calls (as every suite times), the device
+//! time of one call alone, and the device time of 32 calls together, divided by 32. Device
+//! time is cubecl's profiler (`ComputeClient::profile`: CUDA events; on wgpu Vulkan timestamp
+//! queries at the start and end of a compute pass, so the 32-call column covers only the
+//! first submission when `CUBECL_WGPU_MAX_TASKS` is below 32). One call alone is the kernel;
+//! 32 together add what the device spends between kernels; the wall time adds what it waits
+//! for the host.
 
 use std::time::Duration;
 
