@@ -276,24 +276,24 @@ impl fmt::Display for BackendInfo {
     }
 }
 
-/// Values on their way to the host: from [`BackendCore::download_later`].
+/// Values on their way to the host: from [`BackendCore::download_later`]. Dropping it
+/// without [`wait`](Self::wait) still waits for the copy (the host memory it lands in is
+/// not released while the device may be writing it).
 #[must_use = "the values arrive only through `wait`"]
 pub struct Deferred<'a, T> {
-    wait: Box<dyn FnOnce() -> Result<Vec<T>> + Send + 'a>,
+    wait: Option<Box<dyn FnOnce() -> Result<Vec<T>> + Send + 'a>>,
 }
 
 impl<'a, T: Send + 'a> Deferred<'a, T> {
     /// Values that are already on the host.
     pub fn ready(values: Vec<T>) -> Self {
-        Deferred {
-            wait: Box::new(move || Ok(values)),
-        }
+        Deferred::new(move || Ok(values))
     }
 
     /// Values that `wait` delivers.
     pub(crate) fn new(wait: impl FnOnce() -> Result<Vec<T>> + Send + 'a) -> Self {
         Deferred {
-            wait: Box::new(wait),
+            wait: Some(Box::new(wait)),
         }
     }
 
@@ -301,8 +301,20 @@ impl<'a, T: Send + 'a> Deferred<'a, T> {
     ///
     /// # Errors
     /// [`Error::Device`] if the device failed while producing or copying them.
-    pub fn wait(self) -> Result<Vec<T>> {
-        (self.wait)()
+    pub fn wait(mut self) -> Result<Vec<T>> {
+        match self.wait.take() {
+            Some(wait) => wait(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+impl<T> Drop for Deferred<'_, T> {
+    fn drop(&mut self) {
+        if let Some(wait) = self.wait.take() {
+            // The values (or an error the caller chose not to read) are discarded.
+            let _ = wait();
+        }
     }
 }
 

@@ -103,26 +103,32 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
         }
         // The scalars are read behind the update, and the next direction and product are
         // queued before the wait, so the device works through the read. They leave x and r
-        // alone: a stop returns the x it would return without them.
+        // alone: a stop returns the x it would return without them, and a stop the read
+        // shows is reported even if that extra work failed.
         let read = if (k - k0).is_multiple_of(check_every) {
             Some(backend.download_later(scalars.buffer()?)?)
         } else {
             None
         };
-        match jacobi {
-            Some(d) => jacobi_xpay_device(&scalars, d, &r, &mut p)?,
-            None => {
-                precondition(&r, &mut z, &mut scalars)?;
-                xpay_device(&scalars, if m.is_some() { &z } else { &r }, &mut p)?;
+        let advanced = (|| {
+            match jacobi {
+                Some(d) => jacobi_xpay_device(&scalars, d, &r, &mut p)?,
+                None => {
+                    precondition(&r, &mut z, &mut scalars)?;
+                    xpay_device(&scalars, if m.is_some() { &z } else { &r }, &mut p)?;
+                }
             }
+            a.apply_dot_device(&p, &mut q, &mut scalars, PQ)
+        })();
+        if advanced.is_ok() {
+            t.applications += 1;
         }
-        a.apply_dot_device(&p, &mut q, &mut scalars, PQ)?;
-        t.applications += 1;
         if let Some(read) = read {
             if let Some(reason) = stop_test(t, k, &read.wait()?, residual_slot) {
                 break reason;
             }
         }
+        advanced?;
     };
     Ok((k, reason))
 }

@@ -280,7 +280,8 @@ fn fused_pointwise_mul_dot<B: Backend, T: Scalar>(b: &B) {
 /// dot and nrm2 of 10^8 elements within 1e-5 relative of the f64 value (skipped, with a
 /// message, where one buffer cannot hold 10^8 values).
 /// `download_later` returns the values of its call, though the work queued after it (and run
-/// while the caller waits) overwrites the buffer.
+/// while the caller waits) overwrites the buffer; a read dropped unread leaves the next reads
+/// intact.
 fn download_later<B: Backend, T: Scalar>(b: &B) {
     for n in LENGTHS {
         let xs = random_vec::<T>(n, 61);
@@ -291,6 +292,16 @@ fn download_later<B: Backend, T: Scalar>(b: &B) {
         assert_eq!(widen(&read.wait().unwrap()), widen(&xs), "n={n}: read");
         let thrice: Vec<f64> = xs.iter().map(|v| 3.0 * v.as_f64()).collect();
         assert_close(&x.to_vec().unwrap(), &thrice, 1, &format!("n={n}: after"));
+        // Reads dropped unread (they wait for their copy), then reads of the same size.
+        for round in 0..3 {
+            drop(b.download_later(x.buffer().unwrap()).unwrap());
+            let again = b
+                .download_later(x.buffer().unwrap())
+                .unwrap()
+                .wait()
+                .unwrap();
+            assert_close(&again, &thrice, 1, &format!("n={n}: round {round}"));
+        }
     }
 }
 

@@ -80,9 +80,16 @@ impl<R: CubeRuntime> Cube<R> {
         &self,
         work: impl FnOnce() -> std::result::Result<O, ServerError> + Send,
     ) -> Result<O> {
-        let done = self.inner.client.exclusive(work);
+        let done = match self.inner.client.exclusive(work) {
+            Ok(done) => done,
+            Err(e) => {
+                // The work panicked on the device thread (the hook recorded it as if it were
+                // a kernel's expansion): a device failure, with the panic's message.
+                let panics = super::failures::take();
+                return Err(self.device_error(format!("{e:?}; {}", panics.join("; "))));
+            }
+        };
         self.expansion_panics()?;
-        done.map_err(|e| self.device_error(e))?
-            .map_err(|e| self.device_error(e))
+        done.map_err(|e| self.device_error(e))
     }
 }
