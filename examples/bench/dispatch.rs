@@ -14,7 +14,7 @@ use galerkin::backend::CubeRuntime;
 use galerkin::sparse::{Format, FormatOptions, SellParams, SparseMatrix};
 use galerkin::{BackendCore, Cube, Error, Result, Vector};
 
-use crate::timing::median;
+use crate::timing::{median, middle};
 
 /// Median over `reps` samples of the device time of `calls` calls of `f`.
 fn device_time<R: CubeRuntime>(
@@ -37,8 +37,7 @@ fn device_time<R: CubeRuntime>(
         done?;
         times.push(cubecl::future::block_on(duration.resolve()).duration());
     }
-    times.sort();
-    Ok(times[times.len() / 2])
+    Ok(middle(times))
 }
 
 fn line<R: CubeRuntime>(

@@ -83,7 +83,7 @@ fn batch_time<B: Backend>(
 }
 
 /// The median of `samples` (the upper one of an even count).
-fn middle(mut samples: Vec<Duration>) -> Duration {
+pub fn middle(mut samples: Vec<Duration>) -> Duration {
     samples.sort();
     samples[samples.len() / 2]
 }

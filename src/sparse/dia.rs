@@ -31,8 +31,8 @@ use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
-    SparseStorage,
+    add_if, rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling,
+    SparseOps, SparseStorage,
 };
 use crate::sparse::{to_u32, Format, FormatLimits, RowStats};
 use crate::vector::cube::reduce::{cube_sum_to, partials};
@@ -304,9 +304,9 @@ fn dia_add<V: Float, T: Float>(
     sum
 }
 
-/// [`dia_add`] without a branch: outside the matrix the column is clamped to 0 and the term
-/// dropped, so that every load of an unrolled row can be issued at once (NVIDIA's Vulkan
-/// compiler did not hoist the loads out of the branches).
+/// [`dia_add`] without a branch ([`add_if`]): outside the matrix the term is dropped, so
+/// that every load of an unrolled row can be issued at once (NVIDIA's Vulkan compiler did
+/// not hoist the loads out of the branches).
 #[cube]
 fn dia_add_select<V: Float, T: Float>(
     a: &DiaArrays<V>,
@@ -317,11 +317,7 @@ fn dia_add_select<V: Float, T: Float>(
     idx: usize,
 ) -> T {
     let c = r + a.offsets[d];
-    let inside = c < a.ncols;
-    // The term is computed from x[0] outside and then dropped (not multiplied by a zero:
-    // an infinite x[0] would make it NaN).
-    let term = T::cast_from(a.values[idx]) * x[select(inside, c, 0u32) as usize];
-    select(inside, acc + term, acc)
+    add_if::<V, T>(acc, c < a.ncols, c, a.values[idx], x)
 }
 
 /// `Σ_d A[row, row + offset_d] x[row + offset_d]`: every value loaded (the diagonals are

@@ -492,14 +492,20 @@ impl Scaling {
     }
 }
 
-/// `acc + v · x[c]` for a stored slot, `acc` for padding (`c == PAD`), without a branch:
-/// padding reads `x[0]` (inside every device buffer, which holds at least 4 elements) and the
-/// term is dropped, not multiplied by a zero value (an infinite `x[0]` would give NaN). The
-/// branch kept NVIDIA's Vulkan compiler from issuing the loads together (docs/benchmarks.md,
+/// `acc + v · x[c]` where `keep`, else `acc`, without a branch: where not kept, `x[0]` is
+/// read (inside every device buffer, which holds at least 4 elements) and the term is
+/// dropped, not multiplied by a zero value (an infinite `x[0]` would give NaN). A branch kept
+/// NVIDIA's Vulkan compiler from issuing the loads of a row together (docs/benchmarks.md,
 /// issue 13, ninth session).
 #[cube]
-pub(crate) fn add_slot<V: Float, T: Float>(acc: T, c: u32, v: V, x: &Array<T>) -> T {
-    let keep = c != crate::sparse::PAD;
+pub(crate) fn add_if<V: Float, T: Float>(acc: T, keep: bool, c: u32, v: V, x: &Array<T>) -> T {
     let term = T::cast_from(v) * x[select(keep, c, 0u32) as usize];
     select(keep, acc + term, acc)
+}
+
+/// `acc + v · x[c]` for a stored slot, `acc` for padding (`c == PAD`), without a branch
+/// ([`add_if`]).
+#[cube]
+pub(crate) fn add_slot<V: Float, T: Float>(acc: T, c: u32, v: V, x: &Array<T>) -> T {
+    add_if::<V, T>(acc, c != crate::sparse::PAD, c, v, x)
 }
