@@ -14,7 +14,7 @@ use galerkin::backend::CubeRuntime;
 use galerkin::sparse::{Format, FormatOptions, SellParams, SparseMatrix};
 use galerkin::{BackendCore, Cube, Error, Result, Vector};
 
-use crate::timing::{median, middle};
+use crate::timing::{batch_time, median, middle};
 
 /// Median over `reps` samples of the device time of `calls` calls of `f`.
 fn device_time<R: CubeRuntime>(
@@ -85,6 +85,32 @@ pub fn probe<R: CubeRuntime>(b: &Cube<R>, reps: usize) -> Result<()> {
         let mut y = Vector::<Cube<R>, f64>::zeros(b, a.nrows())?;
         let what = format!("SpMV FVM tets 6·{n}³ SELL 32 f64");
         line(b, &what, reps, || m.spmv(1.0, &x, 0.0, &mut y))?;
+        if n == 70 {
+            by_batch(b, reps, || m.spmv(1.0, &x, 0.0, &mut y))?;
+        }
     }
+    Ok(())
+}
+
+/// Wall time per call of `f` in batches of 1 to 1024 back-to-back calls, each batch
+/// bracketed by synchronisation: what a batch pays once (filling the pipeline, the final
+/// wait) over what each call pays.
+fn by_batch<R: CubeRuntime>(
+    b: &Cube<R>,
+    reps: usize,
+    mut f: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let mut cells = Vec::new();
+    for calls in [1u32, 4, 16, 64, 256, 1024] {
+        let times = (0..reps.min(9))
+            .map(|_| batch_time(b, calls, &mut f))
+            .collect::<Result<Vec<_>>>()?;
+        cells.push(format!("{calls}: {:.1}", middle(times).as_secs_f64() * 1e6));
+    }
+    println!(
+        "{:<6}   per call, batch of {}",
+        b.kind().name(),
+        cells.join(" | ")
+    );
     Ok(())
 }

@@ -53,22 +53,29 @@ pub fn median_minus<B: Backend>(
     Ok(middle(diffs))
 }
 
-/// Calls of `f` a timed batch takes: enough for [`MIN_BATCH_TIME`] by one synchronised call
-/// (1 to 200).
+/// Most calls in one timed batch.
+const MAX_BATCH: u32 = 20_000;
+
+/// Calls of `f` a timed batch takes: enough that a batch of back-to-back calls, bracketed by
+/// synchronisation, lasts [`MIN_BATCH_TIME`] (1 to [`MAX_BATCH`]). The batch grows from one
+/// call until it does: sized from one synchronised call instead, a runtime whose
+/// synchronisation costs more than the call (wgpu's read-back latency) got batches far
+/// shorter than intended, and that latency counted in every call.
 fn batch_size<B: Backend>(backend: &B, f: &mut impl FnMut() -> Result<()>) -> Result<u32> {
-    backend.synchronize()?;
-    let t0 = Instant::now();
-    f()?;
-    backend.synchronize()?;
-    let once = t0.elapsed().max(Duration::from_nanos(100));
-    Ok((MIN_BATCH_TIME.as_secs_f64() / once.as_secs_f64())
-        .ceil()
-        .clamp(1.0, 200.0) as u32)
+    let mut calls = 1u32;
+    loop {
+        let total = batch_time(backend, calls, f)? * calls;
+        if total >= MIN_BATCH_TIME || calls >= MAX_BATCH {
+            return Ok(calls);
+        }
+        let grow = 1.2 * MIN_BATCH_TIME.as_secs_f64() / total.as_secs_f64().max(1e-7);
+        calls = (f64::from(calls) * grow.clamp(2.0, 64.0)).min(f64::from(MAX_BATCH)) as u32;
+    }
 }
 
 /// The time of one call of `f` over a batch of `batch` back-to-back calls, bracketed by
 /// device synchronisation.
-fn batch_time<B: Backend>(
+pub fn batch_time<B: Backend>(
     backend: &B,
     batch: u32,
     f: &mut impl FnMut() -> Result<()>,
