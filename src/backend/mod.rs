@@ -35,4 +35,4 @@ pub use cpu::Cpu;
 pub use cube::Cuda;
 #[cfg(feature = "wgpu")]
 pub use cube::Wgpu;
-pub use cube::{Connection, Cube, CubeBuffer, CubeRuntime, LaunchConfig};
+pub use cube::{Connection, Cube, CubeBuffer, CubeRuntime, DirectIo, LaunchConfig};

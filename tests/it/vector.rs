@@ -3,7 +3,7 @@
 
 use galerkin::vector::{cg_update, pointwise_mul_dot};
 use galerkin::verify::{poison, random_range, random_vec};
-use galerkin::{Backend, BackendCore, Element, Scalar, Vector};
+use galerkin::{Backend, BackendCore, Element, Scalar, Storable, Vector};
 
 use crate::backend_tests;
 use crate::harness::{assert_close, assert_close_scaled, exact_sum, widen, LENGTHS};
@@ -327,6 +327,43 @@ fn reads_from_several_threads<B: Backend, T: Scalar>(b: &B) {
     });
 }
 
+/// Downloads return exactly what was uploaded, for every length (odd byte counts included:
+/// wgpu's own read copies whole 4-byte words, cubecl's read takes the rest) and for `T`,
+/// `u32` and `f16`; straight after the upload, after a kernel wrote the buffer, and through
+/// `download_later`.
+fn downloads_every_length<B: Backend, T: Scalar>(b: &B) {
+    fn round_trip<B: Backend, U: Storable + PartialEq + std::fmt::Debug>(
+        b: &B,
+        data: &[U],
+        what: &str,
+    ) {
+        let buffer = b.upload(data).unwrap();
+        assert_eq!(b.download(&buffer).unwrap(), data, "{what}: download");
+        assert_eq!(
+            b.download_later(&buffer).unwrap().wait().unwrap(),
+            data,
+            "{what}: download_later"
+        );
+    }
+    for n in [0, 1, 2, 3, 5, 31, 1000, (1 << 16) + 3] {
+        let xs = random_vec::<T>(n, 71 + n as u64);
+        round_trip(b, &xs, &format!("{} n={n}", T::DTYPE));
+        let words: Vec<u32> = (0..n as u32)
+            .map(|i| i.wrapping_mul(2_654_435_761))
+            .collect();
+        round_trip(b, &words, &format!("u32 n={n}"));
+        let halves: Vec<half::f16> = xs.iter().map(|v| half::f16::from_f64(v.as_f64())).collect();
+        round_trip(b, &halves, &format!("f16 n={n}"));
+        let mut y = poisoned::<B, T>(b, n);
+        y.copy_from(&upload(b, &xs)).unwrap();
+        assert_eq!(
+            widen(&y.to_vec().unwrap()),
+            widen(&xs),
+            "n={n}: after a kernel"
+        );
+    }
+}
+
 fn reduction_accuracy_1e8<B: Backend, T: Scalar>(b: &B) {
     let n = 100_000_000usize;
     let bytes = (n * T::DTYPE.size()) as u64;
@@ -377,6 +414,7 @@ backend_tests!(
     reduction_accuracy_1e8,
     reads_from_several_threads,
     download_later,
+    downloads_every_length,
 );
 
 /// The CPU reductions do not depend on the number of threads.

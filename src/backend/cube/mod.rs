@@ -30,12 +30,14 @@ use crate::scalar::{DType, Element, Storable};
 mod buffer;
 #[cfg(feature = "wgpu")]
 mod clock;
+mod direct;
 mod failures;
 mod runtime;
 mod transfer;
 
 pub use buffer::CubeBuffer;
 pub(crate) use buffer::{line_size, padded_len};
+pub use direct::DirectIo;
 #[cfg(feature = "cuda")]
 pub(crate) use runtime::cuda_driver_present;
 pub use runtime::Connection;
@@ -88,6 +90,8 @@ struct Inner<R: CubeRuntime> {
     validated: Mutex<HashSet<u64>>,
     /// [`Connection::keep`], released with the connection.
     _keep: Option<Box<dyn Any + Send + Sync>>,
+    /// [`Connection::direct_io`].
+    direct_io: Option<DirectIo>,
 }
 
 impl<R: CubeRuntime> Clone for Cube<R> {
@@ -214,6 +218,7 @@ impl<R: CubeRuntime> Cube<R> {
             name: device_name,
             clock_held,
             keep,
+            direct_io,
         } = R::connect(&device)?;
         let props = client.properties();
         let hw = &props.hardware;
@@ -250,6 +255,7 @@ impl<R: CubeRuntime> Cube<R> {
             config,
             validated: Mutex::new(HashSet::new()),
             _keep: keep,
+            direct_io,
         });
         registry.insert(key, inner.clone());
         let info = Arc::new(inner.info.clone());

@@ -13,6 +13,8 @@ use crate::scalar::DType;
 use cubecl::prelude::{ComputeClient, Runtime};
 use std::any::Any;
 
+use super::DirectIo;
+
 /// What [`CubeRuntime::connect`](crate::backend::CubeRuntime::connect) returns.
 pub struct Connection<R: Runtime> {
     /// The runtime's client of the device.
@@ -25,6 +27,9 @@ pub struct Connection<R: Runtime> {
     /// Kept for as long as the connection lives and dropped with it (a retained CUDA
     /// context that holds the clock of an NVIDIA GPU for wgpu).
     pub keep: Option<Box<dyn Any + Send + Sync>>,
+    /// The runtime's own read and wait, used instead of cubecl's where set (wgpu; see
+    /// `backend/cube/direct.rs`). `None` for another runtime.
+    pub direct_io: Option<DirectIo>,
 }
 
 /// Runs `f`, turning a panic inside the runtime into [`Error::BackendUnavailable`].
@@ -64,6 +69,12 @@ mod wgpu_runtime {
                 let hold =
                     ClockHold::acquire(adapter.vendor, &adapter.device_pci_bus_id, &adapter.name);
                 let client = WgpuRuntime::client(device);
+                let io = crate::backend::cube::direct::WgpuIo {
+                    client: client.clone(),
+                    device: setup.device.clone(),
+                    queue: setup.queue.clone(),
+                    spin: adapter.device_type != wgpu::DeviceType::Cpu,
+                };
                 let name = format!(
                     "{} [{:?}, {:?}, {}{}]",
                     adapter.name,
@@ -77,6 +88,7 @@ mod wgpu_runtime {
                     name,
                     clock_held: hold.is_some(),
                     keep: hold.map(|h| Box::new(h) as Box<dyn std::any::Any + Send + Sync>),
+                    direct_io: Some(DirectIo(std::sync::Arc::new(io))),
                 }
             })
         }
@@ -148,6 +160,7 @@ mod cuda_runtime {
                 name: device_name(index),
                 clock_held: false,
                 keep: None,
+                direct_io: None,
             })
         }
 

@@ -1,8 +1,10 @@
-//! Results back to the host: reads, and waits for the device, on cubecl's device thread.
+//! Results back to the host: reads, and waits for the device, on cubecl's device thread;
+//! through the runtime's own API where it has one ([`DirectIo`]: wgpu), else through cubecl's.
 
 use cubecl::server::{Handle, ServerError};
 
-use super::{Cube, CubeRuntime};
+use super::direct::PendingRead;
+use super::{Cube, CubeRuntime, DirectIo};
 use crate::backend::Deferred;
 use crate::error::Result;
 use crate::scalar::Storable;
@@ -12,11 +14,15 @@ impl<R: CubeRuntime> Cube<R> {
     /// queued work and reporting any error in it (as [`Cube::flush`] does).
     pub(crate) fn read<T: Storable>(&self, handle: &Handle, len: usize) -> Result<Vec<T>> {
         let client = &self.inner.client;
+        let direct = self.inner.direct_io.as_ref();
         let handle = handle.clone();
         let bytes = self.on_device_thread(move || {
             client.flush()?;
+            if let Some(read) = start_direct(direct, &handle, len * std::mem::size_of::<T>())? {
+                return read.finish().map(Got::Own).map_err(Failed::Direct);
+            }
             let mut bytes = cubecl::future::block_on(client.read_async(vec![handle]))?;
-            Ok(bytes.remove(0))
+            Ok(Got::Cube(bytes.remove(0)))
         })?;
         self.values(&bytes, len)
     }
@@ -30,14 +36,29 @@ impl<R: CubeRuntime> Cube<R> {
         len: usize,
     ) -> Result<Deferred<'_, T>> {
         self.flush()?;
-        let read = self.inner.client.read_async(vec![handle.clone()]);
+        let client = &self.inner.client;
+        let read = match self.inner.direct_io.as_ref() {
+            // The runtime's own read, started on the device thread (else cubecl's).
+            Some(io) => {
+                let bytes = len * std::mem::size_of::<T>();
+                let handle = handle.clone();
+                self.on_device_thread(move || {
+                    client.flush()?;
+                    start_direct(Some(io), &handle, bytes).map(|read| read.ok_or(handle))
+                })?
+                .map_err(|handle| client.read_async(vec![handle]))
+            }
+            None => Err(client.read_async(vec![handle.clone()])),
+        };
         Ok(Deferred::new(move || {
-            let client = &self.inner.client;
-            let mut bytes = self.on_device_thread(move || {
+            let bytes = self.on_device_thread(move || {
                 client.flush()?;
-                cubecl::future::block_on(read)
+                match read {
+                    Ok(direct) => direct.finish().map(Got::Own).map_err(Failed::Direct),
+                    Err(cubecl) => Ok(Got::Cube(cubecl::future::block_on(cubecl)?.remove(0))),
+                }
             })?;
-            self.values(&bytes.remove(0), len)
+            self.values(&bytes, len)
         }))
     }
 
@@ -59,9 +80,13 @@ impl<R: CubeRuntime> Cube<R> {
     /// Submits the queued work and waits until the device has done it.
     pub(super) fn wait(&self) -> Result<()> {
         let client = &self.inner.client;
+        let direct = self.inner.direct_io.as_ref();
         self.on_device_thread(move || {
             client.flush()?;
-            cubecl::future::block_on(client.sync())
+            match direct {
+                Some(io) => io.0.wait_idle().map_err(Failed::Direct),
+                None => Ok(cubecl::future::block_on(client.sync())?),
+            }
         })
     }
 
@@ -78,7 +103,7 @@ impl<R: CubeRuntime> Cube<R> {
     /// device wait meanwhile: their submissions queue behind the read.
     fn on_device_thread<O: Send + 'static>(
         &self,
-        work: impl FnOnce() -> std::result::Result<O, ServerError> + Send,
+        work: impl FnOnce() -> std::result::Result<O, Failed> + Send,
     ) -> Result<O> {
         let done = match self.inner.client.exclusive(work) {
             Ok(done) => done,
@@ -91,5 +116,59 @@ impl<R: CubeRuntime> Cube<R> {
         };
         self.expansion_panics()?;
         done.map_err(|e| self.device_error(e))
+    }
+}
+
+/// Bytes read: cubecl's, or those of the runtime's own read.
+enum Got {
+    Cube(cubecl::bytes::Bytes),
+    Own(Vec<u8>),
+}
+
+impl std::ops::Deref for Got {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Got::Cube(bytes) => bytes,
+            Got::Own(bytes) => bytes,
+        }
+    }
+}
+
+/// A failure on cubecl's device thread: one cubecl reports, or one of the runtime's own read
+/// or wait ([`DirectIo`]).
+enum Failed {
+    Server(ServerError),
+    Direct(String),
+}
+
+impl From<ServerError> for Failed {
+    fn from(e: ServerError) -> Self {
+        Failed::Server(e)
+    }
+}
+
+impl std::fmt::Debug for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Server(e) => write!(f, "{e:?}"),
+            Failed::Direct(e) => f.write_str(e),
+        }
+    }
+}
+
+/// Starts the runtime's own read of `bytes` bytes of `handle` where it has one and can.
+fn start_direct(
+    direct: Option<&DirectIo>,
+    handle: &Handle,
+    bytes: usize,
+) -> std::result::Result<Option<Box<dyn PendingRead>>, Failed> {
+    match direct {
+        Some(io) => {
+            io.0.start_read(handle.clone(), bytes)
+                .map_err(Failed::Direct)
+        }
+        None => Ok(None),
     }
 }
