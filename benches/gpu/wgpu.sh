@@ -36,6 +36,12 @@
 #           memory sampled by nvidia-smi; then each runtime alone in its own process (the way
 #           a user runs one): SpMV (4 matrices, f64 and f32 values), CG (Poisson 7-pt, FVM
 #           tets 120) and batched (n = 8, 16, 32). About 9 minutes on an H100.
+# part "rd": eleventh session (after `pack --tests --example bench`): the unit and integration
+#           tests on CUDA and wgpu; then each runtime alone in its own process: the dispatch
+#           probe (batches of 1..1024 calls), dot to host, CG (Poisson 7-pt, FVM tets 120),
+#           SpMV (4 matrices, f64 and f32 values) and batched (n = 4..64). About 12 minutes on
+#           an H100. (The session's before/after comparisons ran temporary environment
+#           switches for the old batch sizing and cubecl's read path, not committed.)
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -174,6 +180,23 @@ clk)
     TAIL=20 run "cg_$be" 150 $bin/bench --suite cg --backend $be --only poisson7_256 --only fvm_tet_120 \
       --spmv-precision f64 --spmv-precision mixed --reps 10
     TAIL=20 run "batched_$be" 100 $bin/bench --suite batched --backend $be --log2 8,16,32 --precision f64 --reps 20
+  done
+  ;;
+rd)
+  lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$lib" --test-threads 8 > "$out/unit.txt" 2>&1
+  echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 420 "$it" --skip examples --test-threads 8 > "$out/tests.txt" 2>&1
+  echo "it rc=$?: $(grep -E 'test result' "$out/tests.txt")"; grep -E "panicked|FAILED" "$out/tests.txt" | head -8
+  for be in cuda wgpu; do
+    TAIL=6 run "probe_$be" 100 $bin/bench --suite layout --only dispatch --backend $be --reps 9
+    TAIL=8 run "vector_$be" 100 $bin/bench --suite vector --backend $be --log2 20,27 --precision f64 --reps 10
+    TAIL=20 run "cg_$be" 150 $bin/bench --suite cg --backend $be --only poisson7_256 --only fvm_tet_120 \
+      --spmv-precision f64 --spmv-precision mixed --reps 5
+    TAIL=40 run "spmv_$be" 200 $bin/bench --suite spmv --backend $be --only fvm_tet_70 --only fvm_dual_127 \
+      --only poisson7_256 --only poisson27_192 --spmv-precision f64 --spmv-precision mixed --reps 10
+    TAIL=30 run "batched_$be" 150 $bin/bench --suite batched --backend $be --log2 4,8,16,32,64 \
+      --precision f64 --reps 7
   done
   ;;
 v)
