@@ -328,7 +328,7 @@ fn reads_from_several_threads<B: Backend, T: Scalar>(b: &B) {
 }
 
 /// Downloads return exactly what was uploaded, for every length (odd byte counts included:
-/// wgpu's own read copies whole 4-byte words, cubecl's read takes the rest) and for `T`,
+/// wgpu's own read copies whole 4-byte words and trims the padding) and for `T`,
 /// `u32` and `f16`; straight after the upload, after a kernel wrote the buffer, and through
 /// `download_later`.
 fn downloads_every_length<B: Backend, T: Scalar>(b: &B) {

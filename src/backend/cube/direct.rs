@@ -38,7 +38,9 @@ pub(super) trait DirectIoImpl: Send + Sync {
         bytes: usize,
     ) -> Result<Option<Box<dyn PendingRead>>, String>;
 
-    /// Waits until the device has done everything submitted so far.
+    /// Waits until the device has done everything submitted so far. Like cubecl's sync, it
+    /// does not submit uploads still staged for the next submission (they run before any
+    /// later work).
     fn wait_idle(&self) -> Result<(), String>;
 }
 
@@ -50,6 +52,12 @@ pub(super) trait PendingRead: Send {
 
 #[cfg(feature = "wgpu")]
 pub(super) use wgpu_io::WgpuIo;
+
+/// Reads made by a runtime's own read since the process started (tests check that the wgpu
+/// reads take it).
+#[cfg(test)]
+pub(super) static DIRECT_READS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
 
 #[cfg(feature = "wgpu")]
 mod wgpu_io {
@@ -118,15 +126,17 @@ mod wgpu_io {
             handle: Handle,
             bytes: usize,
         ) -> Result<Option<Box<dyn PendingRead>>, String> {
-            let size = bytes as u64;
-            if size == 0 || !size.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT) {
-                return Ok(None);
+            if bytes == 0 {
+                return Ok(Some(Box::new(Nothing)));
             }
             let source = self
                 .client
                 .get_resource(handle)
                 .map_err(|e| format!("{e:?}"))?;
             let resource = source.resource();
+            // Copies move whole 4-byte words: an odd count of 2-byte values takes the padding
+            // after it (device buffers are padded), trimmed after the copy.
+            let size = (bytes as u64).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
             if size > resource.size || !resource.offset.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             {
                 return Ok(None);
@@ -152,8 +162,11 @@ mod wgpu_io {
                     let value = if mapped.is_ok() { MAPPED } else { FAILED };
                     signal.store(value, Ordering::Release);
                 });
+            #[cfg(test)]
+            super::DIRECT_READS.fetch_add(1, Ordering::Relaxed);
             Ok(Some(Box::new(WgpuRead {
                 staging,
+                bytes,
                 state,
                 device: self.device.clone(),
                 spin: self.spin,
@@ -166,9 +179,19 @@ mod wgpu_io {
         }
     }
 
-    /// A copy into `staging`, mapped once `state` says so.
+    /// A read of nothing.
+    struct Nothing;
+
+    impl PendingRead for Nothing {
+        fn finish(self: Box<Self>) -> Result<Vec<u8>, String> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// A copy into `staging`, mapped once `state` says so; its first `bytes` bytes are read.
     struct WgpuRead {
         staging: wgpu::Buffer,
+        bytes: usize,
         state: Arc<AtomicU8>,
         device: wgpu::Device,
         spin: bool,
@@ -185,10 +208,55 @@ mod wgpu_io {
             if self.state.load(Ordering::Acquire) == FAILED {
                 return Err("mapping the read-back buffer failed".to_string());
             }
-            let bytes = self.staging.slice(..).get_mapped_range().to_vec();
+            let mut bytes = self.staging.slice(..).get_mapped_range().to_vec();
+            bytes.truncate(self.bytes);
             self.staging.unmap();
             self.staging.destroy();
             Ok(bytes)
         }
+    }
+}
+
+#[cfg(all(test, feature = "wgpu"))]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::DIRECT_READS;
+    use crate::backend::cube::on_test_device;
+    use crate::backend::BackendCore;
+    use crate::scalar::Storable;
+    use crate::Wgpu;
+
+    /// `download` and `download_later` of `data` return it, both through wgpu's own read.
+    fn round_trip<T: Storable + PartialEq + std::fmt::Debug>(b: &Wgpu, data: &[T], what: &str) {
+        let buffer = b.upload(data).unwrap();
+        let before = DIRECT_READS.load(Ordering::Relaxed);
+        assert_eq!(b.download(&buffer).unwrap(), data, "{what}: download");
+        let later = b.download_later(&buffer).unwrap();
+        assert_eq!(later.wait().unwrap(), data, "{what}: download_later");
+        // Other tests may read meanwhile: at least these two.
+        assert!(
+            DIRECT_READS.load(Ordering::Relaxed) >= before + 2,
+            "{what}: not read through wgpu's own read"
+        );
+    }
+
+    /// Every length, odd counts of 2-byte values included, goes through wgpu's own read and
+    /// comes back exact; `synchronize` returns.
+    #[test]
+    fn wgpu_reads_take_the_direct_path() {
+        on_test_device("wgpu", Wgpu::new(), |b| {
+            for n in [1usize, 2, 3, 5, 31, 1000, (1 << 16) + 3] {
+                let xs: Vec<f32> = (0..n).map(|i| (i as f32).mul_add(0.37, -5.0)).collect();
+                round_trip(&b, &xs, &format!("f32 n={n}"));
+                let ws: Vec<u32> = (0..n as u32)
+                    .map(|i| i.wrapping_mul(2_654_435_761))
+                    .collect();
+                round_trip(&b, &ws, &format!("u32 n={n}"));
+                let hs: Vec<half::f16> = xs.iter().map(|&x| half::f16::from_f32(x)).collect();
+                round_trip(&b, &hs, &format!("f16 n={n}"));
+                b.synchronize().unwrap();
+            }
+        });
     }
 }
