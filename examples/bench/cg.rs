@@ -1,5 +1,6 @@
 //! CG suite: time per iteration (fixed iteration count) and time to `rtol = 1e-8` for the
-//! issue's matrices, in f64 and with f32 matrix values (mixed); `--dump DIR` writes the
+//! issue's matrices, in f64 and with f32 matrix values (mixed: `--spmv-precision` picks; f32
+//! vectors have no CG rows); `--dump DIR` writes the
 //! matrices for `benches/gpu/cg_cupy.py` (cupyx CG) and `benches/cpu/scipy_cg.py`.
 
 use std::time::Instant;
@@ -44,6 +45,8 @@ fn cases(options: &Options) -> Vec<Case> {
 
 struct Suite<'a> {
     cases: &'a [Case],
+    /// The `--spmv-precision` values this suite runs: "f64", "mixed".
+    precisions: &'a [String],
 }
 
 fn quiet<'a>(rtol: f64, max_iter: usize) -> SolverParams<'a> {
@@ -54,7 +57,13 @@ fn quiet<'a>(rtol: f64, max_iter: usize) -> SolverParams<'a> {
     }
 }
 
-fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Result<()> {
+fn run_case<B: Backend>(
+    b: &B,
+    case: &Case,
+    fixed: usize,
+    copy_bw: f64,
+    precisions: &[String],
+) -> Result<()> {
     let a = &case.matrix;
     let n = a.nrows();
     let (m64, choice) = SparseMatrix::<B, f64>::auto(b, a)?;
@@ -84,6 +93,10 @@ fn run_case<B: Backend>(b: &B, case: &Case, fixed: usize, copy_bw: f64) -> Resul
         ops.push(("f64/sell", s64));
         ops.push(("mixed/sell", s32));
     }
+    ops.retain(|(label, _)| {
+        let precision = label.split('/').next().unwrap_or(label);
+        precisions.iter().any(|p| p == precision)
+    });
     for (label, op) in ops {
         // Per-iteration time: a fixed number of iterations (the tolerance is unreachable),
         // after a short warm-up run that compiles the kernels.
@@ -199,7 +212,7 @@ impl BackendTask for Suite<'_> {
         drop((x, y));
         println!("copy bandwidth (2^26 f64): {copy_bw:.1} GB/s");
         for case in self.cases {
-            if let Err(e) = run_case(&b, case, 50, copy_bw) {
+            if let Err(e) = run_case(&b, case, 50, copy_bw, self.precisions) {
                 println!("{} {}: error: {e}", b.kind().name(), case.name);
             }
         }
@@ -216,8 +229,22 @@ pub fn run(options: &Options) {
             }
         }
     }
+    let precisions: Vec<String> = options
+        .spmv_precisions
+        .iter()
+        .filter(|p| *p == "f64" || *p == "mixed")
+        .cloned()
+        .collect();
+    if precisions.is_empty() {
+        eprintln!("[bench] cg suite: runs f64 and mixed only; --spmv-precision f32 has no CG rows");
+        return;
+    }
     for &kind in &options.backends {
-        if let Err(e) = galerkin::with_backend(kind, Suite { cases: &cases }) {
+        let suite = Suite {
+            cases: &cases,
+            precisions: &precisions,
+        };
+        if let Err(e) = galerkin::with_backend(kind, suite) {
             println!("\n# {kind}: {e}");
         }
     }
