@@ -42,9 +42,9 @@ pub fn cg<B: Backend, S: Scalar>(
 /// ([`pcg_rotate_device`]), without one `β = r·r / (r·r)_old` from the update; `p = z + βp`
 /// (`z = r` without one); one read of the scalars every `params.check_every` iterations for
 /// the stopping tests, overlapped with the next direction and product (which a stop
-/// discards: one product more than the iterations). The arithmetic is the same as the host-scalar form (identical
-/// iteration counts on the CPU); a curvature `pᵀAp ≤ 0` is detected when the scalars are
-/// read, after the update that used it. A Jacobi preconditioner
+/// discards: one product more than the iterations). The arithmetic is the same as the
+/// host-scalar form (identical iteration counts on the CPU); a curvature `pᵀAp ≤ 0` is
+/// detected when the scalars are read, after the update that used it. A Jacobi preconditioner
 /// ([`Preconditioner::inverse_diagonal`]) is fused into the update and the direction
 /// ([`pcg_jacobi_update_device`], [`jacobi_xpay_device`]): the same arithmetic, z not stored.
 fn device_scalar_cg<B: Backend, S: Scalar>(

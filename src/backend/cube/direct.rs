@@ -46,8 +46,8 @@ pub(super) trait DirectIoImpl: Send + Sync {
 
 /// A read under way ([`DirectIoImpl::start_read`]).
 pub(super) trait PendingRead: Send {
-    /// Waits for the copy and returns its bytes.
-    fn finish(self: Box<Self>) -> Result<Vec<u8>, String>;
+    /// Waits for the copy and writes its bytes to `out` (as many as were asked for).
+    fn finish(self: Box<Self>, out: &mut [u8]) -> Result<(), String>;
 }
 
 #[cfg(feature = "wgpu")]
@@ -183,8 +183,8 @@ mod wgpu_io {
     struct Nothing;
 
     impl PendingRead for Nothing {
-        fn finish(self: Box<Self>) -> Result<Vec<u8>, String> {
-            Ok(Vec::new())
+        fn finish(self: Box<Self>, _out: &mut [u8]) -> Result<(), String> {
+            Ok(())
         }
     }
 
@@ -201,18 +201,20 @@ mod wgpu_io {
     }
 
     impl PendingRead for WgpuRead {
-        fn finish(self: Box<Self>) -> Result<Vec<u8>, String> {
+        fn finish(self: Box<Self>, out: &mut [u8]) -> Result<(), String> {
             poll_until(&self.device, self.spin, |_| {
                 self.state.load(Ordering::Acquire) != PENDING
             })?;
             if self.state.load(Ordering::Acquire) == FAILED {
                 return Err("mapping the read-back buffer failed".to_string());
             }
-            let mut bytes = self.staging.slice(..).get_mapped_range().to_vec();
-            bytes.truncate(self.bytes);
+            if out.len() != self.bytes {
+                return Err(format!("read {} bytes into {}", self.bytes, out.len()));
+            }
+            out.copy_from_slice(&self.staging.slice(..).get_mapped_range()[..self.bytes]);
             self.staging.unmap();
             self.staging.destroy();
-            Ok(bytes)
+            Ok(())
         }
     }
 }

@@ -19,12 +19,12 @@ impl<R: CubeRuntime> Cube<R> {
         let bytes = self.on_device_thread(move || {
             client.flush()?;
             if let Some(read) = start_direct(direct, &handle, len * std::mem::size_of::<T>())? {
-                return read.finish().map(Got::Own).map_err(Failed::Direct);
+                return finish_direct(read, len);
             }
             let mut bytes = cubecl::future::block_on(client.read_async(vec![handle]))?;
             Ok(Got::Cube(bytes.remove(0)))
         })?;
-        self.values(&bytes, len)
+        self.values(bytes, len)
     }
 
     /// Starts reading `handle` (at least `len` values of `T`) behind the work submitted so
@@ -35,10 +35,10 @@ impl<R: CubeRuntime> Cube<R> {
         handle: &Handle,
         len: usize,
     ) -> Result<Deferred<'_, T>> {
-        self.flush()?;
         let client = &self.inner.client;
         let read = match self.inner.direct_io.as_ref() {
-            // The runtime's own read, started on the device thread (else cubecl's).
+            // The runtime's own read, started on the device thread after a flush (else
+            // cubecl's, after one).
             Some(io) => {
                 let bytes = len * std::mem::size_of::<T>();
                 let handle = handle.clone();
@@ -48,22 +48,30 @@ impl<R: CubeRuntime> Cube<R> {
                 })?
                 .map_err(|handle| client.read_async(vec![handle]))
             }
-            None => Err(client.read_async(vec![handle.clone()])),
+            None => {
+                self.flush()?;
+                Err(client.read_async(vec![handle.clone()]))
+            }
         };
         Ok(Deferred::new(move || {
             let bytes = self.on_device_thread(move || {
                 client.flush()?;
                 match read {
-                    Ok(direct) => direct.finish().map(Got::Own).map_err(Failed::Direct),
+                    Ok(direct) => finish_direct(direct, len),
                     Err(cubecl) => Ok(Got::Cube(cubecl::future::block_on(cubecl)?.remove(0))),
                 }
             })?;
-            self.values(&bytes, len)
+            self.values(bytes, len)
         }))
     }
 
-    /// The first `len` values of `T` in `bytes`.
-    fn values<T: Storable>(&self, bytes: &[u8], len: usize) -> Result<Vec<T>> {
+    /// The `len` values read: those of the runtime's own read as they are, the first `len`
+    /// values of `T` in cubecl's bytes.
+    fn values<T: Storable>(&self, got: Got<T>, len: usize) -> Result<Vec<T>> {
+        let bytes = match got {
+            Got::Own(values) => return Ok(values),
+            Got::Cube(bytes) => bytes,
+        };
         let size = std::mem::size_of::<T>();
         if bytes.len() < len * size {
             return Err(self.device_error(format!(
@@ -119,21 +127,22 @@ impl<R: CubeRuntime> Cube<R> {
     }
 }
 
-/// Bytes read: cubecl's, or those of the runtime's own read.
-enum Got {
+/// What a read returned: cubecl's bytes, or the values of the runtime's own read (copied
+/// from its staging buffer straight into them).
+enum Got<T> {
     Cube(cubecl::bytes::Bytes),
-    Own(Vec<u8>),
+    Own(Vec<T>),
 }
 
-impl std::ops::Deref for Got {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Got::Cube(bytes) => bytes,
-            Got::Own(bytes) => bytes,
-        }
-    }
+/// Waits for the runtime's own read of `len` values of `T`.
+fn finish_direct<T: Storable>(
+    read: Box<dyn PendingRead>,
+    len: usize,
+) -> std::result::Result<Got<T>, Failed> {
+    let mut values = vec![T::default(); len];
+    read.finish(bytemuck::cast_slice_mut::<T, u8>(&mut values))
+        .map_err(Failed::Direct)?;
+    Ok(Got::Own(values))
 }
 
 /// A failure on cubecl's device thread: one cubecl reports, or one of the runtime's own read
