@@ -6,7 +6,9 @@
 //!   consecutive entries of `B` (coalesced). Sides 9..64: chunks of A and B staged in shared
 //!   memory, a register tile of up to 4 x 4 outputs per unit.
 //! - [`factor`]: LU, Gauss–Jordan inverse and Cholesky; n <= 8 one matrix per unit in
-//!   registers, n > 8 `per_cube` matrices per cube in shared memory, one unit per row.
+//!   registers; above, one column a unit (n <= 32), a tile a unit (n > 32, on wgpu, and
+//!   Cholesky at 64 on CUDA), or `per_cube` matrices per cube in shared memory, one unit per
+//!   row.
 //! - [`solve`]: triangular solves, one unit per right-hand-side column.
 //! - [`stage`]: moving groups of matrices between global and shared memory.
 

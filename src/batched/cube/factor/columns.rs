@@ -84,7 +84,7 @@ fn entry<T: Float>(col: &Array<T>, i: usize, #[comptime] n: usize) -> T {
 /// `k` as a new run-time variable (`k` is comptime where the steps are unrolled).
 #[cube]
 #[allow(unused_mut, clippy::let_and_return)] // the `let mut` is the variable
-fn variable(k: usize) -> usize {
+pub(super) fn variable(k: usize) -> usize {
     let mut v = k;
     v
 }
@@ -431,7 +431,7 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
 }
 
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
-mod tests {
+pub(super) mod tests {
     //! The unrolled form of the column kernels against the CPU, on whatever device is there
     //! (on lavapipe, where the library would not unroll them, forced): CI has no GPU, and the
     //! unrolled form is the one GPUs run.
@@ -453,7 +453,13 @@ mod tests {
     /// `count` random `n x n` matrices, `weight` added to the diagonal (SPD when `spd`, with
     /// a weight of `n`); matrix 1 is singular (LU: a zero column) or indefinite (Cholesky: a
     /// negative diagonal entry).
-    fn matrices(count: usize, n: usize, spd: bool, weight: f64, seed: u64) -> Vec<f64> {
+    pub(in crate::batched::cube::factor) fn matrices(
+        count: usize,
+        n: usize,
+        spd: bool,
+        weight: f64,
+        seed: u64,
+    ) -> Vec<f64> {
         let mut rng = Rng::new(seed);
         let mut out = vec![0.0; count * n * n];
         for (m, a) in out.chunks_mut(n * n).enumerate() {
@@ -485,7 +491,7 @@ mod tests {
         out
     }
 
-    fn close(got: &[f64], want: &[f64], what: &str) {
+    pub(in crate::batched::cube::factor) fn close(got: &[f64], want: &[f64], what: &str) {
         for (i, (g, w)) in got.iter().zip(want).enumerate() {
             assert!(
                 (g - w).abs() <= 1e-11 * (1.0 + w.abs()),

@@ -3,8 +3,11 @@
 //! the group moved between global and shared memory coalesced (whole, or row by row where the
 //! device's shared budget is small: wgpu). `8 < n <= 32`, Cholesky everywhere and LU on wgpu:
 //! the column kernels (one column a unit in registers, `O(n)` values a matrix in shared
-//! memory; see `columns`). Otherwise `n > 8`: `per_cube` matrices per cube, one unit per row
-//! (or per column for row swaps), the matrices in shared memory with an odd row stride.
+//! memory; see `columns`). `32 < n <= 64`, Cholesky and LU on wgpu and Cholesky at n = 64 on
+//! CUDA: the tile kernels (a tile of the matrix a unit in registers, `O(n)` values a matrix
+//! in shared memory; see `tiles`, `tiles_lu`). Otherwise `n > 8`: `per_cube` matrices per
+//! cube, one unit per row (or per column for row swaps), the matrices in shared memory with
+//! an odd row stride.
 //!
 //! The singularity test (see "Status" in [`crate::batched`]): step `k` fails when the pivot
 //! is at most `4 n ε` times the scale of its original row (LU) or its original diagonal
@@ -23,6 +26,10 @@ use crate::scalar::{Element, Scalar};
 mod columns;
 mod registers;
 mod shared;
+#[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+mod tile_tests;
+mod tiles;
+mod tiles_lu;
 
 use columns::{
     cholesky_columns_kernel, cholesky_scale_first, columns_per_cube, lu_columns_kernel,
@@ -30,6 +37,8 @@ use columns::{
 };
 use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
 use shared::{cholesky_kernel, lu_kernel, per_cube};
+use tiles::{cholesky_tiles_kernel, use_tiles, TileShape};
+use tiles_lu::{lu_tiles_kernel, use_lu_tiles, LuTileShape};
 
 /// The comptime shape of a factorization kernel: side `n`, shared-memory row stride `ld`,
 /// matrices per cube, and (LU) whether to pivot.
@@ -113,8 +122,34 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
     if a.count == 0 || n == 0 {
         return Ok((pivots, info));
     }
-    let shape = factor_shape::<R, T>(b, n, pivoting == Pivoting::Partial, false)?;
     let singular = scalar(singular_factor::<T>(n));
+    if use_lu_tiles(b, n) {
+        let shape = LuTileShape::choose(n, pivoting == Pivoting::Partial)
+            .fit(T::DTYPE.size(), b.info().max_shared_bytes);
+        let (count, dim) = groups_shape(a.count, shape.per_cube, shape.units());
+        b.launch::<(V, T)>(shape, || {
+            // SAFETY: the cube holds `per_cube` grids of `units` units (`groups_shape`);
+            // loads clamp to the last matrix, stores, pivots and codes only below `count`
+            // (rows stored at their positions, a permutation of 0..n); rows and columns past
+            // `n` are neither loaded nor stored; shared memory is sized by the shape and
+            // indexed below it (rows and columns below n, candidates below gr).
+            unsafe {
+                lu_tiles_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    a.data.arg(),
+                    pivots.arg(),
+                    info.arg(),
+                    singular,
+                    a.count,
+                    shape,
+                )
+            }
+        })?;
+        return Ok((pivots, info));
+    }
+    let shape = factor_shape::<R, T>(b, n, pivoting == Pivoting::Partial, false)?;
     if n <= SMALL {
         let (count, dim) = groups_shape(a.count, shape.per_cube, 1);
         b.launch::<(V, T)>(shape, || {
@@ -220,8 +255,32 @@ pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
     if a.count == 0 || n == 0 {
         return Ok(info);
     }
-    let shape = factor_shape::<R, T>(b, n, false, true)?;
     let singular = scalar(singular_factor::<T>(n));
+    if use_tiles(b, n) {
+        let shape = TileShape::new(n);
+        let (count, dim) = groups_shape(a.count, shape.per_cube, shape.units());
+        return b
+            .launch::<(V, T)>(shape, || {
+                // SAFETY: the cube holds `per_cube` grids of `units` units (`groups_shape`);
+                // loads clamp to the last matrix, stores and codes only below `count`; rows and
+                // columns past `n` are neither loaded nor stored; shared memory is `3 n` values
+                // a matrix, indexed below it.
+                unsafe {
+                    cholesky_tiles_kernel::launch_unchecked::<V, T, R>(
+                        b.client(),
+                        count,
+                        dim,
+                        a.data.arg(),
+                        info.arg(),
+                        singular,
+                        a.count,
+                        shape,
+                    )
+                }
+            })
+            .map(|()| info);
+    }
+    let shape = factor_shape::<R, T>(b, n, false, true)?;
     let units = if n <= SMALL { 1 } else { n };
     let (count, dim) = groups_shape(a.count, shape.per_cube, units);
     if n <= SMALL {
