@@ -42,6 +42,10 @@
 #           SpMV (4 matrices, f64 and f32 values) and batched (n = 4..64). About 12 minutes on
 #           an H100. (The session's before/after comparisons ran temporary environment
 #           switches for the old batch sizing and cubecl's read path, not committed.)
+# part "tl": twelfth session (after `pack --tests --example bench`): the tile and column
+#           kernels' unit tests on CUDA and wgpu, the batched suite at n = 16..64 on both
+#           runtimes, PyTorch's batched baseline. (The session's before/after comparisons ran
+#           temporary environment switches for the kernel choice, not committed.)
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -181,6 +185,14 @@ clk)
       --spmv-precision f64 --spmv-precision mixed --reps 10
     TAIL=20 run "batched_$be" 100 $bin/bench --suite batched --backend $be --log2 8,16,32 --precision f64 --reps 20
   done
+  ;;
+tl)
+  lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$lib" tile_tests columns > "$out/unit.txt" 2>&1
+  echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
+  TAIL=80 run batched_tiles 300 $bin/bench --suite batched $both --log2 16,24,32,40,48,56,64 \
+    --precision f64 --reps 3
+  TAIL=40 run torch 200 python3 benches/gpu/batched_torch.py
   ;;
 rd)
   lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)

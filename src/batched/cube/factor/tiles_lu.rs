@@ -34,9 +34,9 @@ pub(crate) struct LuTileShape {
 
 impl LuTileShape {
     /// Tiles of 4 x 4: measured on an H200 (2026-11-26, f64, wgpu, `bench --suite batched`)
-    /// against 8 x 2 (8 candidates a pivot search instead of 16): n = 24 1145 / 3161 µs,
-    /// 40 1985 / 2390, 64 2674 / 3251 (16 x 1, 4 x 2, 8 x 1 and 2 x 2 were slower still in an
-    /// earlier build).
+    /// against eight row groups (8 candidates a pivot search instead of up to 16; tiles 3 x 1,
+    /// 5 x 2, 8 x 2): n = 24 1145 / 3161 µs, 40 1985 / 2390, 64 2674 / 3251 (at n = 64,
+    /// 16 x 1, 4 x 2, 8 x 1 and 2 x 2 were slower still in an earlier build).
     pub(crate) fn new(n: usize, pivoting: bool) -> Self {
         Self::with_tiles(n, 4, 4, pivoting)
     }
