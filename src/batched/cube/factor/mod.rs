@@ -263,8 +263,8 @@ pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
             .launch::<(V, T)>(shape, || {
                 // SAFETY: the cube holds `per_cube` grids of `units` units (`groups_shape`);
                 // loads clamp to the last matrix, stores and codes only below `count`; rows and
-                // columns past `n` are neither loaded nor stored; shared memory is `3 n` values
-                // a matrix, indexed below it.
+                // columns past `n` are neither loaded nor stored; shared memory is `3 n + 6`
+                // values a matrix, indexed below it (columns published only below `n`).
                 unsafe {
                     cholesky_tiles_kernel::launch_unchecked::<V, T, R>(
                         b.client(),

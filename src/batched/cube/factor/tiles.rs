@@ -272,11 +272,15 @@ fn step<T: Float>(
     }
     // Column k + 1 into the other slot: it was last read at step k - 1, by units that were
     // done with it before that step's barrier.
-    publish::<T>(tile, sh, sbase, diag_at, k + 1, c, tol, ti, tj, kb, shape);
+    // (After the last step there is no column n: its `d` would be read past the matrix's
+    // shared values where the grid has padding.)
+    if k + 1 < n {
+        publish::<T>(tile, sh, sbase, diag_at, k + 1, c, tol, ti, tj, kb, shape);
+    }
     c
 }
 
-/// The units of column `k` (if `k < n`; in column block `from` or the next) publish its rows
+/// The units of column `k < n` (in column block `from` or the next) publish its rows
 /// `k..n` into slot `k % 2`; the unit
 /// holding `d = a_kk` tests it against the original diagonal (`code`: the steps so far) and
 /// publishes `√d`, `1 / √d` and the verdict (1: factored, 0: failed) after the column: one

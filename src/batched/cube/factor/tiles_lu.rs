@@ -57,7 +57,13 @@ impl LuTileShape {
 
     /// Bytes of shared memory a matrix takes with values of `elem` bytes.
     pub(crate) fn bytes(&self, elem: usize) -> usize {
-        self.values() * elem + 4 * self.gr * 4
+        self.values() * elem + self.cand_words() * 4
+    }
+
+    /// `u32` words of candidates a matrix: two slots of a position and a row per row group,
+    /// the row at position `k` and its NaN flag.
+    const fn cand_words(&self) -> usize {
+        2 * (2 * self.gr + 2)
     }
 
     /// At most as many matrices a cube as `max_shared` bytes hold (at least one).
@@ -125,8 +131,9 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
     let per = comptime![shape.gr * shape.gc];
     let w = comptime![shape.values()];
     let mut sh = SharedMemory::<T>::new(comptime![shape.per_cube * shape.values()]);
-    // Each slot's candidates: position and row.
-    let mut cand = SharedMemory::<u32>::new(comptime![shape.per_cube * 4 * shape.gr]);
+    // Each slot's candidates (position and row), then the row at position k and whether its
+    // entry is NaN.
+    let mut cand = SharedMemory::<u32>::new(comptime![shape.per_cube * shape.cand_words()]);
     let unit = UNIT_POS as usize;
     let local = unit / per;
     let u = unit % per;
@@ -137,7 +144,7 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
     let scale_at = base_sh + comptime![4 * shape.n];
     let abs_at = base_sh + comptime![5 * shape.n];
     let part_at = base_sh + comptime![5 * shape.n + 2 * shape.gr];
-    let cand_at = local * comptime![4 * shape.gr];
+    let cand_at = local * comptime![shape.cand_words()];
     let tol = singular.get::<T>();
     let groups = ceil_div(count, per_cube);
     // The cube holds `per_cube` whole grids (`groups_shape`): every unit has a matrix.
@@ -211,7 +218,7 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
                     let mut prow = k;
                     if comptime![pivoting] {
                         let at = abs_at + slot * gr;
-                        let cat = cand_at + slot * 2 * gr;
+                        let cat = cand_at + slot * comptime![2 * shape.gr + 2];
                         let mut best = sh[at];
                         let mut win = 0usize;
                         p = cand[cat] as usize;
@@ -226,6 +233,12 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
                             }
                         }
                         prow = cand[cat + 2 * win + 1] as usize;
+                        // As the CPU: position k stays when its entry is NaN (nothing compares
+                        // greater); and never a position past the matrix.
+                        if cand[cat + 2 * gr + 1] != 0 || p >= n {
+                            p = k;
+                            prow = cand[cat + 2 * gr] as usize;
+                        }
                     }
                     // The interchange of positions k and p.
                     #[unroll]
@@ -340,7 +353,8 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
 /// The units of column `k` (if `k < n`; in column block `from` or the next) publish its
 /// entries at the rows of positions `>= k` into slot `k % 2`, and (pivoting) their row group's
 /// candidate: the largest magnitude among those rows, the first position on a tie (`-1` and
-/// position `n` where the unit has none).
+/// position `n` where the unit has none); the unit of the row at position `k` publishes that
+/// row and whether its entry is NaN (the CPU keeps position `k` then).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn publish_column<T: Float>(
@@ -373,6 +387,16 @@ fn publish_column<T: Float>(
                     let v = tile[r * tc + s];
                     sh[col_at + slot * n + i] = v;
                     let m = T::abs(v);
+                    if comptime![shape.pivoting] && pos[r] == k {
+                        let at = cand_at + slot * comptime![2 * shape.gr + 2] + 2 * gr;
+                        cand[at] = i as u32;
+                        // NaN: the one magnitude not at least zero.
+                        let mut nan = 1u32;
+                        if m >= T::new(0.0) {
+                            nan = 0u32;
+                        }
+                        cand[at + 1] = nan;
+                    }
                     if m > best || (m == best && pos[r] < bpos) {
                         best = m;
                         bpos = pos[r];
@@ -382,8 +406,9 @@ fn publish_column<T: Float>(
             }
             if comptime![shape.pivoting] {
                 sh[abs_at + slot * gr + ti] = best;
-                cand[cand_at + slot * 2 * gr + 2 * ti] = bpos as u32;
-                cand[cand_at + slot * 2 * gr + 2 * ti + 1] = brow as u32;
+                let at = cand_at + slot * comptime![2 * shape.gr + 2] + 2 * ti;
+                cand[at] = bpos as u32;
+                cand[at + 1] = brow as u32;
             }
         }
     }
