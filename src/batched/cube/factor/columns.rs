@@ -500,6 +500,63 @@ pub(super) mod tests {
         }
     }
 
+    /// LU of `count` random `n x n` matrices ([`matrices`], seed `seed`) on `b` against the
+    /// CPU: pivots, status codes and every factor (the singular members' too: their flagged
+    /// steps are skipped, as on the CPU).
+    pub(in crate::batched::cube::factor) fn lu_against_cpu<B: Backend>(
+        b: &B,
+        count: usize,
+        n: usize,
+        seed: u64,
+        pivoting: Pivoting,
+        what: &str,
+    ) {
+        // Without pivoting, diagonally dominant matrices (no growth); with it, plain random
+        // ones (row swaps at most steps).
+        let weight = if pivoting == Pivoting::None {
+            n as f64
+        } else {
+            0.0
+        };
+        let general = matrices(count, n, false, weight, seed);
+        let got = lu::<B, f64, f64>(
+            Batch::from_slice(b, count, n, n, &general).unwrap(),
+            pivoting,
+        )
+        .unwrap();
+        let want = lu::<Cpu, f64, f64>(
+            Batch::from_slice(&Cpu::new(), count, n, n, &general).unwrap(),
+            pivoting,
+        )
+        .unwrap();
+        let what = format!("{what} {pivoting:?}");
+        // With pivoting, the rows of matrix 2 past its rounding-level column are chosen among
+        // rounding noise: its pivots and factors are not compared.
+        let skip = if pivoting == Pivoting::Partial {
+            2
+        } else {
+            count
+        };
+        let (gp, wp) = (got.pivots_to_vec().unwrap(), want.pivots_to_vec().unwrap());
+        for m in (0..count).filter(|&m| m != skip) {
+            let r = m * n..(m + 1) * n;
+            assert_eq!(gp[r.clone()], wp[r], "{what}, matrix {m}");
+        }
+        assert_eq!(
+            got.status().codes().unwrap(),
+            want.status().codes().unwrap(),
+            "{what}"
+        );
+        let (g, w) = (
+            got.factors().to_vec().unwrap(),
+            want.factors().to_vec().unwrap(),
+        );
+        for m in (0..count).filter(|&m| m != skip) {
+            let r = m * n * n..(m + 1) * n * n;
+            close(&g[r.clone()], &w[r], &format!("{what}, matrix {m}"));
+        }
+    }
+
     fn unrolled_against_cpu<B: Backend>(b: &B) {
         if !b.info().supports_f64() {
             eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
@@ -511,52 +568,7 @@ pub(super) mod tests {
             // Three groups and a partial one: the tail is clamped on loads, skipped on stores.
             let count = 3 * super::columns_per_cube(n) + 2;
             for pivoting in [Pivoting::Partial, Pivoting::None] {
-                // Without pivoting, diagonally dominant matrices (no growth); with it, plain
-                // random ones (row swaps at most steps).
-                let weight = if pivoting == Pivoting::None {
-                    n as f64
-                } else {
-                    0.0
-                };
-                let general = matrices(count, n, false, weight, 7 + n as u64);
-                let got = lu::<B, f64, f64>(
-                    Batch::from_slice(b, count, n, n, &general).unwrap(),
-                    pivoting,
-                )
-                .unwrap();
-                let want = lu::<Cpu, f64, f64>(
-                    Batch::from_slice(&cpu, count, n, n, &general).unwrap(),
-                    pivoting,
-                )
-                .unwrap();
-                let what = format!("LU n = {n} {pivoting:?}");
-                // With pivoting, the rows of matrix 2 past its rounding-level column are chosen
-                // among rounding noise: its pivots and factors are not compared.
-                let skip = if pivoting == Pivoting::Partial {
-                    2
-                } else {
-                    count
-                };
-                let (gp, wp) = (got.pivots_to_vec().unwrap(), want.pivots_to_vec().unwrap());
-                for m in (0..count).filter(|&m| m != skip) {
-                    let r = m * n..(m + 1) * n;
-                    assert_eq!(gp[r.clone()], wp[r], "{what}, matrix {m}");
-                }
-                assert_eq!(
-                    got.status().codes().unwrap(),
-                    want.status().codes().unwrap(),
-                    "{what}"
-                );
-                // Every factor, the singular members' too: their flagged steps are skipped, as
-                // on the CPU.
-                let (g, w) = (
-                    got.factors().to_vec().unwrap(),
-                    want.factors().to_vec().unwrap(),
-                );
-                for m in (0..count).filter(|&m| m != skip) {
-                    let r = m * n * n..(m + 1) * n * n;
-                    close(&g[r.clone()], &w[r], &format!("{what}, matrix {m}"));
-                }
+                lu_against_cpu(b, count, n, 7 + n as u64, pivoting, &format!("LU n = {n}"));
             }
             let spd = matrices(count, n, true, n as f64, 70 + n as u64);
             let (want, ws) =

@@ -1,7 +1,7 @@
 //! The tile kernels against the CPU at every side and tile shape, on whatever device is
 //! there (forced: the library takes them only above n = 32, and LU only on wgpu).
 
-use super::columns::tests::{close, matrices};
+use super::columns::tests::{close, lu_against_cpu, matrices};
 use super::tiles::{TileShape, FORCE_TILES};
 use super::tiles_lu::LuTileShape;
 use crate::backend::cube::on_test_device;
@@ -27,49 +27,8 @@ fn tiles_against_cpu<B: Backend>(b: &B) {
             FORCE_TILES.with(|f| f.set(Some((tr, tc))));
             let count = 3 * shape.per_cube + 2;
             for pivoting in [Pivoting::Partial, Pivoting::None] {
-                let weight = if pivoting == Pivoting::None {
-                    n as f64
-                } else {
-                    0.0
-                };
-                let general = matrices(count, n, false, weight, 11 + n as u64);
-                let got = lu::<B, f64, f64>(
-                    Batch::from_slice(b, count, n, n, &general).unwrap(),
-                    pivoting,
-                )
-                .unwrap();
-                let want = lu::<Cpu, f64, f64>(
-                    Batch::from_slice(&cpu, count, n, n, &general).unwrap(),
-                    pivoting,
-                )
-                .unwrap();
-                let what = format!("LU n = {n}, tiles {tr} x {tc}, {pivoting:?}");
-                // With pivoting, matrix 2's rows past its rounding-level column are chosen
-                // among rounding noise: its pivots and factors are not compared.
-                let skip = if pivoting == Pivoting::Partial {
-                    2
-                } else {
-                    count
-                };
-                let (gp, wp) = (got.pivots_to_vec().unwrap(), want.pivots_to_vec().unwrap());
-                let (g, w) = (
-                    got.factors().to_vec().unwrap(),
-                    want.factors().to_vec().unwrap(),
-                );
-                for m in (0..count).filter(|&m| m != skip) {
-                    assert_eq!(
-                        gp[m * n..(m + 1) * n],
-                        wp[m * n..(m + 1) * n],
-                        "{what}, matrix {m}"
-                    );
-                    let r = m * n * n..(m + 1) * n * n;
-                    close(&g[r.clone()], &w[r], &format!("{what}, matrix {m}"));
-                }
-                assert_eq!(
-                    got.status().codes().unwrap(),
-                    want.status().codes().unwrap(),
-                    "{what}"
-                );
+                let what = format!("LU n = {n}, tiles {tr} x {tc},");
+                lu_against_cpu(b, count, n, 11 + n as u64, pivoting, &what);
             }
         }
         // NaN entries: pivots and codes as the CPU's (the CPU keeps position k when its
