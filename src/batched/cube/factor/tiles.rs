@@ -17,8 +17,9 @@ use crate::backend::BackendKind;
 /// The largest tile side a unit holds (`t² + 2 t` registers of `T`).
 const MAX_TILE: usize = 4;
 
-/// Units a matrix takes at most (the grid's `g²`).
-const MAX_UNITS: usize = 256;
+/// Units a cube of the tile kernels aims at (matrices a cube: this over the units of one, at
+/// least one); a Cholesky grid takes at most this many.
+pub(super) const MAX_UNITS: usize = 256;
 
 /// The comptime shape of [`cholesky_tiles_kernel`]: side `n`, tiles of `t x t` on a `g x g`
 /// grid of units (`g t >= n`), `per_cube` matrices a cube.
@@ -280,11 +281,10 @@ fn step<T: Float>(
     c
 }
 
-/// The units of column `k < n` (in column block `from` or the next) publish its rows
-/// `k..n` into slot `k % 2`; the unit
-/// holding `d = a_kk` tests it against the original diagonal (`code`: the steps so far) and
-/// publishes `√d`, `1 / √d` and the verdict (1: factored, 0: failed) after the column: one
-/// square root and one division a step, off every other unit.
+/// The units of column `k < n` (in column block `from` or the next) publish its rows `k..n`
+/// into slot `k % 2`; the unit holding `d = a_kk` tests it against the original diagonal
+/// (`code`: the steps so far) and publishes `√d`, `1 / √d` and the verdict (1: factored, 0:
+/// failed) after the column: one square root and one division a step, off every other unit.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn publish<T: Float>(

@@ -14,10 +14,7 @@ use crate::batched::cube::factor::columns::variable;
 use crate::batched::cube::factor::columns::COLUMNS_MAX;
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
 use crate::batched::cube::factor::tiles::FORCE_TILES;
-use crate::batched::cube::factor::tiles::TILES_MAX;
-
-/// Units a cube aims at (matrices a cube: this over the units of one, at least one).
-const MAX_UNITS: usize = 256;
+use crate::batched::cube::factor::tiles::{MAX_UNITS, TILES_MAX};
 
 /// The comptime shape of [`lu_tiles_kernel`]: side `n`, tiles of `tr x tc` on a `gr x gc`
 /// grid (`gr tr >= n`, `gc tc >= n`), `per_cube` matrices a cube.
@@ -93,8 +90,9 @@ impl LuTileShape {
     }
 }
 
-/// Whether LU of `n x n` matrices takes the tile kernel (experiments:
-/// `GALERKIN_LU_TILES_FROM`).
+/// Whether LU of `n x n` matrices takes the tile kernel: on wgpu above the column kernels'
+/// sides, up to [`TILES_MAX`] (on CUDA the shared-memory kernel was faster at every measured
+/// side; `docs/benchmarks.md`, twelfth session).
 pub(crate) fn use_lu_tiles<R: CubeRuntime>(b: &Cube<R>, n: usize) -> bool {
     #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
     if FORCE_TILES.with(|f| f.get()).is_some() {
