@@ -37,7 +37,12 @@ pub fn spd<T: Scalar>(count: usize, n: usize, seed: u64) -> Vec<T> {
 
 struct Suite<'a>(&'a Options);
 
-fn one<B: Backend, T: Scalar>(b: &B, n: usize, scale: f64, reps: usize, copy: f64) -> Result<()> {
+/// One side in precision `T`: the operations whose name starts with one of `only` (all when
+/// it is empty): `gemm`, `copy`, `lu`, `cholesky`, `inverse`.
+fn one<B: Backend, T: Scalar>(b: &B, n: usize, options: &Options, copy: f64) -> Result<()> {
+    let (scale, reps) = (options.scale, options.reps);
+    let only = &options.only;
+    let wanted = |op: &str| only.is_empty() || only.iter().any(|o| op.starts_with(o.as_str()));
     let size = T::DTYPE.size();
     let count = count_for(n, size, 1e9 * scale);
     let data = spd::<T>(count, n, n as u64);
@@ -62,33 +67,44 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, scale: f64, reps: usize, copy: f6
             100.0 * bw / copy
         );
     };
-    let t = median(b, reps, || {
-        gemm(&GemmParams::<T>::default(), &a, &bm, &mut c)
-    })?;
-    row("gemm C=AB", t, 3.0 * mat_bytes, 2.0 * n3);
-    let t = median(b, reps, || {
-        gemm(&GemmParams::<T>::default(), &a0, &bm, &mut c)
-    })?;
-    row("gemm C=A0 B (shared A)", t, 2.0 * mat_bytes, 2.0 * n3);
+    if wanted("gemm") {
+        let t = median(b, reps, || {
+            gemm(&GemmParams::<T>::default(), &a, &bm, &mut c)
+        })?;
+        row("gemm C=AB", t, 3.0 * mat_bytes, 2.0 * n3);
+        let t = median(b, reps, || {
+            gemm(&GemmParams::<T>::default(), &a0, &bm, &mut c)
+        })?;
+        row("gemm C=A0 B (shared A)", t, 2.0 * mat_bytes, 2.0 * n3);
+    }
     let clone = || a.try_clone().map(|_| ());
-    let t_clone = median(b, reps, clone)?;
-    row("copy (clone)", t_clone, 2.0 * mat_bytes, 0.0);
+    if wanted("copy") {
+        let t_clone = median(b, reps, clone)?;
+        row("copy (clone)", t_clone, 2.0 * mat_bytes, 0.0);
+    }
     // The factorizations work in place on a clone: each sample subtracts a clone timed
     // right after it.
-    let t = median_minus(
-        b,
-        reps,
-        || lu::<B, T, T>(a.try_clone()?, Pivoting::Partial).map(|_| ()),
-        clone,
-    )?;
-    row("lu pivoting (- clone)", t, 2.0 * mat_bytes, 2.0 / 3.0 * n3);
-    let t = median_minus(
-        b,
-        reps,
-        || cholesky::<B, T, T>(a.try_clone()?).map(|_| ()),
-        clone,
-    )?;
-    row("cholesky (- clone)", t, 2.0 * mat_bytes, n3 / 3.0);
+    if wanted("lu") {
+        let t = median_minus(
+            b,
+            reps,
+            || lu::<B, T, T>(a.try_clone()?, Pivoting::Partial).map(|_| ()),
+            clone,
+        )?;
+        row("lu pivoting (- clone)", t, 2.0 * mat_bytes, 2.0 / 3.0 * n3);
+    }
+    if wanted("cholesky") {
+        let t = median_minus(
+            b,
+            reps,
+            || cholesky::<B, T, T>(a.try_clone()?).map(|_| ()),
+            clone,
+        )?;
+        row("cholesky (- clone)", t, 2.0 * mat_bytes, n3 / 3.0);
+    }
+    if !wanted("inverse") {
+        return Ok(());
+    }
     let t = median(b, reps, || inverse::<B, T, T>(&a).map(|_| ()))?;
     row("inverse", t, 2.0 * mat_bytes, 2.0 * n3);
     if T::DTYPE == DType::F32 && b.info().supports_f64() {
@@ -121,10 +137,8 @@ impl BackendTask for Suite<'_> {
         for &n in &sizes {
             for &p in &self.0.precisions {
                 let r = match p {
-                    Precision::F32 => one::<B, f32>(&b, n, self.0.scale, self.0.reps, copy),
-                    Precision::F64 if b.info().supports_f64() => {
-                        one::<B, f64>(&b, n, self.0.scale, self.0.reps, copy)
-                    }
+                    Precision::F32 => one::<B, f32>(&b, n, self.0, copy),
+                    Precision::F64 if b.info().supports_f64() => one::<B, f64>(&b, n, self.0, copy),
                     Precision::F64 => Ok(()),
                 };
                 if let Err(e) = r {

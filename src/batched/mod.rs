@@ -29,6 +29,13 @@
 //! matrices of condition above roughly `1 / (4 n ε)` (3·10⁵ at n = 8): factor such batches with
 //! f64 arithmetic (`lu::<_, f32, f64>`).
 //!
+//! A matrix with NaN entries: on the CPU and CUDA its factors are NaN from its first NaN step
+//! on, a NaN pivot is not flagged (`|NaN| ≤ x` is false, as in LAPACK), and the pivots follow
+//! the CPU's rule (a NaN at position `k` keeps `k`, a NaN row is never taken). On wgpu its
+//! pivots (always within the matrix), code and factors are unspecified: Vulkan compilers need
+//! not keep NaN comparisons (NVIDIA's and lavapipe's do not). The other matrices of the batch
+//! are unaffected everywhere.
+//!
 //! # Mixed precision
 //! Every operation takes the storage type `V` of the batch and the arithmetic type `T`
 //! separately (`lu::<_, f32, f64>` factors f32 matrices in f64 and rounds the factors once).

@@ -1,13 +1,14 @@
 //! Batched factorizations: LU (with and without pivoting), the one-pass Gauss–Jordan
 //! inverse and Cholesky. `n <= 8`: one matrix per unit in registers (every index comptime),
 //! the group moved between global and shared memory coalesced (whole, or row by row where the
-//! device's shared budget is small: wgpu). `8 < n <= 32`, Cholesky everywhere and LU on wgpu:
-//! the column kernels (one column a unit in registers, `O(n)` values a matrix in shared
-//! memory; see `columns`). `32 < n <= 64`, Cholesky and LU on wgpu and Cholesky at n = 64 on
-//! CUDA: the tile kernels (a tile of the matrix a unit in registers, `O(n)` values a matrix
-//! in shared memory; see `tiles`, `tiles_lu`). Otherwise `n > 8`: `per_cube` matrices per
-//! cube, one unit per row (or per column for row swaps), the matrices in shared memory with
-//! an odd row stride.
+//! device's shared budget is small: wgpu). `8 < n <= 32`: Cholesky, and LU on wgpu up to
+//! 24, the column kernels (one column a unit in registers, `O(n)` values a matrix in shared
+//! memory; see `columns`); LU on CUDA and on wgpu above 24 the row kernel (one row a unit in
+//! registers, rows never moved; see `rows`). `32 < n <= 64`, Cholesky and LU on wgpu and
+//! Cholesky at n = 64 on CUDA: the tile kernels (a tile of the matrix a unit in registers,
+//! `O(n)` values a matrix in shared memory; see `tiles`, `tiles_lu`). Otherwise `n > 8`:
+//! `per_cube` matrices per cube, one unit per row (or per column for row swaps), the matrices
+//! in shared memory with an odd row stride.
 //!
 //! The singularity test (see "Status" in [`crate::batched`]): step `k` fails when the pivot
 //! is at most `4 n ε` times the scale of its original row (LU) or its original diagonal
@@ -25,6 +26,7 @@ use crate::scalar::{Element, Scalar};
 
 mod columns;
 mod registers;
+mod rows;
 mod shared;
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
 mod tile_tests;
@@ -36,6 +38,7 @@ use columns::{
     unroll_columns, use_columns,
 };
 use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
+use rows::{lu_rows_kernel, rows_per_cube, stage_rows, use_rows};
 use shared::{cholesky_kernel, lu_kernel, per_cube};
 use tiles::{cholesky_tiles_kernel, use_tiles, TileShape};
 use tiles_lu::{lu_tiles_kernel, use_lu_tiles, LuTileShape};
@@ -58,6 +61,10 @@ pub(crate) struct FactorShape {
     unroll: bool,
     /// Cholesky's column kernel: the step form (see [`cholesky_scale_first`]).
     scale_first: bool,
+    /// LU, `8 < n <= 32`: the row kernel (one row a unit in registers; see `rows`).
+    rows: bool,
+    /// Row kernel: the rows staged through shared memory (else each unit moves its own).
+    staged: bool,
 }
 
 /// The shape of a factorization (`cholesky`, else LU or the inverse) of `n x n` matrices
@@ -80,6 +87,22 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             columns: false,
             unroll: false,
             scale_first: false,
+            rows: false,
+            staged: false,
+        })
+    } else if !cholesky && use_rows(b, n) {
+        let staged = stage_rows(b);
+        Ok(FactorShape {
+            n,
+            ld: n,
+            per_cube: rows_per_cube::<T>(b, n, staged),
+            pivoting,
+            by_rows: false,
+            columns: false,
+            unroll: unroll_columns(b),
+            scale_first: false,
+            rows: true,
+            staged,
         })
     } else if use_columns(b, n, cholesky) {
         Ok(FactorShape {
@@ -91,6 +114,8 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             columns: true,
             unroll: unroll_columns(b),
             scale_first: cholesky && cholesky_scale_first(n),
+            rows: false,
+            staged: false,
         })
     } else {
         let (per_cube, ld) = per_cube::<R, T>(b, n)?;
@@ -103,6 +128,8 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             columns: false,
             unroll: false,
             scale_first: false,
+            rows: false,
+            staged: false,
         })
     }
 }
@@ -172,19 +199,22 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
             }
         })?;
     } else {
-        // Same arguments: the column kernels or the shared-memory ones (see `factor_shape`).
-        let kernel = if shape.columns {
+        // Same arguments: the row, column or shared-memory kernel (see `factor_shape`).
+        let kernel = if shape.rows {
+            lu_rows_kernel::launch_unchecked::<V, T, R>
+        } else if shape.columns {
             lu_columns_kernel::launch_unchecked::<V, T, R>
         } else {
             lu_kernel::launch_unchecked::<V, T, R>
         };
         let (count, dim) = groups_shape(a.count, shape.per_cube, n);
         b.launch::<(V, T)>(shape, || {
-            // SAFETY: both kernels stay below count matrices of n x n (the column kernels
-            // clamp their loads to the last matrix and store only below count); pivots and
+            // SAFETY: the kernels stay below count matrices of n x n (the row and column
+            // kernels clamp their loads to the last matrix and store only below count; the
+            // row kernel stores each row at its position, a permutation of 0..n); pivots and
             // info hold n and 1 entries per matrix; shared memory per cube is sized by the
-            // shape (O(n) values a matrix for the column kernels, per_cube matrices for the
-            // shared-memory ones).
+            // shape (O(n) values a matrix for the column kernels and the unstaged row kernel,
+            // per_cube matrices for the staged row kernel and the shared-memory ones).
             unsafe {
                 kernel(
                     b.client(),

@@ -1,11 +1,11 @@
 //! The tile kernels against the CPU at every side and tile shape, on whatever device is
 //! there (forced: the library takes them only above n = 32, and LU only on wgpu).
 
-use super::columns::tests::{close, lu_against_cpu, matrices};
+use super::columns::tests::{close, lu_against_cpu, lu_nan_against_cpu, matrices};
 use super::tiles::{TileShape, FORCE_TILES};
 use super::tiles_lu::LuTileShape;
 use crate::backend::cube::on_test_device;
-use crate::batched::{cholesky, lu, Batch, Pivoting};
+use crate::batched::{cholesky, Batch, Pivoting};
 use crate::{Backend, Cpu};
 
 /// LU (both pivotings) and Cholesky through the tile kernels, against the CPU: pivots, codes
@@ -31,33 +31,8 @@ fn tiles_against_cpu<B: Backend>(b: &B) {
                 lu_against_cpu(b, count, n, 11 + n as u64, pivoting, &what);
             }
         }
-        // NaN entries: pivots and codes as the CPU's (the CPU keeps position k when its
-        // entry is NaN and never picks a NaN row; the factors are NaN from there on).
         FORCE_TILES.with(|f| f.set(Some((4, 4))));
-        let mut bad = matrices(4, n, false, 0.0, 31 + n as u64);
-        bad[n * n] = f64::NAN; // matrix 1: a_00
-        bad[2 * n * n + (n - 1) * n] = f64::NAN; // matrix 2: a_(n-1)0, never a pivot
-        bad[3 * n * n + 2 * n + 1] = f64::NAN; // matrix 3: a_21
-        let got = lu::<B, f64, f64>(
-            Batch::from_slice(b, 4, n, n, &bad).unwrap(),
-            Pivoting::Partial,
-        )
-        .unwrap();
-        let want = lu::<Cpu, f64, f64>(
-            Batch::from_slice(&cpu, 4, n, n, &bad).unwrap(),
-            Pivoting::Partial,
-        )
-        .unwrap();
-        let what = format!("LU with NaN entries, n = {n}");
-        let gp = got.pivots_to_vec().unwrap();
-        assert!(gp.iter().all(|&p| (p as usize) < n), "{what}: {gp:?}");
-        let wp = want.pivots_to_vec().unwrap();
-        assert_eq!(gp, wp, "{what}");
-        assert_eq!(
-            got.status().codes().unwrap(),
-            want.status().codes().unwrap(),
-            "{what}"
-        );
+        lu_nan_against_cpu(b, n, "tiles 4 x 4");
         // Cholesky: its own square shape; any forced value selects the tile kernel.
         FORCE_TILES.with(|f| f.set(Some((4, 4))));
         let count = 3 * TileShape::new(n).per_cube + 2;

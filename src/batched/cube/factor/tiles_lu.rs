@@ -57,10 +57,10 @@ impl LuTileShape {
         self.values() * elem + self.cand_words() * 4
     }
 
-    /// `u32` words of candidates a matrix: two slots of a position and a row per row group,
-    /// the row at position `k` and its NaN flag.
+    /// `u32` words of candidates a matrix: two slots of a position and a row per row group
+    /// and the row at position `k`.
     const fn cand_words(&self) -> usize {
-        2 * (2 * self.gr + 2)
+        2 * (2 * self.gr + 1)
     }
 
     /// At most as many matrices a cube as `max_shared` bytes hold (at least one).
@@ -129,8 +129,7 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
     let per = comptime![shape.gr * shape.gc];
     let w = comptime![shape.values()];
     let mut sh = SharedMemory::<T>::new(comptime![shape.per_cube * shape.values()]);
-    // Each slot's candidates (position and row), then the row at position k and whether its
-    // entry is NaN.
+    // Each slot's candidates (position and row), then the row at position k.
     let mut cand = SharedMemory::<u32>::new(comptime![shape.per_cube * shape.cand_words()]);
     let unit = UNIT_POS as usize;
     let local = unit / per;
@@ -216,26 +215,29 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
                     let mut prow = k;
                     if comptime![pivoting] {
                         let at = abs_at + slot * gr;
-                        let cat = cand_at + slot * comptime![2 * shape.gr + 2];
-                        let mut best = sh[at];
-                        let mut win = 0usize;
-                        p = cand[cat] as usize;
+                        let cat = cand_at + slot * comptime![2 * shape.gr + 1];
+                        // As the CPU: the search starts at position k and takes a row only
+                        // when its magnitude compares greater (or equal at an earlier
+                        // position), so position k stays when its entry is NaN — with no NaN
+                        // test, which NVIDIA's Vulkan compiler folds away (`|x| >= 0`).
+                        let rowk = cand[cat + 2 * gr] as usize;
+                        let mut best = T::abs(sh[col_at + slot * n + rowk]);
+                        prow = rowk;
                         #[unroll]
-                        for q in 1..gr {
+                        for q in 0..gr {
                             let v = sh[at + q];
                             let pq = cand[cat + 2 * q] as usize;
                             if v > best || (v == best && pq < p) {
                                 best = v;
                                 p = pq;
-                                win = q;
+                                prow = cand[cat + 2 * q + 1] as usize;
                             }
                         }
-                        prow = cand[cat + 2 * win + 1] as usize;
-                        // As the CPU: position k stays when its entry is NaN (nothing compares
-                        // greater); and never a position past the matrix.
-                        if cand[cat + 2 * gr + 1] != 0 || p >= n {
+                        // Never a position past the matrix (a group without candidates
+                        // publishes position n and magnitude -1, never taken).
+                        if p >= n {
                             p = k;
-                            prow = cand[cat + 2 * gr] as usize;
+                            prow = rowk;
                         }
                     }
                     // The interchange of positions k and p.
@@ -351,8 +353,8 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
 /// The units of column `k` (if `k < n`; in column block `from` or the next) publish its
 /// entries at the rows of positions `>= k` into slot `k % 2`, and (pivoting) their row group's
 /// candidate: the largest magnitude among those rows, the first position on a tie (`-1` and
-/// position `n` where the unit has none); the unit of the row at position `k` publishes that
-/// row and whether its entry is NaN (the CPU keeps position `k` then).
+/// position `n` where the unit has none; NaN magnitudes never); the unit of the row at
+/// position `k` publishes that row (the search starts from it).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn publish_column<T: Float>(
@@ -386,14 +388,7 @@ fn publish_column<T: Float>(
                     sh[col_at + slot * n + i] = v;
                     let m = T::abs(v);
                     if comptime![shape.pivoting] && pos[r] == k {
-                        let at = cand_at + slot * comptime![2 * shape.gr + 2] + 2 * gr;
-                        cand[at] = i as u32;
-                        // NaN: the one magnitude not at least zero.
-                        let mut nan = 1u32;
-                        if m >= T::new(0.0) {
-                            nan = 0u32;
-                        }
-                        cand[at + 1] = nan;
+                        cand[cand_at + slot * comptime![2 * shape.gr + 1] + 2 * gr] = i as u32;
                     }
                     if m > best || (m == best && pos[r] < bpos) {
                         best = m;
@@ -404,7 +399,7 @@ fn publish_column<T: Float>(
             }
             if comptime![shape.pivoting] {
                 sh[abs_at + slot * gr + ti] = best;
-                let at = cand_at + slot * comptime![2 * shape.gr + 2] + 2 * ti;
+                let at = cand_at + slot * comptime![2 * shape.gr + 1] + 2 * ti;
                 cand[at] = bpos as u32;
                 cand[at + 1] = brow as u32;
             }

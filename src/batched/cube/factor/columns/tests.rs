@@ -1,0 +1,273 @@
+//! The unrolled form of the column and row kernels against the CPU, on whatever device is
+//! there (on lavapipe, where the library would not unroll them, forced): CI has no GPU, and
+//! the unrolled form is the one GPUs run. Also the helpers the tile kernels' tests share, and
+//! LU with NaN entries through the library's choice of kernel at every side class.
+
+use std::cell::Cell;
+
+use crate::backend::cube::on_test_device;
+use crate::backend::BackendKind;
+use crate::batched::{cholesky, lu, Batch, Pivoting};
+use crate::random::Rng;
+use crate::{Backend, Cpu};
+
+thread_local! {
+    /// Unroll the column kernels' steps on every device (this thread's launches).
+    pub(super) static FORCE_UNROLL: Cell<bool> = const { Cell::new(false) };
+    /// Force the Cholesky column kernel's step form (this thread's launches).
+    pub(super) static FORCE_SCALE_FIRST: Cell<Option<bool>> = const { Cell::new(None) };
+    /// Force LU onto the row kernel (`Some(true)`) or off it at `8 < n <= 32` (this thread's
+    /// launches).
+    pub(in crate::batched::cube::factor) static FORCE_ROWS: Cell<Option<bool>> =
+        const { Cell::new(None) };
+    /// Force the row kernel's staging through shared memory on or off (this thread's
+    /// launches).
+    pub(in crate::batched::cube::factor) static FORCE_STAGED: Cell<Option<bool>> =
+        const { Cell::new(None) };
+}
+
+/// `count` random `n x n` matrices, `weight` added to the diagonal (SPD when `spd`, with
+/// a weight of `n`); matrix 1 is singular (LU: a zero column) or indefinite (Cholesky: a
+/// negative diagonal entry).
+pub(in crate::batched::cube::factor) fn matrices(
+    count: usize,
+    n: usize,
+    spd: bool,
+    weight: f64,
+    seed: u64,
+) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    let mut out = vec![0.0; count * n * n];
+    for (m, a) in out.chunks_mut(n * n).enumerate() {
+        for i in 0..n {
+            for j in 0..=i {
+                let v = rng.range(-1.0, 1.0);
+                a[i * n + j] = v;
+                a[j * n + i] = if spd { v } else { rng.range(-1.0, 1.0) };
+            }
+            a[i * n + i] += weight;
+        }
+        if m == 2 && !spd {
+            // Column 3 three times column 2: a pivot left by rounding at step 3 (flagged,
+            // and without pivoting skipped as on the CPU).
+            for i in 0..n {
+                a[i * n + 3] = 3.0 * a[i * n + 2];
+            }
+        }
+        if m == 1 {
+            if spd {
+                a[5 * n + 5] = -1.0;
+            } else {
+                for i in 0..n {
+                    a[i * n + 3] = 0.0;
+                }
+            }
+        }
+    }
+    out
+}
+
+pub(in crate::batched::cube::factor) fn close(got: &[f64], want: &[f64], what: &str) {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-11 * (1.0 + w.abs()),
+            "{what}: entry {i}: {g} against the CPU's {w}"
+        );
+    }
+}
+
+/// LU of `count` random `n x n` matrices ([`matrices`], seed `seed`) on `b` against the
+/// CPU: pivots, status codes and every factor (the singular members' too: their flagged
+/// steps are skipped, as on the CPU).
+pub(in crate::batched::cube::factor) fn lu_against_cpu<B: Backend>(
+    b: &B,
+    count: usize,
+    n: usize,
+    seed: u64,
+    pivoting: Pivoting,
+    what: &str,
+) {
+    // Without pivoting, diagonally dominant matrices (no growth); with it, plain random
+    // ones (row swaps at most steps).
+    let weight = if pivoting == Pivoting::None {
+        n as f64
+    } else {
+        0.0
+    };
+    let general = matrices(count, n, false, weight, seed);
+    let got = lu::<B, f64, f64>(
+        Batch::from_slice(b, count, n, n, &general).unwrap(),
+        pivoting,
+    )
+    .unwrap();
+    let want = lu::<Cpu, f64, f64>(
+        Batch::from_slice(&Cpu::new(), count, n, n, &general).unwrap(),
+        pivoting,
+    )
+    .unwrap();
+    let what = format!("{what} {pivoting:?}");
+    // With pivoting, the rows of matrix 2 past its rounding-level column are chosen among
+    // rounding noise: its pivots and factors are not compared.
+    let skip = if pivoting == Pivoting::Partial {
+        2
+    } else {
+        count
+    };
+    let (gp, wp) = (got.pivots_to_vec().unwrap(), want.pivots_to_vec().unwrap());
+    for m in (0..count).filter(|&m| m != skip) {
+        let r = m * n..(m + 1) * n;
+        assert_eq!(gp[r.clone()], wp[r], "{what}, matrix {m}");
+    }
+    assert_eq!(
+        got.status().codes().unwrap(),
+        want.status().codes().unwrap(),
+        "{what}"
+    );
+    let (g, w) = (
+        got.factors().to_vec().unwrap(),
+        want.factors().to_vec().unwrap(),
+    );
+    for m in (0..count).filter(|&m| m != skip) {
+        let r = m * n * n..(m + 1) * n * n;
+        close(&g[r.clone()], &w[r], &format!("{what}, matrix {m}"));
+    }
+}
+
+/// LU with partial pivoting of matrices with NaN entries on `b` against the CPU. Members 3,
+/// 4, 5 carry the NaNs (at `a_00`, at `a_(n-1)0`, never a pivot, and at `a_21`, `n >= 3`).
+/// Everywhere: no pivot leaves the matrix, and the members without NaNs (0; 1, singular) get
+/// the CPU's pivots, codes and factors. On CUDA (IEEE comparisons) the NaN members' pivots
+/// and codes are the CPU's too: position `k` stays when its entry is NaN, a NaN row is never
+/// taken. Vulkan compilers need not keep NaN comparisons (no float controls: NVIDIA's and
+/// lavapipe's do not), so on wgpu they are not compared. Member 2's rounding-level pivot
+/// leaves its later pivots to rounding (not compared).
+pub(in crate::batched::cube::factor) fn lu_nan_against_cpu<B: Backend>(
+    b: &B,
+    n: usize,
+    what: &str,
+) {
+    let count = 6;
+    let mut bad = matrices(count, n, false, 0.0, 31 + n as u64);
+    bad[3 * n * n] = f64::NAN;
+    bad[4 * n * n + (n - 1) * n] = f64::NAN;
+    bad[5 * n * n + 2 * n + 1] = f64::NAN;
+    let got = lu::<B, f64, f64>(
+        Batch::from_slice(b, count, n, n, &bad).unwrap(),
+        Pivoting::Partial,
+    )
+    .unwrap();
+    let want = lu::<Cpu, f64, f64>(
+        Batch::from_slice(&Cpu::new(), count, n, n, &bad).unwrap(),
+        Pivoting::Partial,
+    )
+    .unwrap();
+    let what = format!("{what}: LU with NaN entries, n = {n}");
+    let (gp, wp) = (got.pivots_to_vec().unwrap(), want.pivots_to_vec().unwrap());
+    assert!(gp.iter().all(|&p| (p as usize) < n), "{what}: {gp:?}");
+    let (gc, wc) = (
+        got.status().codes().unwrap(),
+        want.status().codes().unwrap(),
+    );
+    let exact = b.info().kind == BackendKind::Cuda;
+    let members: Vec<usize> = if exact {
+        vec![0, 1, 3, 4, 5]
+    } else {
+        vec![0, 1]
+    };
+    let (g, w) = (
+        got.factors().to_vec().unwrap(),
+        want.factors().to_vec().unwrap(),
+    );
+    for m in members {
+        let r = m * n..(m + 1) * n;
+        assert_eq!(gp[r.clone()], wp[r], "{what}, matrix {m}");
+        assert_eq!(gc[m], wc[m], "{what}, matrix {m}");
+        if m < 2 {
+            let r = m * n * n..(m + 1) * n * n;
+            close(&g[r.clone()], &w[r], &format!("{what}, matrix {m}"));
+        }
+    }
+}
+
+fn unrolled_against_cpu<B: Backend>(b: &B) {
+    if !b.info().supports_f64() {
+        eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
+        return;
+    }
+    let cpu = Cpu::new();
+    FORCE_UNROLL.with(|f| f.set(true));
+    for n in [9, 13] {
+        // Three groups and a partial one: the tail is clamped on loads, skipped on stores.
+        let count = 3 * super::columns_per_cube(n) + 2;
+        // LU: the column kernel, then the row kernel unstaged and staged.
+        for (rows, staged) in [(false, false), (true, false), (true, true)] {
+            FORCE_ROWS.with(|f| f.set(Some(rows)));
+            FORCE_STAGED.with(|f| f.set(Some(staged)));
+            let what = if rows {
+                format!("row kernel (staged: {staged})")
+            } else {
+                "column kernel".to_string()
+            };
+            for pivoting in [Pivoting::Partial, Pivoting::None] {
+                let what = format!("LU n = {n}, {what}");
+                lu_against_cpu(b, count, n, 7 + n as u64, pivoting, &what);
+            }
+            lu_nan_against_cpu(b, n, &what);
+        }
+        FORCE_ROWS.with(|f| f.set(None));
+        FORCE_STAGED.with(|f| f.set(None));
+        let spd = matrices(count, n, true, n as f64, 70 + n as u64);
+        let (want, ws) =
+            cholesky::<Cpu, f64, f64>(Batch::from_slice(&cpu, count, n, n, &spd).unwrap()).unwrap();
+        let w = want.to_vec().unwrap();
+        for first in [true, false] {
+            FORCE_SCALE_FIRST.with(|f| f.set(Some(first)));
+            // In place: the upper triangle (the input's values) must come back as zeros.
+            let (got, gs) =
+                cholesky::<B, f64, f64>(Batch::from_slice(b, count, n, n, &spd).unwrap()).unwrap();
+            let what = format!("Cholesky n = {n}, scaled first: {first}");
+            assert_eq!(gs.codes().unwrap(), ws.codes().unwrap(), "{what}");
+            let g = got.to_vec().unwrap();
+            close(&g[..n * n], &w[..n * n], &what);
+            close(&g[2 * n * n..], &w[2 * n * n..], &what);
+        }
+        FORCE_SCALE_FIRST.with(|f| f.set(None));
+    }
+    FORCE_UNROLL.with(|f| f.set(false));
+}
+
+/// The library's choice of LU kernel at every side class (register, column or row,
+/// shared-memory, tile kernels), with NaN entries, against the CPU.
+fn nan_pivots_against_cpu<B: Backend>(b: &B) {
+    if !b.info().supports_f64() {
+        eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
+        return;
+    }
+    for n in [4, 8, 12, 24, 32, 40, 64] {
+        lu_nan_against_cpu(b, n, "the library's choice");
+    }
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_nan_pivots_match_the_cpu() {
+    on_test_device("wgpu", crate::Wgpu::new(), |b| nan_pivots_against_cpu(&b));
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_nan_pivots_match_the_cpu() {
+    on_test_device("cuda", crate::Cuda::new(), |b| nan_pivots_against_cpu(&b));
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_unrolled_column_and_row_kernels_match_the_cpu() {
+    on_test_device("wgpu", crate::Wgpu::new(), |b| unrolled_against_cpu(&b));
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_unrolled_column_and_row_kernels_match_the_cpu() {
+    on_test_device("cuda", crate::Cuda::new(), |b| unrolled_against_cpu(&b));
+}
