@@ -46,6 +46,9 @@
 #           kernels' unit tests on CUDA and wgpu, the batched suite at n = 16..64 on both
 #           runtimes, PyTorch's batched baseline. (The session's before/after comparisons ran
 #           temporary environment switches for the kernel choice, not committed.)
+# part "lu": thirteenth session (after `pack --tests --example bench`): the batched unit tests
+#           on CUDA and wgpu, LU and the inverse at n = 12..64 on both runtimes, PyTorch's
+#           batched baseline (the row kernel's variants ran temporary switches, not committed).
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -193,6 +196,14 @@ tl)
   TAIL=80 run batched_tiles 300 $bin/bench --suite batched $both --log2 16,24,32,40,48,56,64 \
     --precision f64 --reps 3
   TAIL=40 run torch 200 python3 benches/gpu/batched_torch.py
+  ;;
+lu)
+  lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$lib" batched > "$out/unit.txt" 2>&1
+  echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
+  TAIL=40 run batched_lu 300 $bin/bench --suite batched $both --log2 12,16,20,24,27,32,40,64 \
+    --precision f64 --reps 3 --only lu --only inverse
+  TAIL=60 run torch 200 python3 benches/gpu/batched_torch.py
   ;;
 rd)
   lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)

@@ -57,7 +57,7 @@ pub(crate) struct FactorShape {
     /// `n > 8`: the column kernels (one column a unit in registers) instead of the
     /// shared-memory ones.
     columns: bool,
-    /// Column kernels: every step unrolled (see [`unroll_columns`]).
+    /// Column and row kernels: every step unrolled (see [`unroll_columns`]).
     unroll: bool,
     /// Cholesky's column kernel: the step form (see [`cholesky_scale_first`]).
     scale_first: bool,
@@ -68,8 +68,9 @@ pub(crate) struct FactorShape {
 }
 
 /// The shape of a factorization (`cholesky`, else LU or the inverse) of `n x n` matrices
-/// in precision `T` on this device: the register kernels up to [`SMALL`], above the column
-/// kernels where [`use_columns`] takes them, else the shared-memory ones.
+/// in precision `T` on this device: the register kernels up to [`SMALL`], above (LU) the row
+/// kernel where [`use_rows`] takes it, the column kernels where [`use_columns`] takes them,
+/// else the shared-memory ones. (The tile kernels have shapes of their own.)
 fn factor_shape<R: CubeRuntime, T: Scalar>(
     b: &Cube<R>,
     n: usize,
@@ -210,7 +211,8 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
         let (count, dim) = groups_shape(a.count, shape.per_cube, n);
         b.launch::<(V, T)>(shape, || {
             // SAFETY: the kernels stay below count matrices of n x n (the row and column
-            // kernels clamp their loads to the last matrix and store only below count; the
+            // kernels clamp their loads to the last matrix or mask them, staged, and store
+            // only below count; the
             // row kernel stores each row at its position, a permutation of 0..n); pivots and
             // info hold n and 1 entries per matrix; shared memory per cube is sized by the
             // shape (O(n) values a matrix for the column kernels and the unstaged row kernel,

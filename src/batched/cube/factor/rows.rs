@@ -2,7 +2,8 @@
 //! a constant where the steps are unrolled). Rows are never moved: each unit keeps the
 //! position the interchanges of partial pivoting give its row and stores the row there at the
 //! end. A step exchanges only the candidates' magnitudes (by position) and the pivot row
-//! through shared memory, `O(n)` values a matrix, with two barriers; the pivot search is the
+//! through shared memory, `O(n)` values a matrix (two barriers a step with pivoting, one
+//! without), or the whole matrices on the way in and out (staged, on CUDA); the pivot search is the
 //! CPU's own loop over the candidates, run by every unit of the matrix (broadcast reads).
 
 use cubecl::prelude::*;
@@ -16,10 +17,10 @@ use crate::batched::cube::stage::{load_part, store_part, Part, SMALL};
 use crate::scalar::Scalar;
 
 /// Whether LU of `n x n` matrices takes the row kernel, measured on an H100 (2026-11-27,
-/// f64, `bench --suite batched`, µs): on CUDA at every side `8 < n <= 32` (against the
-/// shared-memory kernel, n = 16 / 24 / 32: 357 / 530 / 633 against 485 / 663 / 787), on wgpu
-/// above 24 (n = 27 / 32: 960 / 1063 against the column kernel's 1053 / 1575; at 16 and 24 the
-/// column kernel is ahead, 488 / 695 against 879 / 926).
+/// f64, `bench --suite batched`, µs, one call): on CUDA at every side `8 < n <= 32` (against
+/// the shared-memory kernel, n = 16 / 24 / 32: 357 / 530 / 633 against 485 / 663 / 787; 9..11
+/// not measured), on wgpu above 24 (n = 27 / 32: 960 / 1063 against the column kernel's
+/// 1053 / 1575; at 16 and 24 the column kernel is ahead, 488 / 695 against 879 / 926).
 pub(crate) fn use_rows<R: CubeRuntime>(b: &Cube<R>, n: usize) -> bool {
     #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
     if let Some(rows) = super::columns::tests::FORCE_ROWS.with(|f| f.get()) {
@@ -40,8 +41,9 @@ const ROWS_UNITS: usize = 128;
 
 /// Whether the row kernel stages the rows through shared memory on `b`: on CUDA (a unit
 /// reading its own row touches a new line per entry: n = 32 on an H100, 948 µs unstaged
-/// against 640), not on wgpu, where the staged matrices take most of the little shared
-/// memory NVIDIA's Vulkan driver gives a multiprocessor (n = 32: 1662 µs staged against 1104).
+/// against 640, both with a plane-shuffle search measured alongside), not on wgpu, where the
+/// staged matrices take most of the little shared memory NVIDIA's Vulkan driver gives a
+/// multiprocessor (n = 32, the same search: 1662 µs staged against 1104).
 pub(crate) fn stage_rows<R: CubeRuntime>(b: &Cube<R>) -> bool {
     #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
     if let Some(staged) = super::columns::tests::FORCE_STAGED.with(|f| f.get()) {
