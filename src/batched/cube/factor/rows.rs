@@ -3,8 +3,9 @@
 //! position the interchanges of partial pivoting give its row and stores the row there at the
 //! end. A step exchanges only the candidates' magnitudes (by position) and the pivot row
 //! through shared memory, `O(n)` values a matrix (two barriers a step with pivoting, one
-//! without), or the whole matrices on the way in and out (staged, on CUDA); the pivot search is the
-//! CPU's own loop over the candidates, run by every unit of the matrix (broadcast reads).
+//! without); on CUDA the whole matrices also pass through it on the way in and out (staged).
+//! The pivot search is the CPU's own loop over the candidates, run by every unit of the matrix
+//! (broadcast reads).
 
 use cubecl::prelude::*;
 
