@@ -90,6 +90,17 @@ pub(super) fn variable(k: usize) -> usize {
     v
 }
 
+/// The matrix a unit of matrix slot `mat` loads: `mat`, or the last matrix past `count` (the
+/// kernels' loads are unconditional; nothing is stored for such a slot).
+#[cube]
+pub(super) fn loaded_matrix(mat: usize, count: usize) -> usize {
+    let mut src = mat;
+    if src >= count {
+        src = count - 1;
+    }
+    src
+}
+
 /// Loads column `c` of matrix `mat` (or of the last matrix, past `count`: unconditional loads,
 /// nothing is stored for it).
 #[cube]
@@ -101,11 +112,7 @@ fn load_column<V: Float, T: Float>(
     c: usize,
     #[comptime] n: usize,
 ) {
-    let mut src = mat;
-    if src >= count {
-        src = count - 1;
-    }
-    let at = src * comptime![n * n] + c;
+    let at = loaded_matrix(mat, count) * comptime![n * n] + c;
     #[unroll]
     for i in 0..n {
         col[i] = T::cast_from(a[at + i * n]);

@@ -178,60 +178,42 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
         return Ok((pivots, info));
     }
     let shape = factor_shape::<R, T>(b, n, pivoting == Pivoting::Partial, false)?;
-    if n <= SMALL {
-        let (count, dim) = groups_shape(a.count, shape.per_cube, 1);
-        b.launch::<(V, T)>(shape, || {
-            // SAFETY: one matrix per unit, groups of `per_cube` below count; pivots and info
-            // hold n and 1 entries per matrix; shared memory per_cube · ld values (ld = n² + 1,
-            // or n + 1 staged by rows) and per_cube · n pivots, sized by small_per_cube to the
-            // device.
-            unsafe {
-                lu_small_kernel::launch_unchecked::<V, T, R>(
-                    b.client(),
-                    count,
-                    dim,
-                    a.data.arg(),
-                    pivots.arg(),
-                    info.arg(),
-                    singular,
-                    a.count,
-                    shape,
-                )
-            }
-        })?;
+    // Same arguments: the register, row, column or shared-memory kernel (see `factor_shape`).
+    let kernel = if n <= SMALL {
+        lu_small_kernel::launch_unchecked::<V, T, R>
+    } else if shape.rows {
+        lu_rows_kernel::launch_unchecked::<V, T, R>
+    } else if shape.columns {
+        lu_columns_kernel::launch_unchecked::<V, T, R>
     } else {
-        // Same arguments: the row, column or shared-memory kernel (see `factor_shape`).
-        let kernel = if shape.rows {
-            lu_rows_kernel::launch_unchecked::<V, T, R>
-        } else if shape.columns {
-            lu_columns_kernel::launch_unchecked::<V, T, R>
-        } else {
-            lu_kernel::launch_unchecked::<V, T, R>
-        };
-        let (count, dim) = groups_shape(a.count, shape.per_cube, n);
-        b.launch::<(V, T)>(shape, || {
-            // SAFETY: the kernels stay below count matrices of n x n (the row and column
-            // kernels clamp their loads to the last matrix or mask them, staged, and store
-            // only below count; the
-            // row kernel stores each row at its position, a permutation of 0..n); pivots and
-            // info hold n and 1 entries per matrix; shared memory per cube is sized by the
-            // shape (O(n) values a matrix for the column kernels and the unstaged row kernel,
-            // per_cube matrices for the staged row kernel and the shared-memory ones).
-            unsafe {
-                kernel(
-                    b.client(),
-                    count,
-                    dim,
-                    a.data.arg(),
-                    pivots.arg(),
-                    info.arg(),
-                    singular,
-                    a.count,
-                    shape,
-                )
-            }
-        })?;
-    }
+        lu_kernel::launch_unchecked::<V, T, R>
+    };
+    let units = if n <= SMALL { 1 } else { n };
+    let (count, dim) = groups_shape(a.count, shape.per_cube, units);
+    b.launch::<(V, T)>(shape, || {
+        // SAFETY: the kernels stay below count matrices of n x n; pivots and info hold n and
+        // 1 entries per matrix. The register kernel: one matrix a unit, groups of `per_cube`
+        // below count; shared memory per_cube · ld values (ld = n² + 1, or n + 1 staged by
+        // rows) and per_cube · n pivots, sized by small_per_cube to the device. The row and
+        // column kernels clamp their loads to the last matrix (or mask them, staged) and
+        // store only below count, the row kernel each row at its position (a permutation of
+        // 0..n). Shared memory per cube is sized by the shape: O(n) values a matrix for the
+        // column kernels and the unstaged row kernel, per_cube matrices for the staged row
+        // kernel and the shared-memory one.
+        unsafe {
+            kernel(
+                b.client(),
+                count,
+                dim,
+                a.data.arg(),
+                pivots.arg(),
+                info.arg(),
+                singular,
+                a.count,
+                shape,
+            )
+        }
+    })?;
     Ok((pivots, info))
 }
 
@@ -313,45 +295,30 @@ pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
             .map(|()| info);
     }
     let shape = factor_shape::<R, T>(b, n, false, true)?;
+    // Same arguments: the register, column or shared-memory kernel (see `factor_shape`).
+    let kernel = if n <= SMALL {
+        cholesky_small_kernel::launch_unchecked::<V, T, R>
+    } else if shape.columns {
+        cholesky_columns_kernel::launch_unchecked::<V, T, R>
+    } else {
+        cholesky_kernel::launch_unchecked::<V, T, R>
+    };
     let units = if n <= SMALL { 1 } else { n };
     let (count, dim) = groups_shape(a.count, shape.per_cube, units);
-    if n <= SMALL {
-        b.launch::<(V, T)>(shape, || {
-            // SAFETY: as for the small LU kernel.
-            unsafe {
-                cholesky_small_kernel::launch_unchecked::<V, T, R>(
-                    b.client(),
-                    count,
-                    dim,
-                    a.data.arg(),
-                    info.arg(),
-                    singular,
-                    a.count,
-                    shape,
-                )
-            }
-        })?;
-    } else {
-        let kernel = if shape.columns {
-            cholesky_columns_kernel::launch_unchecked::<V, T, R>
-        } else {
-            cholesky_kernel::launch_unchecked::<V, T, R>
-        };
-        b.launch::<(V, T)>(shape, || {
-            // SAFETY: as for the LU kernels above n = 8.
-            unsafe {
-                kernel(
-                    b.client(),
-                    count,
-                    dim,
-                    a.data.arg(),
-                    info.arg(),
-                    singular,
-                    a.count,
-                    shape,
-                )
-            }
-        })?;
-    }
+    b.launch::<(V, T)>(shape, || {
+        // SAFETY: as for the LU kernels of the same classes (`lu`).
+        unsafe {
+            kernel(
+                b.client(),
+                count,
+                dim,
+                a.data.arg(),
+                info.arg(),
+                singular,
+                a.count,
+                shape,
+            )
+        }
+    })?;
     Ok(info)
 }

@@ -12,7 +12,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
-use crate::batched::cube::factor::columns::{variable, COLUMNS_MAX};
+use crate::batched::cube::factor::columns::{loaded_matrix, variable, COLUMNS_MAX};
 use crate::batched::cube::factor::FactorShape;
 use crate::batched::cube::stage::{load_part, store_part, Part, SMALL};
 use crate::scalar::Scalar;
@@ -147,12 +147,7 @@ pub(crate) fn lu_rows_kernel<V: Float, T: Float>(
                 row[j] = stage[stage_at + j];
             }
         } else {
-            // Past `count`: the last matrix again (unconditional loads), nothing stored.
-            let mut src = mat;
-            if src >= count {
-                src = count - 1;
-            }
-            let at = src * comptime![shape.n * shape.n] + i * n;
+            let at = loaded_matrix(mat, count) * comptime![shape.n * shape.n] + i * n;
             #[unroll]
             for j in 0..n {
                 row[j] = T::cast_from(a[at + j]);

@@ -13,6 +13,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
+use crate::batched::cube::factor::columns::loaded_matrix;
 
 /// The largest tile side a unit holds (`t² + 2 t` registers of `T`).
 const MAX_TILE: usize = 4;
@@ -118,11 +119,7 @@ pub(crate) fn cholesky_tiles_kernel<V: Float, T: Float>(
     let mut cg = CUBE_POS;
     while cg < groups {
         let mat = cg * per_cube + local;
-        let mut src = mat;
-        if src >= count {
-            src = count - 1;
-        }
-        let base = src * comptime![shape.n * shape.n];
+        let base = loaded_matrix(mat, count) * comptime![shape.n * shape.n];
         // The tile: the lower triangle's entries (the upper ones stay zero).
         let mut tile = Sequence::<T>::new();
         #[unroll]

@@ -10,8 +10,8 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
-use crate::batched::cube::factor::columns::variable;
 use crate::batched::cube::factor::columns::COLUMNS_MAX;
+use crate::batched::cube::factor::columns::{loaded_matrix, variable};
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
 use crate::batched::cube::factor::tiles::FORCE_TILES;
 use crate::batched::cube::factor::tiles::{MAX_UNITS, TILES_MAX};
@@ -148,11 +148,7 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
     let mut cg = CUBE_POS;
     while cg < groups {
         let mat = cg * per_cube + local;
-        let mut src = mat;
-        if src >= count {
-            src = count - 1;
-        }
-        let base = src * comptime![shape.n * shape.n];
+        let base = loaded_matrix(mat, count) * comptime![shape.n * shape.n];
         let mut tile = Sequence::<T>::new();
         #[unroll]
         for r in 0..tr {
