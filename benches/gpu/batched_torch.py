@@ -33,7 +33,7 @@ def main():
     scale = float(sys.argv[1]) if len(sys.argv) > 1 else 1.0
     dev = torch.cuda.get_device_name(0)
     print(f"\n# PyTorch {torch.__version__} on {dev} (CUDA events, median of {REPS})")
-    print(f"{'bknd':<6} {'prec':<4} {'n':>3} {'count':>8} {'op':<22} {'time(us)':>10} {'GB/s':>8} {'GFLOP/s':>9}")
+    print(f"{'bknd':<6} {'prec':<4} {'n':>3} {'count':>8} {'op':<30} {'time(us)':>10} {'GB/s':>8} {'GFLOP/s':>9}")
     for n in SIZES:
         for dtype, name in ((torch.float64, "f64"), (torch.float32, "f32")):
             size = torch.tensor([], dtype=dtype).element_size()
@@ -46,13 +46,18 @@ def main():
             n3 = count * n ** 3
 
             def row(op, t, moved, flops):
-                print(f"{'torch':<6} {name:<4} {n:>3} {count:>8} {op:<22} {t:>10.1f} {moved / t / 1e3:>8.1f} {flops / t / 1e3:>9.1f}")
+                print(f"{'torch':<6} {name:<4} {n:>3} {count:>8} {op:<30} {t:>10.1f} {moved / t / 1e3:>8.1f} {flops / t / 1e3:>9.1f}")
 
             row("bmm C=AB", median_us(lambda: torch.bmm(a, b)), 3 * mat, 2 * n3)
             a0 = a[:1].expand(count, n, n)
             row("bmm C=A0 B (shared A)", median_us(lambda: torch.bmm(a0, b)), 2 * mat, 2 * n3)
             row("lu_factor", median_us(lambda: torch.linalg.lu_factor(a)), 2 * mat, 2 / 3 * n3)
             row("cholesky", median_us(lambda: torch.linalg.cholesky(a)), 2 * mat, n3 / 3)
+            lu, piv = torch.linalg.lu_factor(a)
+            row("lu_solve n rhs", median_us(lambda: torch.linalg.lu_solve(lu, piv, b)), 3 * mat, 2 * n3)
+            l = torch.linalg.cholesky(a)
+            row("cholesky_solve n rhs", median_us(lambda: torch.cholesky_solve(b, l)), 3 * mat, 2 * n3)
+            del lu, piv, l
             row("inv", median_us(lambda: torch.linalg.inv(a)), 2 * mat, 2 * n3)
             del a, b, a0
             torch.cuda.empty_cache()

@@ -46,6 +46,11 @@
 #           kernels' unit tests on CUDA and wgpu, the batched suite at n = 16..64 on both
 #           runtimes, PyTorch's batched baseline. (The session's before/after comparisons ran
 #           temporary environment switches for the kernel choice, not committed.)
+# part "sv": fourteenth session (after `pack --tests --example bench`, the previous commit's
+#           library with this bench in .gpu/before/bench.gz): GEMM, LU, Cholesky, their solves
+#           with n right-hand sides and the inverse at n = 8..64 ($SIDES) on both runtimes,
+#           before and after, and PyTorch's; part "svt": the batched unit and integration
+#           tests on CUDA and wgpu.
 # part "lu": thirteenth session (after `pack --tests --example bench`): the batched unit tests
 #           on CUDA and wgpu, LU and the inverse at n = 12..64 on both runtimes, PyTorch's
 #           batched baseline (the row kernel's variants ran temporary switches, not committed).
@@ -204,6 +209,29 @@ lu)
   TAIL=40 run batched_lu 300 $bin/bench --suite batched $both --log2 12,16,20,24,27,32,40,64 \
     --precision f64 --reps 3 --only lu --only inverse
   TAIL=60 run torch 200 python3 benches/gpu/batched_torch.py
+  ;;
+sv)
+  # The previous commit's bench in .gpu/before (the library before, this bench); f64, µs.
+  for w in before/bench bin/bench; do
+    n=$(basename "$(dirname $w)")
+    timeout 280 .gpu/$w --suite batched $both --log2 ${SIDES:-8,16,24,32,40,64} --precision f64 \
+      --reps 3 --only lu --only cholesky --only inverse --only gemm > "$out/solves_$n.txt" 2>&1
+    echo "== $n rc=$?"
+    grep -E "^(cuda|wgpu) " "$out/solves_$n.txt" | grep -v "shared A" | awk '{t=substr($5,1,3); if ($6=="solve") t=t"S";
+      printf "%s/%s/%s/%s ", $1, $3, t, $(NF-3)} END {print ""}'
+  done
+  python3 -c "import sys; sys.path.insert(0, 'benches/gpu'); import batched_torch as t; \
+    t.SIZES = [${SIDES:-8,16,24,32,40,64}]; t.main()" > "$out/torch.txt" 2>&1
+  echo "== torch rc=$?"
+  grep " f64 " "$out/torch.txt" | grep -v "shared A" | awk '{printf "%s/%s/%s ", $3, $5, $(NF-2)} END {print ""}'
+  ;;
+svt)
+  lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 250 "$lib" batched > "$out/unit.txt" 2>&1
+  echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 420 "$it" batched:: --skip examples --test-threads 16 \
+    > "$out/it.txt" 2>&1
+  echo "it rc=$?: $(grep -E 'test result' "$out/it.txt")"; grep -E "panicked" -A2 "$out/it.txt" | head -6
   ;;
 rd)
   lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)

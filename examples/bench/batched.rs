@@ -3,7 +3,9 @@
 //! results out, once), GFLOP/s, and the ratio to the copy bandwidth of the same device.
 //! `benches/gpu/batched_torch.py` runs PyTorch (cuBLAS/cuSOLVER) on the same shapes.
 
-use galerkin::batched::{cholesky, gemm, inverse, lu, Batch, GemmParams, Pivoting};
+use galerkin::batched::{
+    cholesky, cholesky_solve, gemm, inverse, lu, lu_solve, Batch, GemmParams, Pivoting,
+};
 use galerkin::verify::Rng;
 use galerkin::{Backend, BackendTask, DType, Precision, Result, Scalar};
 
@@ -55,7 +57,7 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, options: &Options, copy: f64) -> 
     let row = |op: &str, t: std::time::Duration, bytes: f64, flops: f64| {
         let bw = gbps(bytes, t);
         println!(
-            "{:<6} {:<4} {:>3} {:>8} {:<22} {:>10.1} {:>8.1} {:>9.1} {:>6.1}%",
+            "{:<6} {:<4} {:>3} {:>8} {:<30} {:>10.1} {:>8.1} {:>9.1} {:>6.1}%",
             b.kind().name(),
             T::DTYPE.name(),
             n,
@@ -92,6 +94,15 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, options: &Options, copy: f64) -> 
             clone,
         )?;
         row("lu pivoting (- clone)", t, 2.0 * mat_bytes, 2.0 / 3.0 * n3);
+        // Solves with n right-hand sides, in place on a clone of them.
+        let f = lu::<B, T, T>(a.try_clone()?, Pivoting::Partial)?;
+        let t = median_minus(
+            b,
+            reps,
+            || lu_solve::<B, T, T>(&f, &mut bm.try_clone()?),
+            || bm.try_clone().map(|_| ()),
+        )?;
+        row("lu solve n rhs (- clone)", t, 3.0 * mat_bytes, 2.0 * n3);
     }
     if wanted("cholesky") {
         let t = median_minus(
@@ -101,6 +112,19 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, options: &Options, copy: f64) -> 
             clone,
         )?;
         row("cholesky (- clone)", t, 2.0 * mat_bytes, n3 / 3.0);
+        let (l, _) = cholesky::<B, T, T>(a.try_clone()?)?;
+        let t = median_minus(
+            b,
+            reps,
+            || cholesky_solve::<B, T, T>(&l, &mut bm.try_clone()?),
+            || bm.try_clone().map(|_| ()),
+        )?;
+        row(
+            "cholesky solve n rhs (- clone)",
+            t,
+            3.0 * mat_bytes,
+            2.0 * n3,
+        );
     }
     if !wanted("inverse") {
         return Ok(());
@@ -126,7 +150,7 @@ impl BackendTask for Suite<'_> {
         let copy = crate::timing::copy_bandwidth::<B, f32>(&b)?;
         println!("copy bandwidth: {copy:.1} GB/s");
         println!(
-            "{:<6} {:<4} {:>3} {:>8} {:<22} {:>10} {:>8} {:>9} {:>7}",
+            "{:<6} {:<4} {:>3} {:>8} {:<30} {:>10} {:>8} {:>9} {:>7}",
             "bknd", "prec", "n", "count", "op", "time(us)", "GB/s", "GFLOP/s", "of copy"
         );
         let sizes: Vec<usize> = if self.0.log2_sizes.is_empty() {

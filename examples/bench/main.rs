@@ -122,7 +122,8 @@ struct Cli {
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
     /// Keep only the SpMV and CG cases whose name starts with this (repeat the flag); for
-    /// `batched`, the operations: gemm, copy, lu, cholesky, inverse; for `layout`, the parts:
+    /// `batched`, the operations: gemm, copy, lu (with `lu solve`), cholesky (with `cholesky
+    /// solve`), inverse; for `layout`, the parts:
     /// cholesky, occupancy, dispatch.
     #[arg(long)]
     only: Vec<String>,

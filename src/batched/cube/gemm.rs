@@ -399,6 +399,23 @@ impl GemmShape {
     }
 }
 
+/// Shared memory for the chunks of A and B of [`gemm_tiled_kernel`] (the device's limit
+/// applies too): 36 KiB, a chunk of `k` at a time; 72 KiB for sides above 56, where all of
+/// `k` fits at once (64 x 64: 66.5 KiB a cube, one barrier pair a matrix instead of two).
+/// Measured on an H100 (2026-11-27, CUDA f64, `bench --suite batched`, two calls): n = 64
+/// 463 / 463 µs against 555 / 564 with two chunks; at n = 48 and 56 one chunk was slower or
+/// no faster (48: 488–559 against 494–639; 56: 816–941 against 648–808), at 40 it changes
+/// nothing (one chunk either way). Also measured and not taken: 4 or 8 loads in flight a
+/// unit instead of 2 (n = 56: 745 / 674 against 801, but 40: 652 / 1060 against 617; 64:
+/// 530 / 627 against 561), 2 to 4 matrices a cube at 56 and 64, tiles of 3 x 3 at 27..64.
+fn gemm_budget(m: usize, n: usize) -> usize {
+    if m.min(n) > 56 {
+        72 << 10
+    } else {
+        36 << 10
+    }
+}
+
 /// `C = α op(A) op(B) + β C`.
 ///
 /// # Safety
@@ -434,7 +451,7 @@ pub(crate) unsafe fn gemm<R: CubeRuntime, V: Element, T: Scalar>(
         )
     };
     if k > 0 && m.max(n).max(k) > SMALL && m.max(n).max(k) <= GemmShape::MAX {
-        let budget = (36 << 10).min(shared_budget(backend));
+        let budget = gemm_budget(m, n).min(shared_budget(backend));
         let shape = GemmShape::new(m, n, k, T::DTYPE.size(), budget);
         let (count, dim) = groups_shape(c.count, shape.mats, shape.rt * shape.ct);
         debug_assert_eq!(dim.x as usize, shape.units());

@@ -1,11 +1,13 @@
 //! Batched triangular solves: one kernel for LU, Cholesky and plain triangles, one unit per
-//! right-hand-side column, the column kept in a local array in `T` (in registers when the
-//! loops unroll, `n <= 32`), the factors read through the cache.
+//! right-hand-side column, the column kept in `T` (in registers where the loops unroll,
+//! `n <= 32`; in shared memory on CUDA above that and for Cholesky's solves; in a local array
+//! on wgpu above 32), the factors read through the cache.
 
 use cubecl::prelude::*;
 
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::backend::BackendKind;
 use crate::batched::{Batch, Diagonal, Rhs, Triangle};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
@@ -25,13 +27,90 @@ struct Sweeps {
     transposed: bool,
     /// Every loop unrolled (the column in registers; for small `n`).
     unroll: bool,
+    /// Units a cube when the columns live in shared memory (`n` entries a unit), 0 when they
+    /// live in a local array.
+    shared_x: usize,
+}
+
+/// Entry `i` of the unit's column: in shared memory (slot `xu` of `sx` a cube, entries `sx`
+/// apart: a warp's units on consecutive words) when `sx > 0`, else in the local array.
+#[cube]
+#[allow(unused_assignments)] // `v` is a variable assigned in one branch or the other
+fn xget<T: Float>(
+    x: &Array<T>,
+    xs: &SharedMemory<T>,
+    i: usize,
+    xu: usize,
+    #[comptime] sx: usize,
+) -> T {
+    let mut v = T::new(0.0);
+    if comptime![sx > 0] {
+        v = xs[i * sx + xu];
+    } else {
+        v = x[i];
+    }
+    v
+}
+
+/// Sets entry `i` of the unit's column (see [`xget`]).
+#[cube]
+fn xset<T: Float>(
+    x: &mut Array<T>,
+    xs: &mut SharedMemory<T>,
+    i: usize,
+    v: T,
+    xu: usize,
+    #[comptime] sx: usize,
+) {
+    if comptime![sx > 0] {
+        xs[i * sx + xu] = v;
+    } else {
+        x[i] = v;
+    }
 }
 
 /// Sides up to which the triangular solves are unrolled, the column in registers.
 const UNROLL_SOLVE: usize = 32;
 
-/// Triangular solves for one right-hand-side column per unit, the column kept in a local
-/// array of `T`, the factors read through the cache.
+/// Units a cube where the columns live in shared memory (`32 · n` entries a cube).
+const SHARED_COLUMNS: usize = 32;
+
+/// Where the solves of `n x n` factors keep their columns on `b`: `(unroll, shared_x)` of
+/// [`Sweeps`]. Measured with `bench --suite batched` (f64, µs, `lu solve`/`cholesky solve`
+/// with n right-hand sides, the inverse):
+/// - Above [`UNROLL_SOLVE`] on CUDA, shared memory (H100, 2026-11-27, n = 40 / 64): LU solves
+///   2282 / 3390, Cholesky's 1683 / 2800, the inverse 3189 / 6058, against 4288 / 7207,
+///   3793 / 5031 and 5425 / 9837 with the column in a local array (it spills to L2: `8n`
+///   bytes a unit), and 2327 / 5278, 2526 / 5790, 3509 / 7818 with 64 units a cube. Every loop
+///   unrolled at n = 64 (the column in registers) gave the inverse in 4997 but NVRTC took about
+///   90 s a kernel and Cholesky's solve 27,392.
+/// - Solves that divide in both sweeps (Cholesky's) on CUDA at every side (H200, 2026-11-27,
+///   n = 8 / 16 / 24 / 32): 462 / 645 / 914 / 1184 in shared memory against 528 / 1017 / 2367
+///   / 3963 unrolled, where NVRTC spills the registers (`ncu` of a build whose backward sweep
+///   went by columns, n = 16: 255 registers and 406 MB of local loads a call; n = 32: 64
+///   registers, 4.9 GB). The LU solves and the inverse stay unrolled there (n = 16 / 32: 446 /
+///   865 and 969 / 1606 µs against 708 / 1508 and 1238 / 2035 in shared memory).
+/// - On wgpu a local array above 32 (NVIDIA's Vulkan driver gives a multiprocessor little
+///   shared memory: 16 units a cube made the inverse at n = 64 1.7x slower).
+fn columns_at<R: CubeRuntime>(b: &Cube<R>, n: usize, sw: &Sweeps) -> (bool, usize) {
+    #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+    if let Some(forced) = tests::FORCE_COLUMNS.with(|f| f.get()) {
+        return forced;
+    }
+    let cuda = b.kind() == BackendKind::Cuda;
+    let divides_twice = sw.forward && !sw.forward_unit && sw.backward && !sw.backward_unit;
+    if cuda && (n > UNROLL_SOLVE || divides_twice) {
+        (false, SHARED_COLUMNS)
+    } else if n <= UNROLL_SOLVE {
+        (true, 0)
+    } else {
+        (false, 0)
+    }
+}
+
+/// Triangular solves for one right-hand-side column per unit, the column kept in registers,
+/// shared memory or a local array of `T` (see [`Sweeps`]), the factors read through the
+/// cache.
 #[cube(launch_unchecked)]
 fn solve_kernel<V: Float, T: Float>(
     f: &Array<V>,
@@ -44,13 +123,17 @@ fn solve_kernel<V: Float, T: Float>(
 ) {
     let total = count * nrhs;
     let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let sx = comptime![sw.shared_x];
+    let mut xs =
+        SharedMemory::<T>::new(comptime![if sw.shared_x > 0 { n * sw.shared_x } else { 1 }]);
+    let xu = UNIT_POS as usize;
     let mut e = ABSOLUTE_POS;
     while e < total {
         let mat = e / nrhs;
         let c = e % nrhs;
         let fb = mat * n * n;
         let bb = mat * n * nrhs;
-        let mut x = Array::<T>::new(n);
+        let mut x = Array::<T>::new(comptime![if sw.shared_x > 0 { 1 } else { n }]);
         // The identity's column `c` after the row interchanges is `e_q`, `q` where the
         // interchanges take row `c`: one index followed instead of the column swapped.
         let mut q = c;
@@ -65,57 +148,73 @@ fn solve_kernel<V: Float, T: Float>(
                 }
             }
         }
+        // The row interchanges of a given right-hand side as one permutation of the rows
+        // read, `x_i = b_perm(i)`: `n` swaps of indices (a local array indexed at run time)
+        // instead of `n²` conditional swaps of `x` that constant indices would need.
+        let mut perm = Array::<u32>::new(comptime![if sw.pivots && !sw.identity { n } else { 1 }]);
+        if comptime![sw.pivots && !sw.identity] {
+            #[unroll(sw.unroll)]
+            for i in 0..n {
+                perm[i] = i as u32;
+            }
+            for k in 0..n {
+                let p = pivots[mat * n + k] as usize;
+                let tmp = perm[k];
+                perm[k] = perm[p];
+                perm[p] = tmp;
+            }
+        }
         #[unroll(sw.unroll)]
         for i in 0..n {
             if comptime![sw.identity] {
-                x[i] = T::new(0.0);
+                let mut v = T::new(0.0);
                 if i == q {
-                    x[i] = T::new(1.0);
+                    v = T::new(1.0);
                 }
+                xset::<T>(&mut x, &mut xs, i, v, xu, sx);
+            } else if comptime![sw.pivots] {
+                xset::<T>(
+                    &mut x,
+                    &mut xs,
+                    i,
+                    T::cast_from(b[bb + perm[i] as usize * nrhs + c]),
+                    xu,
+                    sx,
+                );
             } else {
-                x[i] = T::cast_from(b[bb + i * nrhs + c]);
-            }
-        }
-        if comptime![sw.pivots && !sw.identity] {
-            #[unroll(sw.unroll)]
-            for k in 0..n {
-                let p = pivots[mat * n + k] as usize;
-                if comptime![sw.unroll] {
-                    // Constant indices only, so that `x` stays in registers.
-                    #[unroll]
-                    for r in 0..n {
-                        if r == p && r != k {
-                            let tmp = x[k];
-                            x[k] = x[r];
-                            x[r] = tmp;
-                        }
-                    }
-                } else if p != k {
-                    let tmp = x[k];
-                    x[k] = x[p];
-                    x[p] = tmp;
-                }
+                xset::<T>(
+                    &mut x,
+                    &mut xs,
+                    i,
+                    T::cast_from(b[bb + i * nrhs + c]),
+                    xu,
+                    sx,
+                );
             }
         }
         if comptime![sw.forward] {
             #[unroll(sw.unroll)]
             for i in 0..n {
-                let mut s = x[i];
+                let mut s = xget::<T>(&x, &xs, i, xu, sx);
                 #[unroll(sw.unroll)]
                 for k in 0..i {
-                    s = fma(-T::cast_from(f[fb + i * n + k]), x[k], s);
+                    s = fma(
+                        -T::cast_from(f[fb + i * n + k]),
+                        xget::<T>(&x, &xs, k, xu, sx),
+                        s,
+                    );
                 }
                 if !comptime![sw.forward_unit] {
                     s /= T::cast_from(f[fb + i * n + i]);
                 }
-                x[i] = s;
+                xset::<T>(&mut x, &mut xs, i, s, xu, sx);
             }
         }
         if comptime![sw.backward] {
             #[unroll(sw.unroll)]
             for ii in 0..n {
                 let i = n - 1 - ii;
-                let mut s = x[i];
+                let mut s = xget::<T>(&x, &xs, i, xu, sx);
                 // k = n - 1 - kk runs over i + 1..n (from the end): a loop from 0, which
                 // unrolls (an unrolled loop needs a constant start).
                 #[unroll(sw.unroll)]
@@ -125,17 +224,17 @@ fn solve_kernel<V: Float, T: Float>(
                     if comptime![sw.transposed] {
                         fik = T::cast_from(f[fb + k * n + i]);
                     }
-                    s = fma(-fik, x[k], s);
+                    s = fma(-fik, xget::<T>(&x, &xs, k, xu, sx), s);
                 }
                 if !comptime![sw.backward_unit] {
                     s /= T::cast_from(f[fb + i * n + i]);
                 }
-                x[i] = s;
+                xset::<T>(&mut x, &mut xs, i, s, xu, sx);
             }
         }
         #[unroll(sw.unroll)]
         for i in 0..n {
-            b[bb + i * nrhs + c] = V::cast_from(x[i]);
+            b[bb + i * nrhs + c] = V::cast_from(xget::<T>(&x, &xs, i, xu, sx));
         }
         e += stride;
     }
@@ -158,11 +257,21 @@ unsafe fn solve<R: CubeRuntime, V: Element, T: Scalar>(
     if total == 0 || n == 0 {
         return Ok(());
     }
+    let (unroll, shared_x) = columns_at(backend, n, &sweeps);
     let sweeps = Sweeps {
-        unroll: n <= UNROLL_SOLVE,
+        unroll,
+        shared_x,
         ..sweeps
     };
-    let (count, dim) = backend.config().grid(total);
+    let (count, dim) = if shared_x > 0 {
+        // Cubes of `shared_x` units, each with its slot (see `xget`).
+        (
+            CubeCount::Static(total.div_ceil(shared_x).clamp(1, 65535) as u32, 1, 1),
+            CubeDim::new_1d(shared_x as u32),
+        )
+    } else {
+        backend.config().grid(total)
+    };
     backend.launch::<(V, T)>((n, sweeps), || {
         // SAFETY: the caller's contract: factors hold n x n, pivots n per matrix (read only
         // with `sweeps.pivots`), b n x nrhs per matrix; every unit works on its own column
@@ -204,6 +313,7 @@ pub(crate) unsafe fn lu_solve<R: CubeRuntime, V: Element, T: Scalar>(
         backward_unit: false,
         transposed: false,
         unroll: false, // set by `solve`
+        shared_x: 0,
     };
     // SAFETY: the caller's contract.
     unsafe { solve::<R, V, T>(backend, lu, pivots, b, sweeps) }
@@ -230,6 +340,7 @@ pub(crate) unsafe fn triangular_solve<R: CubeRuntime, V: Element, T: Scalar>(
         backward_unit: unit,
         transposed: false,
         unroll: false, // set by `solve`
+        shared_x: 0,
     };
     // The pivot argument must be bound: a one-entry buffer, never read.
     let none = backend.alloc::<u32>(1)?;
@@ -256,8 +367,12 @@ pub(crate) unsafe fn cholesky_solve<R: CubeRuntime, V: Element, T: Scalar>(
         backward_unit: false,
         transposed: true,
         unroll: false, // set by `solve`
+        shared_x: 0,
     };
     let none = backend.alloc::<u32>(1)?;
     // SAFETY: the caller's contract; `sweeps.pivots` is off.
     unsafe { solve::<R, V, T>(backend, l, &none, b, sweeps) }
 }
+
+#[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+mod tests;

@@ -439,4 +439,4 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
 }
 
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
-pub(super) mod tests;
+pub(in crate::batched::cube) mod tests;

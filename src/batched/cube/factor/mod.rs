@@ -24,7 +24,7 @@ use crate::batched::{Batch, Pivoting};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 
-mod columns;
+pub(in crate::batched::cube) mod columns;
 mod registers;
 mod rows;
 mod shared;

@@ -67,7 +67,7 @@ pub(in crate::batched::cube::factor) fn matrices(
     out
 }
 
-pub(in crate::batched::cube::factor) fn close(got: &[f64], want: &[f64], what: &str) {
+pub(in crate::batched::cube) fn close(got: &[f64], want: &[f64], what: &str) {
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         assert!(
             (g - w).abs() <= 1e-11 * (1.0 + w.abs()),

@@ -1,0 +1,134 @@
+//! The solve kernel's three places for the columns (registers, a local array, shared memory)
+//! forced on whatever device is there, against the CPU: CI has no GPU, and the shared-memory
+//! form is the one CUDA runs above n = 32.
+
+use std::cell::Cell;
+
+use crate::backend::cube::on_test_device;
+use crate::batched::cube::factor::columns::tests::close;
+use crate::batched::{
+    cholesky, cholesky_inverse, cholesky_solve, inverse, lu, lu_solve, triangular_solve, Batch,
+    Diagonal, Pivoting, Triangle,
+};
+use crate::random::Rng;
+use crate::{Backend, Cpu};
+
+thread_local! {
+    /// Force where the solves keep their columns, `(unroll, shared_x)` of `Sweeps` (this
+    /// thread's launches).
+    pub(super) static FORCE_COLUMNS: Cell<Option<(bool, usize)>> = const { Cell::new(None) };
+}
+
+/// `count` random `n x n` matrices with `n` added to the diagonal (symmetric when `spd`:
+/// then positive definite).
+fn matrices(count: usize, n: usize, spd: bool, seed: u64) -> Vec<f64> {
+    let mut rng = Rng::new(seed);
+    let mut out = vec![0.0; count * n * n];
+    for a in out.chunks_mut(n * n) {
+        for i in 0..n {
+            for j in 0..=i {
+                let v = rng.range(-1.0, 1.0);
+                a[i * n + j] = v;
+                a[j * n + i] = if spd { v } else { rng.range(-1.0, 1.0) };
+            }
+            a[i * n + i] += n as f64;
+        }
+    }
+    out
+}
+
+/// Every solve (LU with given right-hand sides and the identity, Cholesky's two, the four
+/// triangular ones) of `count` matrices of side `n` on `b`, against the CPU.
+fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
+    let cpu = Cpu::new();
+    let nrhs = 3;
+    let general = matrices(count, n, false, 11 + n as u64);
+    let spd = matrices(count, n, true, 12 + n as u64);
+    let mut rng = Rng::new(13 + n as u64);
+    let rhs: Vec<f64> = (0..count * n * nrhs)
+        .map(|_| rng.range(-1.0, 1.0))
+        .collect();
+    let on = |data: &[f64], cols: usize| Batch::from_slice(b, count, n, cols, data).unwrap();
+    let on_cpu = |data: &[f64], cols: usize| Batch::from_slice(&cpu, count, n, cols, data).unwrap();
+    let what = format!("{what}, n = {n}");
+
+    let f = lu::<B, f64, f64>(on(&general, n), Pivoting::Partial).unwrap();
+    let fc = lu::<Cpu, f64, f64>(on_cpu(&general, n), Pivoting::Partial).unwrap();
+    let mut x = on(&rhs, nrhs);
+    let mut xc = on_cpu(&rhs, nrhs);
+    lu_solve::<B, f64, f64>(&f, &mut x).unwrap();
+    lu_solve::<Cpu, f64, f64>(&fc, &mut xc).unwrap();
+    close(
+        &x.to_vec().unwrap(),
+        &xc.to_vec().unwrap(),
+        &format!("{what}: lu_solve"),
+    );
+    let (inv, _) = inverse::<B, f64, f64>(&on(&general, n)).unwrap();
+    let (invc, _) = inverse::<Cpu, f64, f64>(&on_cpu(&general, n)).unwrap();
+    close(
+        &inv.to_vec().unwrap(),
+        &invc.to_vec().unwrap(),
+        &format!("{what}: inverse"),
+    );
+
+    let (l, _) = cholesky::<B, f64, f64>(on(&spd, n)).unwrap();
+    let (lc, _) = cholesky::<Cpu, f64, f64>(on_cpu(&spd, n)).unwrap();
+    let mut x = on(&rhs, nrhs);
+    let mut xc = on_cpu(&rhs, nrhs);
+    cholesky_solve::<B, f64, f64>(&l, &mut x).unwrap();
+    cholesky_solve::<Cpu, f64, f64>(&lc, &mut xc).unwrap();
+    close(
+        &x.to_vec().unwrap(),
+        &xc.to_vec().unwrap(),
+        &format!("{what}: cholesky_solve"),
+    );
+    let (inv, _) = cholesky_inverse::<B, f64, f64>(&on(&spd, n)).unwrap();
+    let (invc, _) = cholesky_inverse::<Cpu, f64, f64>(&on_cpu(&spd, n)).unwrap();
+    let w = format!("{what}: cholesky_inverse");
+    close(&inv.to_vec().unwrap(), &invc.to_vec().unwrap(), &w);
+
+    for triangle in [Triangle::Lower, Triangle::Upper] {
+        for diagonal in [Diagonal::Unit, Diagonal::NonUnit] {
+            let mut x = on(&rhs, nrhs);
+            let mut xc = on_cpu(&rhs, nrhs);
+            triangular_solve::<B, f64, f64>(&f.factors, triangle, diagonal, &mut x).unwrap();
+            triangular_solve::<Cpu, f64, f64>(&fc.factors, triangle, diagonal, &mut xc).unwrap();
+            let w = format!("{what}: triangular_solve {triangle:?} {diagonal:?}");
+            close(&x.to_vec().unwrap(), &xc.to_vec().unwrap(), &w);
+        }
+    }
+}
+
+fn columns_against_cpu<B: Backend>(b: &B) {
+    if !b.info().supports_f64() {
+        eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
+        return;
+    }
+    // Cubes of 32 units over 3 or n columns a matrix: several cubes and a partial one.
+    let places = [
+        ((true, 0), "registers"),
+        ((false, 0), "a local array"),
+        ((false, 32), "shared memory"),
+    ];
+    for ((unroll, shared_x), place) in places {
+        FORCE_COLUMNS.with(|f| f.set(Some((unroll, shared_x))));
+        // The unrolled form at 33 takes lavapipe minutes to compile: 12 only.
+        let sides: &[usize] = if unroll { &[12] } else { &[12, 33] };
+        for &n in sides {
+            solves_against_cpu(b, n, 23, &format!("columns in {place}"));
+        }
+    }
+    FORCE_COLUMNS.with(|f| f.set(None));
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_solve_columns_match_the_cpu() {
+    on_test_device("wgpu", crate::Wgpu::new(), |b| columns_against_cpu(&b));
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_solve_columns_match_the_cpu() {
+    on_test_device("cuda", crate::Cuda::new(), |b| columns_against_cpu(&b));
+}
