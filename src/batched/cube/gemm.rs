@@ -401,13 +401,15 @@ impl GemmShape {
 
 /// Shared memory for the chunks of A and B of [`gemm_tiled_kernel`] (the device's limit
 /// applies too): 36 KiB, a chunk of `k` at a time; 72 KiB for sides above 56, where all of
-/// `k` fits at once (64 x 64: 66.5 KiB a cube, one barrier pair a matrix instead of two).
-/// Measured on an H100 (2026-11-27, CUDA f64, `bench --suite batched`, two calls): n = 64
-/// 463 / 463 µs against 555 / 564 with two chunks; at n = 48 and 56 one chunk was slower or
-/// no faster (48: 488–559 against 494–639; 56: 816–941 against 648–808), at 40 it changes
-/// nothing (one chunk either way). Also measured and not taken: 4 or 8 loads in flight a
-/// unit instead of 2 (n = 56: 745 / 674 against 801, but 40: 652 / 1060 against 617; 64:
-/// 530 / 627 against 561), 2 to 4 matrices a cube at 56 and 64, tiles of 3 x 3 at 27..64.
+/// `k` fits at once (64 x 64: 65 KiB a cube, one barrier pair a matrix instead of two).
+/// Measured on an H100 (2026-11-27, CUDA f64, `bench --suite batched`, two calls, `C = AB` /
+/// `C = A0 B` with A shared): n = 64 462 / 463 µs with one chunk against 555–564 with two
+/// (shared A 480–482 against 488–499). At n = 48 one chunk made `C = AB` faster (488 against
+/// 629–639) but the shared-A form slower (558 against 494–497); at 56 both slower (941–946
+/// against 801–808; 816 against 646–651); at 40 it changes nothing (one chunk either way).
+/// Also measured and not taken: 4 or 8 loads in flight a unit instead of 2 (n = 56: 745 / 674
+/// against 801, but 40: 652 / 1060 against 617; 64: 530 / 627 against 561), 2 to 4 matrices
+/// a cube at 56 and 64, tiles of 3 x 3 at 27..64.
 fn gemm_budget(m: usize, n: usize) -> usize {
     if m.min(n) > 56 {
         72 << 10

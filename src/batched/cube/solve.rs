@@ -28,7 +28,7 @@ struct Sweeps {
     /// Every loop unrolled (the column in registers; for small `n`).
     unroll: bool,
     /// Units a cube when the columns live in shared memory (`n` entries a unit), 0 when they
-    /// live in a local array.
+    /// live in registers or a local array.
     shared_x: usize,
 }
 
@@ -86,10 +86,11 @@ const SHARED_COLUMNS: usize = 32;
 ///   90 s a kernel and Cholesky's solve 27,392.
 /// - Solves that divide in both sweeps (Cholesky's) on CUDA at every side (H200, 2026-11-27,
 ///   n = 8 / 16 / 24 / 32): 462 / 645 / 914 / 1184 in shared memory against 528 / 1017 / 2367
-///   / 3963 unrolled, where NVRTC spills the registers (`ncu` of a build whose backward sweep
-///   went by columns, n = 16: 255 registers and 406 MB of local loads a call; n = 32: 64
-///   registers, 4.9 GB). The LU solves and the inverse stay unrolled there (n = 16 / 32: 446 /
-///   865 and 969 / 1606 µs against 708 / 1508 and 1238 / 2035 in shared memory).
+///   / 3963 unrolled. NVRTC spills the unrolled form's registers (`ncu` of a build whose
+///   backward sweep went by columns, itself slower still, 5088 at n = 32: n = 16, 255
+///   registers and 406 MB of local loads a call; n = 32, 64 registers and 4.9 GB). The LU
+///   solves and the inverse stay unrolled there (n = 16 / 32: 446 / 865 and 969 / 1606 µs
+///   against 708 / 1508 and 1238 / 2035 in shared memory).
 /// - On wgpu a local array above 32 (NVIDIA's Vulkan driver gives a multiprocessor little
 ///   shared memory: 16 units a cube made the inverse at n = 64 1.7x slower).
 fn columns_at<R: CubeRuntime>(b: &Cube<R>, n: usize, sw: &Sweeps) -> (bool, usize) {
@@ -264,18 +265,28 @@ unsafe fn solve<R: CubeRuntime, V: Element, T: Scalar>(
         ..sweeps
     };
     let (count, dim) = if shared_x > 0 {
-        // Cubes of `shared_x` units, each with its slot (see `xget`).
+        // Cubes of `shared_x` units, each with its slot (see `xget`); past the device's
+        // count of cubes the kernel's grid-stride loop takes the rest.
+        #[allow(unused_mut)]
+        let mut max_cubes = backend.config().max_cubes as usize;
+        #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+        if let Some(max) = tests::FORCE_MAX_CUBES.with(|f| f.get()) {
+            max_cubes = max;
+        }
         (
-            CubeCount::Static(total.div_ceil(shared_x).clamp(1, 65535) as u32, 1, 1),
+            CubeCount::Static(total.div_ceil(shared_x).clamp(1, max_cubes) as u32, 1, 1),
             CubeDim::new_1d(shared_x as u32),
         )
     } else {
         backend.config().grid(total)
     };
     backend.launch::<(V, T)>((n, sweeps), || {
-        // SAFETY: the caller's contract: factors hold n x n, pivots n per matrix (read only
-        // with `sweeps.pivots`), b n x nrhs per matrix; every unit works on its own column
-        // below count · nrhs.
+        // SAFETY: the caller's contract: factors hold n x n, pivots n per matrix, each below
+        // n (read only with `sweeps.pivots`; they index the local `perm` array), b n x nrhs
+        // per matrix; every unit works on its own column below count · nrhs. With the columns
+        // in shared memory the cube has `shared_x` units (set just above), so a unit's slot
+        // `i · shared_x + UNIT_POS` stays below the `n · shared_x` entries declared; no unit
+        // reads another's slot (no barrier).
         unsafe {
             solve_kernel::launch_unchecked::<V, T, R>(
                 backend.client(),

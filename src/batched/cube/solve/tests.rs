@@ -17,11 +17,14 @@ thread_local! {
     /// Force where the solves keep their columns, `(unroll, shared_x)` of `Sweeps` (this
     /// thread's launches).
     pub(super) static FORCE_COLUMNS: Cell<Option<(bool, usize)>> = const { Cell::new(None) };
+    /// Cap the cubes of a shared-memory launch (the grid-stride loop takes the rest).
+    pub(super) static FORCE_MAX_CUBES: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
-/// `count` random `n x n` matrices with `n` added to the diagonal (symmetric when `spd`:
-/// then positive definite).
-fn matrices(count: usize, n: usize, spd: bool, seed: u64) -> Vec<f64> {
+/// `count` random `n x n` matrices with `weight` added to the diagonal (symmetric when `spd`,
+/// then positive definite with a weight of `n`; with a weight of 0, partial pivoting
+/// interchanges rows).
+fn matrices(count: usize, n: usize, spd: bool, weight: f64, seed: u64) -> Vec<f64> {
     let mut rng = Rng::new(seed);
     let mut out = vec![0.0; count * n * n];
     for a in out.chunks_mut(n * n) {
@@ -31,7 +34,7 @@ fn matrices(count: usize, n: usize, spd: bool, seed: u64) -> Vec<f64> {
                 a[i * n + j] = v;
                 a[j * n + i] = if spd { v } else { rng.range(-1.0, 1.0) };
             }
-            a[i * n + i] += n as f64;
+            a[i * n + i] += weight;
         }
     }
     out
@@ -42,8 +45,8 @@ fn matrices(count: usize, n: usize, spd: bool, seed: u64) -> Vec<f64> {
 fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
     let cpu = Cpu::new();
     let nrhs = 3;
-    let general = matrices(count, n, false, 11 + n as u64);
-    let spd = matrices(count, n, true, 12 + n as u64);
+    let general = matrices(count, n, false, 0.0, 11 + n as u64);
+    let spd = matrices(count, n, true, n as f64, 12 + n as u64);
     let mut rng = Rng::new(13 + n as u64);
     let rhs: Vec<f64> = (0..count * n * nrhs)
         .map(|_| rng.range(-1.0, 1.0))
@@ -54,6 +57,17 @@ fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
 
     let f = lu::<B, f64, f64>(on(&general, n), Pivoting::Partial).unwrap();
     let fc = lu::<Cpu, f64, f64>(on_cpu(&general, n), Pivoting::Partial).unwrap();
+    // The row interchanges are exercised: most pivots are not on the diagonal.
+    let pivots = fc.pivots_to_vec().unwrap();
+    let moved = pivots
+        .iter()
+        .enumerate()
+        .filter(|(k, p)| **p as usize != k % n)
+        .count();
+    assert!(
+        moved > pivots.len() / 2,
+        "{what}: only {moved} interchanges"
+    );
     let mut x = on(&rhs, nrhs);
     let mut xc = on_cpu(&rhs, nrhs);
     lu_solve::<B, f64, f64>(&f, &mut x).unwrap();
@@ -104,7 +118,8 @@ fn columns_against_cpu<B: Backend>(b: &B) {
         eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
         return;
     }
-    // Cubes of 32 units over 3 or n columns a matrix: several cubes and a partial one.
+    // Cubes of 32 units over 3 or n columns a matrix: several cubes and a partial one, and
+    // (shared memory) as few as two cubes launched, the grid-stride loop taking the rest.
     let places = [
         ((true, 0), "registers"),
         ((false, 0), "a local array"),
@@ -112,6 +127,7 @@ fn columns_against_cpu<B: Backend>(b: &B) {
     ];
     for ((unroll, shared_x), place) in places {
         FORCE_COLUMNS.with(|f| f.set(Some((unroll, shared_x))));
+        FORCE_MAX_CUBES.with(|f| f.set((shared_x > 0).then_some(2)));
         // The unrolled form at 33 takes lavapipe minutes to compile: 12 only.
         let sides: &[usize] = if unroll { &[12] } else { &[12, 33] };
         for &n in sides {
@@ -119,6 +135,7 @@ fn columns_against_cpu<B: Backend>(b: &B) {
         }
     }
     FORCE_COLUMNS.with(|f| f.set(None));
+    FORCE_MAX_CUBES.with(|f| f.set(None));
 }
 
 #[cfg(feature = "wgpu")]
