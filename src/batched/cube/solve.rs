@@ -8,6 +8,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::backend::BackendKind;
+use crate::batched::cube::stage::groups_shape;
 use crate::batched::{Batch, Diagonal, Rhs, Triangle};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
@@ -265,18 +266,16 @@ unsafe fn solve<R: CubeRuntime, V: Element, T: Scalar>(
         ..sweeps
     };
     let (count, dim) = if shared_x > 0 {
-        // Cubes of `shared_x` units, each with its slot (see `xget`); past the device's
-        // count of cubes the kernel's grid-stride loop takes the rest.
+        // Cubes of `shared_x` units, each with its slot (see `xget`), as the other batched
+        // kernels' groups; past the most cubes a launch takes, the kernel's grid-stride loop
+        // takes the rest (the kernel's `count` says how many columns there are).
         #[allow(unused_mut)]
-        let mut max_cubes = backend.config().max_cubes as usize;
+        let mut launched = total;
         #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
         if let Some(max) = tests::FORCE_MAX_CUBES.with(|f| f.get()) {
-            max_cubes = max;
+            launched = launched.min(max * shared_x);
         }
-        (
-            CubeCount::Static(total.div_ceil(shared_x).clamp(1, max_cubes) as u32, 1, 1),
-            CubeDim::new_1d(shared_x as u32),
-        )
+        groups_shape(launched, shared_x, 1)
     } else {
         backend.config().grid(total)
     };

@@ -54,6 +54,11 @@ fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
     let on = |data: &[f64], cols: usize| Batch::from_slice(b, count, n, cols, data).unwrap();
     let on_cpu = |data: &[f64], cols: usize| Batch::from_slice(&cpu, count, n, cols, data).unwrap();
     let what = format!("{what}, n = {n}");
+    // The device's result against the CPU's.
+    let same = |got: &Batch<B, f64>, want: &Batch<Cpu, f64>, op: &str| {
+        let what = format!("{what}: {op}");
+        close(&got.to_vec().unwrap(), &want.to_vec().unwrap(), &what);
+    };
 
     let f = lu::<B, f64, f64>(on(&general, n), Pivoting::Partial).unwrap();
     let fc = lu::<Cpu, f64, f64>(on_cpu(&general, n), Pivoting::Partial).unwrap();
@@ -72,18 +77,10 @@ fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
     let mut xc = on_cpu(&rhs, nrhs);
     lu_solve::<B, f64, f64>(&f, &mut x).unwrap();
     lu_solve::<Cpu, f64, f64>(&fc, &mut xc).unwrap();
-    close(
-        &x.to_vec().unwrap(),
-        &xc.to_vec().unwrap(),
-        &format!("{what}: lu_solve"),
-    );
+    same(&x, &xc, "lu_solve");
     let (inv, _) = inverse::<B, f64, f64>(&on(&general, n)).unwrap();
     let (invc, _) = inverse::<Cpu, f64, f64>(&on_cpu(&general, n)).unwrap();
-    close(
-        &inv.to_vec().unwrap(),
-        &invc.to_vec().unwrap(),
-        &format!("{what}: inverse"),
-    );
+    same(&inv, &invc, "inverse");
 
     let (l, _) = cholesky::<B, f64, f64>(on(&spd, n)).unwrap();
     let (lc, _) = cholesky::<Cpu, f64, f64>(on_cpu(&spd, n)).unwrap();
@@ -91,15 +88,10 @@ fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
     let mut xc = on_cpu(&rhs, nrhs);
     cholesky_solve::<B, f64, f64>(&l, &mut x).unwrap();
     cholesky_solve::<Cpu, f64, f64>(&lc, &mut xc).unwrap();
-    close(
-        &x.to_vec().unwrap(),
-        &xc.to_vec().unwrap(),
-        &format!("{what}: cholesky_solve"),
-    );
+    same(&x, &xc, "cholesky_solve");
     let (inv, _) = cholesky_inverse::<B, f64, f64>(&on(&spd, n)).unwrap();
     let (invc, _) = cholesky_inverse::<Cpu, f64, f64>(&on_cpu(&spd, n)).unwrap();
-    let w = format!("{what}: cholesky_inverse");
-    close(&inv.to_vec().unwrap(), &invc.to_vec().unwrap(), &w);
+    same(&inv, &invc, "cholesky_inverse");
 
     // The triangles of a diagonally dominant matrix: the unit-diagonal solves with the
     // triangles of the undominated one above are too ill-conditioned to compare to 1e-11
@@ -113,8 +105,11 @@ fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
             let tc = on_cpu(&dominant, n);
             triangular_solve::<B, f64, f64>(&t, triangle, diagonal, &mut x).unwrap();
             triangular_solve::<Cpu, f64, f64>(&tc, triangle, diagonal, &mut xc).unwrap();
-            let w = format!("{what}: triangular_solve {triangle:?} {diagonal:?}");
-            close(&x.to_vec().unwrap(), &xc.to_vec().unwrap(), &w);
+            same(
+                &x,
+                &xc,
+                &format!("triangular_solve {triangle:?} {diagonal:?}"),
+            );
         }
     }
 }
