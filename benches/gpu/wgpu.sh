@@ -54,6 +54,14 @@
 # part "lu": thirteenth session (after `pack --tests --example bench`): the batched unit tests
 #           on CUDA and wgpu, LU and the inverse at n = 12..64 on both runtimes, PyTorch's
 #           batched baseline (the row kernel's variants ran temporary switches, not committed).
+# part "ft": fifteenth session (after `pack --tests --example bench`): the unit and integration
+#           tests on CUDA and wgpu ($TESTS filters the integration tests, e.g. `batched::`).
+# part "fa" / "fb": fifteenth session, the issue's before/after (the end of issue 12, commit
+#           `271981b`, its `bench` in .gpu/before/bench.gz): each runtime alone in its own
+#           process, dot to host, CG (Poisson 7-pt 256³, FVM tets 120; f64 and mixed), SpMV
+#           (FVM tets 70, Poisson 7-pt 256³, Poisson 27-pt 192³) and batched (n = 8..64), with
+#           this commit's `bench` ("fa", then PyTorch's batched baseline) or the old one ("fb");
+#           $SUITES picks among "vector cg spmv batched".
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -249,6 +257,31 @@ rd)
     TAIL=30 run "batched_$be" 150 $bin/bench --suite batched --backend $be --log2 4,8,16,32,64 \
       --precision f64 --reps 7
   done
+  ;;
+ft)
+  lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
+  if [ -z "${TESTS:-}" ]; then
+    GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$lib" --test-threads 8 > "$out/unit.txt" 2>&1
+    echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
+  fi
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout ${LIMIT:-380} "$it" ${TESTS:-} --skip examples --test-threads 16 > "$out/it.txt" 2>&1
+  echo "it rc=$?: $(grep -E 'test result' "$out/it.txt")"; grep -E "panicked|FAILED" "$out/it.txt" | head -8
+  ;;
+fa|fb)
+  on() { case " ${SUITES:-vector cg spmv batched} " in *" $1 "*) return 0;; esac; return 1; }
+  w=$bin/bench; tag=after
+  [ "$part" = fb ] && w=.gpu/before/bench && tag=before
+  for be in cuda wgpu; do
+    on vector && TAIL=6 run "vector_${tag}_$be" 100 $w --suite vector --backend $be --log2 26,27 --precision f64 --reps 10
+    on cg && TAIL=12 run "cg_${tag}_$be" 150 $w --suite cg --backend $be --only poisson7_256 --only fvm_tet_120 \
+      --spmv-precision f64 --spmv-precision mixed --reps 3
+    on spmv && TAIL=40 run "spmv_${tag}_$be" 150 $w --suite spmv --backend $be --only fvm_tet_70 --only poisson7_256 \
+      ${SPMV_MORE---only poisson27_192} --spmv-precision f64 --reps 5
+    on batched && TAIL=30 run "batched_${tag}_$be" 150 $w --suite batched --backend $be --log2 8,16,24,32,40,64 \
+      --precision f64 --reps 3
+  done
+  [ "$part" = fa ] && on batched && TAIL=40 run torch 150 python3 -c "import sys; sys.path.insert(0, 'benches/gpu'); \
+    import batched_torch as t; t.SIZES = [8, 16, 24, 32, 40, 64]; t.main()"
   ;;
 v)
   for w in before/bench bin/bench; do

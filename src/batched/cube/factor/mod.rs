@@ -38,7 +38,7 @@ use columns::{
     unroll_columns, use_columns,
 };
 use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
-use rows::{lu_rows_kernel, rows_per_cube, stage_rows, use_rows};
+use rows::{lu_rows_kernel, plane_rows, rows_per_cube, stage_rows, use_rows};
 use shared::{cholesky_kernel, lu_kernel, per_cube};
 use tiles::{cholesky_tiles_kernel, use_tiles, TileShape};
 use tiles_lu::{lu_tiles_kernel, use_lu_tiles, LuTileShape};
@@ -65,6 +65,9 @@ pub(crate) struct FactorShape {
     rows: bool,
     /// Row kernel: the rows staged through shared memory (else each unit moves its own).
     staged: bool,
+    /// Row kernel on CUDA at `n = 32` (one matrix a warp): its steps synchronised by warp
+    /// barriers instead of cube barriers (see [`plane_rows`]).
+    plane: bool,
 }
 
 /// The shape of a factorization (`cholesky`, else LU or the inverse) of `n x n` matrices
@@ -90,9 +93,11 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             scale_first: false,
             rows: false,
             staged: false,
+            plane: false,
         })
     } else if !cholesky && use_rows(b, n) {
         let staged = stage_rows(b);
+        let plane = plane_rows(b, n);
         Ok(FactorShape {
             n,
             ld: n,
@@ -104,6 +109,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             scale_first: false,
             rows: true,
             staged,
+            plane,
         })
     } else if use_columns(b, n, cholesky) {
         Ok(FactorShape {
@@ -117,6 +123,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             scale_first: cholesky && cholesky_scale_first(n),
             rows: false,
             staged: false,
+            plane: false,
         })
     } else {
         let (per_cube, ld) = per_cube::<R, T>(b, n)?;
@@ -131,6 +138,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             scale_first: false,
             rows: false,
             staged: false,
+            plane: false,
         })
     }
 }

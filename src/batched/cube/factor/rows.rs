@@ -3,7 +3,8 @@
 //! position the interchanges of partial pivoting give its row and stores the row there at the
 //! end. A step exchanges only the candidates' magnitudes (by position) and the pivot row
 //! through shared memory, `O(n)` values a matrix (two barriers a step with pivoting, one
-//! without); on CUDA the whole matrices also pass through it on the way in and out (staged).
+//! without: warp barriers on CUDA at `n = 32`, where a matrix is one warp, see [`plane_rows`]);
+//! on CUDA the whole matrices also pass through it on the way in and out (staged).
 //! The pivot search is the CPU's own loop over the candidates, run by every unit of the matrix
 //! (broadcast reads).
 
@@ -36,6 +37,19 @@ pub(crate) fn use_rows<R: CubeRuntime>(b: &Cube<R>, n: usize) -> bool {
 
 /// The smallest side wgpu factors with the row kernel (below, the column kernel).
 const WGPU_ROWS_FROM: usize = 25;
+
+/// Whether the row kernel synchronises its steps with warp barriers (`__syncwarp`) instead of
+/// cube barriers: on CUDA at `n = 32`, where each matrix is one warp (its rows are units
+/// `32·m..32·m + 32`). H100, f64 LU, µs (2026-11-27, `bench --suite batched`, two runs):
+/// 629 / 627 with cube barriers, 581 / 577 with warp barriers. With one matrix a warp at
+/// `16 < n < 32` (lanes `n..32` idle, four matrices a cube) it was slower: n = 24 / 27
+/// 623–655 / 583–586 against 526–528 / 588. WGSL has no plane barrier.
+pub(crate) fn plane_rows<R: CubeRuntime>(b: &Cube<R>, n: usize) -> bool {
+    b.kind() == BackendKind::Cuda && n == WARP
+}
+
+/// The warp of CUDA devices.
+const WARP: usize = 32;
 
 /// Units per cube the row kernel aims at (matrices per cube: this over `n`, at least one).
 const ROWS_UNITS: usize = 128;
@@ -102,6 +116,7 @@ pub(crate) fn lu_rows_kernel<V: Float, T: Float>(
     let (n, per_cube, pivoting, unroll) =
         comptime![(shape.n, shape.per_cube, shape.pivoting, shape.unroll)];
     let staged = comptime![shape.staged];
+    let plane = comptime![shape.plane];
     let ld = comptime![rows_ld(shape.n)];
     // A slot: the row from position k on, then its scale.
     let w = comptime![shape.n + 1];
@@ -171,7 +186,11 @@ pub(crate) fn lu_rows_kernel<V: Float, T: Float>(
                 if pos >= k {
                     cand[cand_at + pos] = T::abs(row[k]);
                 }
-                sync_cube();
+                if comptime![plane] {
+                    sync_plane();
+                } else {
+                    sync_cube();
+                }
                 let mut best = cand[cand_at + k];
                 #[unroll(unroll)]
                 for q in 0..n {
@@ -203,7 +222,11 @@ pub(crate) fn lu_rows_kernel<V: Float, T: Float>(
             }
             // The pivot row is published; (pivoting) every unit is done with the candidates
             // before the next step's overwrite them.
-            sync_cube();
+            if comptime![plane] {
+                sync_plane();
+            } else {
+                sync_cube();
+            }
             let d = prow[slot + k];
             let small = T::abs(d) <= tol * prow[slot + n];
             if small && code == 0 {

@@ -5,6 +5,7 @@ use cubecl::prelude::*;
 
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
+use crate::backend::BackendKind;
 use crate::batched::cube::factor::FactorShape;
 use crate::batched::cube::stage::{load_part, shared_budget, store_part, Part};
 use crate::error::{Error, Result};
@@ -217,8 +218,10 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
 }
 
 /// Matrices per cube and the shared-memory row stride for the shared-memory
-/// factorizations (as many matrices as 256 units or the device's [`shared_budget`] take), or
-/// an error when one matrix does not fit the device's shared memory.
+/// factorizations, or an error when one matrix does not fit the device's shared memory.
+/// On CUDA the count keeps the most matrices resident on a multiprocessor
+/// ([`resident_per_cube`]); elsewhere as many as 256 units or the device's
+/// [`shared_budget`] take.
 /// The stride is odd where that fits, so that the units of one matrix (one per row)
 /// reading a column hit distinct banks (a power-of-two stride serialises them).
 pub(crate) fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Result<(usize, usize)> {
@@ -245,5 +248,72 @@ pub(crate) fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Resu
     // Fewer matrices a cube where the device's shared budget is small (wgpu): as many as fit
     // it, at least one.
     let within = (shared_budget(b) / bytes.max(1)).clamp(1, fit);
-    Ok(((256 / n.max(1)).clamp(1, within), ld))
+    let most = (256 / n.max(1)).clamp(1, within);
+    let per_cube = match b.kind() {
+        BackendKind::Cuda => {
+            resident_per_cube(info.max_shared_bytes + CUDA_SHARED_RESERVED, bytes, n, most)
+        }
+        _ => most,
+    };
+    Ok((per_cube, ld))
+}
+
+/// Shared memory a CUDA multiprocessor has beyond the most one cube may take, and reserves
+/// for each resident cube (1 KiB from compute capability 8.0 on: H100 228 KiB against 227).
+const CUDA_SHARED_RESERVED: usize = 1024;
+
+/// Threads and cubes a CUDA multiprocessor holds at most (compute capability 7.0 to 9.0).
+const CUDA_SM_THREADS: usize = 2048;
+const CUDA_SM_CUBES: usize = 32;
+
+/// The matrices a cube (`1..=most`) of `n x n` matrices of `bytes` each that keep the most
+/// matrices resident on a multiprocessor of `sm_bytes` shared memory (the shared memory, the
+/// thread and the cube limits; registers are not the bound of these kernels); on a tie the
+/// fewest warps a matrix (idle lanes of a cube's last warp), then the fewest matrices a cube.
+/// One cube of as many as 256 units took four 64 x 64 f64 matrices (133 KiB) and left one cube
+/// a multiprocessor; H100, f64 LU, µs, n = 33 / 40 / 48 / 56 / 64 (2026-11-27, `bench --suite
+/// batched`): 919 / 1174 / 1308 / 1517 / 2465 with 7 / 6 / 5 / 4 / 4 matrices a cube, 907 /
+/// 975 / 1162 / 1478 / 1678 with this count's 6 / 4 / 2 / 3 / 1.
+pub(crate) fn resident_per_cube(sm_bytes: usize, bytes: usize, n: usize, most: usize) -> usize {
+    // (resident, warps, k): the warps a matrix are warps / k, compared cross-multiplied.
+    let mut best = (0, 1, 1);
+    for k in 1..=most.max(1) {
+        let warps = (k * n).div_ceil(32).max(1);
+        let by_shared = sm_bytes / (k * bytes + CUDA_SHARED_RESERVED);
+        let by_threads = CUDA_SM_THREADS / (32 * warps);
+        let resident = k * by_shared.min(by_threads).min(CUDA_SM_CUBES);
+        if resident == 0 {
+            continue;
+        }
+        if resident > best.0 || (resident == best.0 && warps * best.2 < best.1 * k) {
+            best = (resident, warps, k);
+        }
+    }
+    best.2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resident_per_cube;
+
+    /// The H100's counts (227 KiB a cube at most, f64, rows `n + 1 | 1` apart): the most
+    /// matrices resident, then the fewest warps a matrix, then the fewest matrices a cube.
+    #[test]
+    fn resident_per_cube_keeps_the_most_matrices_on_a_multiprocessor() {
+        let sm = 227 * 1024 + 1024;
+        let f64_bytes = |n: usize| n * ((n + 1) | 1) * 8;
+        let most = |n: usize| 256 / n;
+        // n = 64: one to three matrices a cube keep six resident; one has the fewest a cube.
+        assert_eq!(resident_per_cube(sm, f64_bytes(64), 64, most(64)), 1);
+        // n = 48: two, three and four keep twelve; two and four use 1.5 warps a matrix.
+        assert_eq!(resident_per_cube(sm, f64_bytes(48), 48, most(48)), 2);
+        // n = 40: one, two and four keep sixteen; four use 1.25 warps a matrix.
+        assert_eq!(resident_per_cube(sm, f64_bytes(40), 40, most(40)), 4);
+        // n = 33: three, four and six keep twenty-four; six use 7/6 warps a matrix.
+        assert_eq!(resident_per_cube(sm, f64_bytes(33), 33, most(33)), 6);
+        // n = 56: three keep nine.
+        assert_eq!(resident_per_cube(sm, f64_bytes(56), 56, most(56)), 3);
+        // A matrix larger than the multiprocessor's shared memory: one a cube, never zero.
+        assert_eq!(resident_per_cube(1024, 4096, 16, 16), 1);
+    }
 }
