@@ -262,7 +262,8 @@ pub(crate) fn per_cube<R: CubeRuntime, T: Scalar>(b: &Cube<R>, n: usize) -> Resu
 /// for each resident cube (1 KiB from compute capability 8.0 on: H100 228 KiB against 227).
 const CUDA_SHARED_RESERVED: usize = 1024;
 
-/// Threads and cubes a CUDA multiprocessor holds at most (compute capability 7.0 to 9.0).
+/// Threads and cubes a CUDA multiprocessor holds at most (compute capability 7.0, 8.0 and 9.0;
+/// 7.5, 8.6 and 8.9 hold fewer threads, where the count below may overrate the thread bound).
 const CUDA_SM_THREADS: usize = 2048;
 const CUDA_SM_CUBES: usize = 32;
 
@@ -272,8 +273,8 @@ const CUDA_SM_CUBES: usize = 32;
 /// fewest warps a matrix (idle lanes of a cube's last warp), then the fewest matrices a cube.
 /// One cube of as many as 256 units took four 64 x 64 f64 matrices (133 KiB) and left one cube
 /// a multiprocessor; H100, f64 LU, µs, n = 33 / 40 / 48 / 56 / 64 (2026-11-27, `bench --suite
-/// batched`): 919 / 1174 / 1308 / 1517 / 2465 with 7 / 6 / 5 / 4 / 4 matrices a cube, 907 /
-/// 975 / 1162 / 1478 / 1678 with this count's 6 / 4 / 2 / 3 / 1.
+/// batched`, one call): 919 / 1175 / 1337 / 1538 / 2471 with 7 / 6 / 5 / 4 / 4 matrices a cube,
+/// 903 / 972 / 1164 / 1474 / 1672 with this count's 6 / 4 / 2 / 3 / 1.
 pub(crate) fn resident_per_cube(sm_bytes: usize, bytes: usize, n: usize, most: usize) -> usize {
     // (resident, warps, k): the warps a matrix are warps / k, compared cross-multiplied.
     let mut best = (0, 1, 1);
