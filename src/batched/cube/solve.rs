@@ -174,21 +174,17 @@ fn solve_kernel<V: Float, T: Float>(
                     v = T::new(1.0);
                 }
                 xset::<T>(&mut x, &mut xs, i, v, xu, sx);
-            } else if comptime![sw.pivots] {
-                xset::<T>(
-                    &mut x,
-                    &mut xs,
-                    i,
-                    T::cast_from(b[bb + perm[i] as usize * nrhs + c]),
-                    xu,
-                    sx,
-                );
             } else {
+                // Row `i` of the right-hand side, or the row the interchanges bring to `i`.
+                let mut r = i;
+                if comptime![sw.pivots] {
+                    r = perm[i] as usize;
+                }
                 xset::<T>(
                     &mut x,
                     &mut xs,
                     i,
-                    T::cast_from(b[bb + i * nrhs + c]),
+                    T::cast_from(b[bb + r * nrhs + c]),
                     xu,
                     sx,
                 );

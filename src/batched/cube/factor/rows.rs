@@ -87,6 +87,17 @@ pub(crate) fn rows_per_cube<T: Scalar>(
         .max(1)
 }
 
+/// A step's barrier among the units of a matrix: a warp barrier where a matrix is one warp
+/// (`plane`, see [`plane_rows`]), else the cube's.
+#[cube]
+fn step_barrier(#[comptime] plane: bool) {
+    if comptime![plane] {
+        sync_plane();
+    } else {
+        sync_cube();
+    }
+}
+
 /// LU (optionally with partial pivoting) of `per_cube` matrices per cube, one unit per row
 /// (see the [module docs](self)); the same pivots, codes and factors as the CPU's (up to
 /// rounding: the update is a fused multiply–add). The rows come in and go out through shared
@@ -186,11 +197,7 @@ pub(crate) fn lu_rows_kernel<V: Float, T: Float>(
                 if pos >= k {
                     cand[cand_at + pos] = T::abs(row[k]);
                 }
-                if comptime![plane] {
-                    sync_plane();
-                } else {
-                    sync_cube();
-                }
+                step_barrier(plane);
                 let mut best = cand[cand_at + k];
                 #[unroll(unroll)]
                 for q in 0..n {
@@ -222,11 +229,7 @@ pub(crate) fn lu_rows_kernel<V: Float, T: Float>(
             }
             // The pivot row is published; (pivoting) every unit is done with the candidates
             // before the next step's overwrite them.
-            if comptime![plane] {
-                sync_plane();
-            } else {
-                sync_cube();
-            }
+            step_barrier(plane);
             let d = prow[slot + k];
             let small = T::abs(d) <= tol * prow[slot + n];
             if small && code == 0 {
