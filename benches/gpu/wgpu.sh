@@ -62,6 +62,11 @@
 #           (FVM tets 70, Poisson 7-pt 256³, Poisson 27-pt 192³) and batched (n = 8..64), with
 #           this commit's `bench` ("fa", then PyTorch's batched baseline) or the old one ("fb");
 #           $SUITES picks among "vector cg spmv batched".
+# part "nw" / "nwt": sixteenth session (after `pack --tests --example bench`, the previous
+#           commit's `bench` in .gpu/before/bench.gz): the batched factorizations at n = 4..64
+#           ($SIDES) on both runtimes, before and after (refined f64 division and square root
+#           on wgpu), and PyTorch's; "nwt": the refinement's and the batched unit tests, the
+#           batched integration tests, on CUDA and wgpu.
 # Full logs go to $OUT; a short table is printed.
 set -uo pipefail
 part=${1:-t}
@@ -232,6 +237,30 @@ sv)
     t.SIZES = [${SIDES:-8,16,24,32,40,64}]; t.main()" > "$out/torch.txt" 2>&1
   echo "== torch rc=$?"
   grep " f64 " "$out/torch.txt" | grep -v "shared A" | awk '{printf "%s/%s/%s ", $3, $5, $(NF-2)} END {print ""}'
+  ;;
+nw)
+  for w in before/bench bin/bench; do
+    n=$(basename "$(dirname $w)")
+    for be in cuda wgpu; do
+      timeout 200 .gpu/$w --suite batched --backend $be --log2 ${SIDES:-4,8,12,16,20,24,28,32,40,48,64} \
+        --precision f64 --reps 3 --only lu --only cholesky --only inverse > "$out/nw_${n}_$be.txt" 2>&1
+      echo "== $n $be rc=$?"
+      grep -E "^$be " "$out/nw_${n}_$be.txt" | grep -v "shared A\|solve" | awk '{printf "%s/%s/%s ", substr($5,1,3), $3, $(NF-3)} END {print ""}'
+    done
+  done
+  python3 -c "import sys; sys.path.insert(0, 'benches/gpu'); import batched_torch as t; \
+    t.SIZES = [${SIDES:-4,8,12,16,20,24,28,32,40,48,64}]; t.main()" > "$out/torch.txt" 2>&1
+  echo "== torch rc=$?"
+  grep " f64 " "$out/torch.txt" | grep -v "shared A" | awk '{printf "%s/%s/%s ", $3, $5, $(NF-2)} END {print ""}'
+  ;;
+nwt)
+  lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 250 "$lib" newton batched --test-threads 8 > "$out/unit.txt" 2>&1
+  echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
+  grep -E "fused f64 fma" "$out/unit.txt"
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" batched:: --skip examples --test-threads 16 \
+    > "$out/it.txt" 2>&1
+  echo "it rc=$?: $(grep -E 'test result' "$out/it.txt")"; grep -E "panicked" -A2 "$out/it.txt" | head -6
   ;;
 svt)
   lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)

@@ -12,6 +12,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
+use crate::batched::cube::factor::newton::{div, recip, root};
 use crate::batched::cube::factor::FactorShape;
 use crate::batched::cube::stage::SMALL;
 
@@ -276,7 +277,8 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
             }
             let eliminate = !small;
             if eliminate && c > k {
-                scratch[sbase + c] = scratch[sbase + c] / d;
+                let y = recip::<T>(d, comptime![shape.refine]);
+                scratch[sbase + c] = div::<T>(scratch[sbase + c], d, y, comptime![shape.refine]);
             }
             sync_cube();
             if eliminate {
@@ -372,9 +374,9 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
                 let mut inv = T::new(0.0);
                 if code == 0 && d > tol * diag {
                     verdict = T::new(1.0);
-                    let root = T::sqrt(d);
-                    inv = T::new(1.0) / root;
-                    col[k] = root;
+                    let r = root::<T>(d, comptime![shape.refine]);
+                    inv = r.inv;
+                    col[k] = r.root;
                     if comptime![first] {
                         #[unroll(unroll)]
                         for i in 0..n {

@@ -25,6 +25,7 @@ use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 
 pub(in crate::batched::cube) mod columns;
+mod newton;
 mod registers;
 mod rows;
 mod shared;
@@ -37,6 +38,7 @@ use columns::{
     cholesky_columns_kernel, cholesky_scale_first, columns_per_cube, lu_columns_kernel,
     unroll_columns, use_columns,
 };
+use newton::refine_f64;
 use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
 use rows::{lu_rows_kernel, plane_rows, rows_per_cube, stage_rows, use_rows};
 use shared::{cholesky_kernel, lu_kernel, per_cube};
@@ -68,6 +70,11 @@ pub(crate) struct FactorShape {
     /// Row kernel on CUDA at `n = 32` (one matrix a warp): its steps synchronised by warp
     /// barriers instead of cube barriers (see [`plane_rows`]).
     plane: bool,
+    /// f64 on wgpu: divisions and square roots from f32 estimates refined by Newton steps
+    /// (see [`newton`]): every kernel but LU's row and column kernels, where each unit
+    /// divides at a step and the refined quotient was slower (H100, 2026-11-27, wgpu f64 LU,
+    /// µs exact / refined: n = 12 407 / 443, 16 498 / 533, 24 713 / 875, 32 1087 / 1132).
+    refine: bool,
 }
 
 /// The shape of a factorization (`cholesky`, else LU or the inverse) of `n x n` matrices
@@ -80,6 +87,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
     pivoting: bool,
     cholesky: bool,
 ) -> Result<FactorShape> {
+    let refine = refine_f64::<R, T>(b);
     if n <= SMALL {
         let (per_cube, by_rows) = small_per_cube::<R, T>(b, n)?;
         Ok(FactorShape {
@@ -94,6 +102,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             rows: false,
             staged: false,
             plane: false,
+            refine,
         })
     } else if !cholesky && use_rows(b, n) {
         let staged = stage_rows(b);
@@ -110,6 +119,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             rows: true,
             staged,
             plane,
+            refine: false,
         })
     } else if use_columns(b, n, cholesky) {
         Ok(FactorShape {
@@ -124,6 +134,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             rows: false,
             staged: false,
             plane: false,
+            refine: refine && cholesky,
         })
     } else {
         let (per_cube, ld) = per_cube::<R, T>(b, n)?;
@@ -139,6 +150,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             rows: false,
             staged: false,
             plane: false,
+            refine,
         })
     }
 }
@@ -161,7 +173,8 @@ pub(crate) unsafe fn lu<R: CubeRuntime, V: Element, T: Scalar>(
     let singular = scalar(singular_factor::<T>(n));
     if use_lu_tiles(b, n) {
         let shape = LuTileShape::choose(n, pivoting == Pivoting::Partial)
-            .fit(T::DTYPE.size(), b.info().max_shared_bytes);
+            .fit(T::DTYPE.size(), b.info().max_shared_bytes)
+            .with_refine(refine_f64::<R, T>(b));
         let (count, dim) = groups_shape(a.count, shape.per_cube, shape.units());
         b.launch::<(V, T)>(shape, || {
             // SAFETY: the cube holds `per_cube` grids of `units` units (`groups_shape`);
@@ -279,7 +292,7 @@ pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
     }
     let singular = scalar(singular_factor::<T>(n));
     if use_tiles(b, n) {
-        let shape = TileShape::new(n);
+        let shape = TileShape::new(n).with_refine(refine_f64::<R, T>(b));
         let (count, dim) = groups_shape(a.count, shape.per_cube, shape.units());
         return b
             .launch::<(V, T)>(shape, || {

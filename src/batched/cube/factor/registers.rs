@@ -8,6 +8,7 @@ use cubecl::prelude::*;
 
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
+use crate::batched::cube::factor::newton::{div, recip, root};
 use crate::batched::cube::factor::FactorShape;
 use crate::batched::cube::stage::{load_part, shared_budget, store_part, Part};
 use crate::error::{Error, Result};
@@ -219,11 +220,12 @@ pub(crate) fn lu_small_kernel<V: Float, T: Float>(
             }
             if d != T::new(0.0) {
                 // Explicit FMAs (WGSL does not contract `a - l * b`). The multipliers stay
-                // divisions, not products with `1 / d`: an exactly repeated row must leave an
+                // quotients, not products with `1 / d`: an exactly repeated row must leave an
                 // exact zero pivot, so that the status is the CPU's.
+                let y = recip::<T>(d, comptime![shape.refine]);
                 #[unroll]
                 for i in k + 1..n {
-                    let l = m[i * n + k] / d;
+                    let l = div::<T>(m[i * n + k], d, y, comptime![shape.refine]);
                     m[i * n + k] = l;
                     #[unroll]
                     for j in k + 1..n {
@@ -291,16 +293,16 @@ pub(crate) fn inverse_small_kernel<V: Float, T: Float>(
                 // holding 1 / d), and the rows above, which no later pivot reads, are
                 // eliminated with it (one multiplication each instead of a division).
                 m[k * n + k] = T::new(1.0);
+                let inv = recip::<T>(d, comptime![shape.refine]);
                 #[unroll]
                 for i in k + 1..n {
-                    let l = m[i * n + k] / d;
+                    let l = div::<T>(m[i * n + k], d, inv, comptime![shape.refine]);
                     m[i * n + k] = T::new(0.0);
                     #[unroll]
                     for j in 0..n {
                         m[i * n + j] = fma(-l, m[k * n + j], m[i * n + j]);
                     }
                 }
-                let inv = T::new(1.0) / d;
                 #[unroll]
                 for j in 0..n {
                     m[k * n + j] *= inv;
@@ -371,11 +373,11 @@ pub(crate) fn cholesky_small_kernel<V: Float, T: Float>(
         for k in 0..n {
             let d = m[k * n + k];
             if code == 0 && d > tol * diag[k] {
-                let r = T::sqrt(d);
                 // One division per column: measured on an H100, the wgpu (Vulkan) kernel
                 // spends its time in f64 divisions.
-                let inv = T::new(1.0) / r;
-                m[k * n + k] = r;
+                let r = root::<T>(d, comptime![shape.refine]);
+                let inv = r.inv;
+                m[k * n + k] = r.root;
                 #[unroll]
                 for i in k + 1..n {
                     m[i * n + k] = m[i * n + k] * inv;

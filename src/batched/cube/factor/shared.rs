@@ -6,6 +6,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
+use crate::batched::cube::factor::newton::{div, recip, root};
 use crate::batched::cube::factor::FactorShape;
 use crate::batched::cube::stage::{load_part, shared_budget, store_part, Part};
 use crate::error::{Error, Result};
@@ -118,7 +119,8 @@ pub(crate) fn lu_kernel<V: Float, T: Float>(
                 }
             } else if lane > k && local < per_cube {
                 // As in the register kernels: explicit FMAs, the multiplier a division.
-                let l = sh[base + lane * ld + k] / d;
+                let y = recip::<T>(d, comptime![shape.refine]);
+                let l = div::<T>(sh[base + lane * ld + k], d, y, comptime![shape.refine]);
                 sh[base + lane * ld + k] = l;
                 for j in k + 1..n {
                     let ukj = sh[base + k * ld + j];
@@ -184,12 +186,14 @@ pub(crate) fn cholesky_kernel<V: Float, T: Float>(
                 code = (k + 1) as i32;
             }
             if ok && local < per_cube {
-                let r = T::sqrt(d);
+                let refine = comptime![shape.refine];
+                let r = root::<T>(d, refine);
                 if lane == k {
-                    sh[base + k * ld + k] = r;
+                    sh[base + k * ld + k] = r.root;
                 }
                 if lane > k {
-                    sh[base + lane * ld + k] = sh[base + lane * ld + k] / r;
+                    let a = sh[base + lane * ld + k];
+                    sh[base + lane * ld + k] = div::<T>(a, r.root, r.inv, refine);
                 }
             }
             sync_cube();

@@ -30,6 +30,8 @@ pub(crate) struct TileShape {
     pub t: usize,
     pub g: usize,
     pub per_cube: usize,
+    /// Divisions and square roots refined from f32 estimates (see `newton`).
+    pub refine: bool,
 }
 
 impl TileShape {
@@ -45,7 +47,14 @@ impl TileShape {
             t,
             g,
             per_cube: (MAX_UNITS / (g * g)).max(1),
+            refine: false,
         }
+    }
+
+    /// With the refined divisions and square roots (`refine`) or the exact ones.
+    pub(crate) fn with_refine(mut self, refine: bool) -> Self {
+        self.refine = refine;
+        self
     }
 
     /// Units a matrix takes.
@@ -315,8 +324,12 @@ fn publish<T: Float>(
                     let mut inv = T::new(0.0);
                     let mut verdict = T::new(0.0);
                     if code == 0 && d > tol * sh[diag_at + k] {
-                        root = T::sqrt(d);
-                        inv = T::new(1.0) / root;
+                        let r = crate::batched::cube::factor::newton::root::<T>(
+                            d,
+                            comptime![shape.refine],
+                        );
+                        root = r.root;
+                        inv = r.inv;
                         verdict = T::new(1.0);
                     }
                     sh[slot + n] = root;

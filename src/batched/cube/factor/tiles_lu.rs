@@ -12,6 +12,7 @@ use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
 use crate::batched::cube::factor::columns::COLUMNS_MAX;
 use crate::batched::cube::factor::columns::{loaded_matrix, variable};
+use crate::batched::cube::factor::newton::{div, recip};
 #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
 use crate::batched::cube::factor::tiles::FORCE_TILES;
 use crate::batched::cube::factor::tiles::{MAX_UNITS, TILES_MAX};
@@ -27,6 +28,8 @@ pub(crate) struct LuTileShape {
     pub gc: usize,
     pub per_cube: usize,
     pub pivoting: bool,
+    /// Divisions refined from f32 estimates (see `newton`).
+    pub refine: bool,
 }
 
 impl LuTileShape {
@@ -49,7 +52,14 @@ impl LuTileShape {
             gc,
             per_cube: (MAX_UNITS / (gr * gc)).max(1),
             pivoting,
+            refine: false,
         }
+    }
+
+    /// With the refined divisions (`refine`) or the exact ones.
+    pub(crate) fn with_refine(mut self, refine: bool) -> Self {
+        self.refine = refine;
+        self
     }
 
     /// Bytes of shared memory a matrix takes with values of `elem` bytes.
@@ -256,9 +266,11 @@ pub(crate) fn lu_tiles_kernel<V: Float, T: Float>(
                     if !small {
                         // The multipliers, one row a unit (rows at positions <= k get values that
                         // nobody reads), and the pivot row.
+                        let refine = comptime![shape.refine];
+                        let y = recip::<T>(d, refine);
                         let mut i = u;
                         while i < n {
-                            sh[l_at + i] = sh[col_at + slot * n + i] / d;
+                            sh[l_at + i] = div::<T>(sh[col_at + slot * n + i], d, y, refine);
                             i += per;
                         }
                         #[unroll]
