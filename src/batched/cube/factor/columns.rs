@@ -12,7 +12,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
-use crate::batched::cube::factor::newton::{div, recip, root};
+use crate::batched::cube::factor::newton::root;
 use crate::batched::cube::factor::FactorShape;
 use crate::batched::cube::stage::SMALL;
 
@@ -277,8 +277,7 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
             }
             let eliminate = !small;
             if eliminate && c > k {
-                let y = recip::<T>(d, comptime![shape.refine]);
-                scratch[sbase + c] = div::<T>(scratch[sbase + c], d, y, comptime![shape.refine]);
+                scratch[sbase + c] = scratch[sbase + c] / d;
             }
             sync_cube();
             if eliminate {

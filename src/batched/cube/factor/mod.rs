@@ -71,9 +71,10 @@ pub(crate) struct FactorShape {
     /// barriers instead of cube barriers (see [`plane_rows`]).
     plane: bool,
     /// f64 on wgpu: divisions and square roots from f32 estimates refined by Newton steps
-    /// (see [`newton`]): every kernel but LU's row and column kernels, where each unit
-    /// divides at a step and the refined quotient was slower (H100, 2026-11-27, wgpu f64 LU,
-    /// µs exact / refined: n = 12 407 / 443, 16 498 / 533, 24 713 / 875, 32 1087 / 1132).
+    /// (see [`newton`]): every kernel but LU's row and column kernels (which keep their
+    /// divisions: each unit divides at a step, and the refined quotient was slower there:
+    /// H100, 2026-11-27, wgpu f64 LU, µs exact / refined: n = 12 407 / 443, 16 498 / 533,
+    /// 24 713 / 875, 32 1087 / 1132).
     refine: bool,
 }
 

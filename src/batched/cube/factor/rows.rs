@@ -14,7 +14,6 @@ use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
 use crate::batched::cube::factor::columns::{loaded_matrix, variable, COLUMNS_MAX};
-use crate::batched::cube::factor::newton::{div, recip};
 use crate::batched::cube::factor::FactorShape;
 use crate::batched::cube::stage::{load_part, store_part, Part, SMALL};
 use crate::scalar::Scalar;
@@ -237,8 +236,7 @@ pub(crate) fn lu_rows_kernel<V: Float, T: Float>(
                 code = (k + 1) as i32;
             }
             if !small && pos > k {
-                let y = recip::<T>(d, comptime![shape.refine]);
-                let l = div::<T>(row[k], d, y, comptime![shape.refine]);
+                let l = row[k] / d;
                 row[k] = l;
                 #[unroll(unroll)]
                 for j in 0..n {
