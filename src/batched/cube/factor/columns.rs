@@ -61,6 +61,10 @@ pub(crate) fn unroll_columns<R: CubeRuntime>(b: &Cube<R>) -> bool {
 /// CUDA n = 25..32: 328/402, 416/379, 365/449, 404/379, 375/442, 424/380, 370/516, 486/414
 /// (at n <= 20 within 2%); wgpu n = 16..32 even sides 1.05–2.4x faster unscaled, odd sides
 /// 25..29 1.02–1.2x faster scaled (n = 31: 7% slower scaled, the one exception, not taken).
+/// Again with wgpu's refined root (H100, 2026-11-27, wgpu µs unscaled / scaled): n = 12 277 /
+/// 296, 16 293 / 337, 20 489 / 458, 24 443 / 548, 25 538 / 533, 27 624 / 611, 28 568 / 656,
+/// 29 865 / 615, 31 1178 / 1262, 32 531 / 1371: the rule still holds but at 20 and 31 (within
+/// 8%); CUDA unchanged (odd sides 1.2–1.4x faster scaled, 24 and 32 1.14–1.17x unscaled).
 pub(crate) fn cholesky_scale_first(n: usize) -> bool {
     #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
     if let Some(first) = tests::FORCE_SCALE_FIRST.with(|f| f.get()) {
