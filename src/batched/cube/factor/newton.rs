@@ -4,17 +4,19 @@
 //! NVIDIA's Vulkan driver spends much of an f64 Cholesky's time in its f64 square root and
 //! division; CUDA's are fast. Measured on an H100 (2026-11-27, `bench --suite batched`, f64,
 //! wgpu, µs exact / refined): Cholesky n = 8 304 / 292, 12 332 / 276, 16 352 / 297, 20 480 /
-//! 386, 24 501 / 447, 28 622 / 549, 32 605 / 526, 40 1258 / 1072, 64 974 / 847; LU n = 8
-//! 467 / 433, 40 2042 / 1966; but LU's row and column kernels (n = 12..32), where every unit
-//! divides at a step, were slower refined (see `FactorShape::refine`). With
-//! `refine` on, `1 / d` and `1 / √d` come from the f32 hardware estimate (2 ulp of f32),
+//! 386, 24 501 / 447, 28 622 / 549, 32 605 / 526, 40 1258 / 1072, 64 974 / 847; LU n = 40
+//! 2042 / 1966 (n = 8 467 / 433 in that call, unchanged in two later ones); but LU's row and
+//! column kernels (n = 12..32), where every unit divides at a step, were slower refined (see
+//! `FactorShape::refine`).
+//!
+//! With `refine` on, `1 / d` and `1 / √d` come from the f32 hardware estimate (2 ulp of f32),
 //! refined in f64 by one step of third order each (relative error about `e³`, `e ≈ 1e-7`),
 //! and quotients and roots take one more residual step, so that with a fused `fma` (NVIDIA's;
-//! WGSL does not require one) they are the correctly rounded ones in all but rare cases (and
-//! `a / a` is exactly 1: an exactly repeated row still leaves an exact zero pivot). Outside f32's comfortable range (`|d|` not in `[1e-37,
-//! 1e37]`, the dividend `|a|` not below `f32::MAX`, infinities, NaNs) the exact operations
-//! run instead. With `refine` off (CUDA, f32, the CPU's reference) every function is the
-//! plain operation.
+//! WGSL does not require one) they are within 1 ulp of the exact ones (the unit test's bound)
+//! and `a / a` is exactly 1: an exactly repeated row still leaves an exact zero pivot. Outside
+//! f32's comfortable range (`|d|` not in `[1e-37, 1e37]`, the dividend `|a|` not below
+//! `f32::MAX`, infinities, NaNs) the exact operations run instead. With `refine` off (CUDA,
+//! f32, the CPU's reference) every function is the plain operation.
 
 use cubecl::prelude::*;
 
@@ -120,6 +122,7 @@ mod tests {
     use super::*;
     use crate::backend::cube::{on_test_device, CubeBuffer};
     use crate::random::Rng;
+    use crate::scalar::ulp_distance;
 
     /// For each `(a, d)`: `recip(d)`, `div(a, d)`, and `root(|d|)`'s two values.
     #[cube(launch_unchecked)]
@@ -176,17 +179,6 @@ mod tests {
         let got = b.download(&out).unwrap()[0];
         assert!(got == 0.0 || got == -t * t, "fma probe: {got:e}");
         got != 0.0
-    }
-
-    /// Distance in units in the last place (finite values of one sign), or `u64::MAX`.
-    fn ulps(x: f64, y: f64) -> u64 {
-        if x == y {
-            return 0;
-        }
-        if !x.is_finite() || !y.is_finite() || x.signum() != y.signum() {
-            return u64::MAX;
-        }
-        x.abs().to_bits().abs_diff(y.abs().to_bits())
     }
 
     /// The refined forms against the exact operations on the CPU, on random values over the
@@ -256,7 +248,7 @@ mod tests {
             // fused fma, else the residual steps' rounded products add up to 2.
             let most = if fused { [2, 1, 1, 2] } else { [2, 3, 3, 2] };
             for k in 0..4 {
-                let u = ulps(got[4 * i + k], want[k]);
+                let u = ulp_distance(got[4 * i + k], want[k]);
                 assert!(
                     u <= most[k],
                     "{} of a = {x:e}, d = {y:e}: {:e}, exact {:e} ({u} ulp)",

@@ -14,6 +14,7 @@ use crate::backend::core::BackendCore;
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
 use crate::backend::BackendKind;
 use crate::batched::cube::factor::columns::loaded_matrix;
+use crate::batched::cube::factor::newton;
 
 /// The largest tile side a unit holds (`t² + 2 t` registers of `T`).
 const MAX_TILE: usize = 4;
@@ -324,10 +325,7 @@ fn publish<T: Float>(
                     let mut inv = T::new(0.0);
                     let mut verdict = T::new(0.0);
                     if code == 0 && d > tol * sh[diag_at + k] {
-                        let r = crate::batched::cube::factor::newton::root::<T>(
-                            d,
-                            comptime![shape.refine],
-                        );
+                        let r = newton::root::<T>(d, comptime![shape.refine]);
                         root = r.root;
                         inv = r.inv;
                         verdict = T::new(1.0);
