@@ -12,13 +12,13 @@ use nalgebra::DMatrix;
 use crate::backend_tests;
 use crate::harness::assert_close;
 
-const SIZES: [usize; 7] = [1, 2, 3, 7, 16, 33, 64];
+const SIZES: [usize; 8] = [1, 2, 3, 7, 16, 31, 33, 64];
 const COUNTS: [usize; 3] = [0, 1, 1001];
 
 /// Fewer matrices for the large sizes on slow devices keeps the suite fast; the kernels
 /// are the same for every count.
 fn count_for(n: usize, count: usize) -> usize {
-    if n >= 33 {
+    if n > 16 {
         count.min(101)
     } else {
         count
@@ -777,7 +777,7 @@ fn gram_matrices(count: usize, n: usize, singular: bool, seed: u64) -> Vec<f64> 
 /// the scale column, and the 64 x 64 f64 path without one on 32 KiB devices).
 fn batched_status_same_on_every_backend<B: Backend, T: Scalar>(b: &B) {
     let cpu = galerkin::Cpu::new();
-    let sizes: Vec<usize> = (1..=9).chain([16, 20, 32, 33, 63, 64]).collect();
+    let sizes: Vec<usize> = (1..=9).chain([16, 20, 27, 31, 32, 33, 63, 64]).collect();
     for n in sizes {
         let count = if n > 16 { 7 } else { 33 };
         for kind in Kind::ALL {

@@ -53,6 +53,30 @@ pub(crate) fn unroll_columns<R: CubeRuntime>(b: &Cube<R>) -> bool {
     !(b.kind() == BackendKind::Wgpu && b.info().device.contains(", Cpu,"))
 }
 
+/// The side of the Cholesky column kernel that factors `n x n` matrices on `b`: `n`, or on
+/// wgpu at odd sides from 27 the next even side (the matrices padded with the identity,
+/// [`load_padded_column`]). NVIDIA's Vulkan compiler makes the unrolled `n = 31` kernel twice
+/// as slow as the `n = 32` one; with the units a matrix padded to 32 but the `n = 31` steps,
+/// it stays as slow (1089–1159 µs), so it is the code, not the layout. H200, 2026-11-27, f64
+/// `bench --suite batched`, wgpu µs, unpadded (two calls) / padded to the next even side /
+/// padded to 32: n = 25 492–496 / 505 / 790–793 (not taken), 27 603–605 / 574 / 692–707,
+/// 29 595–605 / 579 / 610–612, 31 1044–1059 / 563 / 558–565. (On CUDA, units padded to 32 at
+/// n = 25 / 27 were 17% / 6% slower: not tried further.)
+pub(crate) fn cholesky_padded_side<R: CubeRuntime>(b: &Cube<R>, n: usize) -> usize {
+    #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+    if let Some(side) = tests::FORCE_PAD.with(|f| f.get()) {
+        return side.max(n);
+    }
+    if b.kind() == BackendKind::Wgpu && n % 2 == 1 && (WGPU_PAD_FROM..COLUMNS_MAX).contains(&n) {
+        n + 1
+    } else {
+        n
+    }
+}
+
+/// The smallest odd side wgpu's Cholesky column kernel pads (see [`cholesky_padded_side`]).
+const WGPU_PAD_FROM: usize = 27;
+
 /// Whether the Cholesky column kernel scales column `k` before publishing it (else it
 /// publishes it unscaled with `1 / √d` and scales it after the step's barrier): at odd sides.
 /// The two forms differ only in what is on the path to the barrier, and the device compilers
@@ -145,6 +169,63 @@ fn store_column<V: Float, T: Float>(
                 v = T::new(0.0);
             }
             a[at + i * n] = V::cast_from(v);
+        }
+    }
+}
+
+/// Loads column `c` of matrix `mat` (clamped as [`load_column`]) of side `m`, padded with
+/// the identity to side `n`: the units `c >= m` take column `c` of the identity.
+#[cube]
+fn load_padded_column<V: Float, T: Float>(
+    a: &Array<V>,
+    col: &mut Array<T>,
+    mat: usize,
+    count: usize,
+    c: usize,
+    #[comptime] m: usize,
+    #[comptime] n: usize,
+) {
+    if c < m {
+        let at = loaded_matrix(mat, count) * comptime![m * m] + c;
+        #[unroll]
+        for i in 0..m {
+            col[i] = T::cast_from(a[at + i * m]);
+        }
+    } else {
+        #[unroll]
+        for i in 0..m {
+            col[i] = T::new(0.0);
+        }
+    }
+    #[unroll]
+    for i in m..n {
+        col[i] = T::new(0.0);
+        if c == i {
+            col[i] = T::new(1.0);
+        }
+    }
+}
+
+/// Stores column `c < m` of matrix `mat` (nothing past `count`) of side `m` from a column
+/// padded to side `n` (nothing for `c >= m`); the entries above the diagonal as zeros.
+#[cube]
+fn store_padded_column<V: Float, T: Float>(
+    a: &mut Array<V>,
+    col: &Array<T>,
+    mat: usize,
+    count: usize,
+    c: usize,
+    #[comptime] m: usize,
+) {
+    if mat < count && c < m {
+        let at = mat * comptime![m * m] + c;
+        #[unroll]
+        for i in 0..m {
+            let mut v = col[i];
+            if i < c {
+                v = T::new(0.0);
+            }
+            a[at + i * m] = V::cast_from(v);
         }
     }
 }
@@ -356,7 +437,11 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
     while g < groups {
         let mat = g * per_cube + local;
         let mut col = Array::<T>::new(n);
-        load_column::<V, T>(a, &mut col, mat, count, c, n);
+        if comptime![shape.side < shape.n] {
+            load_padded_column::<V, T>(a, &mut col, mat, count, c, comptime![shape.side], n);
+        } else {
+            load_column::<V, T>(a, &mut col, mat, count, c, n);
+        }
         let diag = entry::<T>(&col, c, n);
         let mut code = 0i32;
         // Every step unrolled (row `k` a constant) on GPUs, as in the LU kernel.
@@ -433,7 +518,11 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
                 }
             }
         }
-        store_column::<V, T>(a, &col, mat, count, c, n, true);
+        if comptime![shape.side < shape.n] {
+            store_padded_column::<V, T>(a, &col, mat, count, c, comptime![shape.side]);
+        } else {
+            store_column::<V, T>(a, &col, mat, count, c, n, true);
+        }
         if c == 0 && mat < count {
             info[mat] = code;
         }

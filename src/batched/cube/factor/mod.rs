@@ -35,8 +35,8 @@ mod tiles;
 mod tiles_lu;
 
 use columns::{
-    cholesky_columns_kernel, cholesky_scale_first, columns_per_cube, lu_columns_kernel,
-    unroll_columns, use_columns,
+    cholesky_columns_kernel, cholesky_padded_side, cholesky_scale_first, columns_per_cube,
+    lu_columns_kernel, unroll_columns, use_columns,
 };
 use newton::refine_f64;
 use registers::{cholesky_small_kernel, inverse_small_kernel, lu_small_kernel, small_per_cube};
@@ -61,6 +61,9 @@ pub(crate) struct FactorShape {
     columns: bool,
     /// Column and row kernels: every step unrolled (see [`unroll_columns`]).
     unroll: bool,
+    /// Cholesky's column kernel: the matrices' side (`<= n`: the kernel's side `n` is larger
+    /// where the matrices are padded to it, see [`cholesky_padded_side`]).
+    side: usize,
     /// Cholesky's column kernel: the step form (see [`cholesky_scale_first`]).
     scale_first: bool,
     /// LU, `8 < n <= 32`: the row kernel (one row a unit in registers; see `rows`).
@@ -99,6 +102,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             by_rows,
             columns: false,
             unroll: false,
+            side: n,
             scale_first: false,
             rows: false,
             staged: false,
@@ -116,6 +120,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             by_rows: false,
             columns: false,
             unroll: unroll_columns(b),
+            side: n,
             scale_first: false,
             rows: true,
             staged,
@@ -123,6 +128,12 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             refine: false,
         })
     } else if use_columns(b, n, cholesky) {
+        let side = n;
+        let n = if cholesky {
+            cholesky_padded_side(b, n)
+        } else {
+            n
+        };
         Ok(FactorShape {
             n,
             ld: n,
@@ -131,6 +142,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             by_rows: false,
             columns: true,
             unroll: unroll_columns(b),
+            side,
             scale_first: cholesky && cholesky_scale_first(n),
             rows: false,
             staged: false,
@@ -147,6 +159,7 @@ fn factor_shape<R: CubeRuntime, T: Scalar>(
             by_rows: false,
             columns: false,
             unroll: false,
+            side: n,
             scale_first: false,
             rows: false,
             staged: false,
@@ -325,10 +338,12 @@ pub(crate) unsafe fn cholesky<R: CubeRuntime, V: Element, T: Scalar>(
     } else {
         cholesky_kernel::launch_unchecked::<V, T, R>
     };
-    let units = if n <= SMALL { 1 } else { n };
+    let units = if n <= SMALL { 1 } else { shape.n };
     let (count, dim) = groups_shape(a.count, shape.per_cube, units);
     b.launch::<(V, T)>(shape, || {
-        // SAFETY: as for the LU kernels of the same classes (`lu`).
+        // SAFETY: as for the LU kernels of the same classes (`lu`); the column kernel on
+        // matrices padded to its side (`shape.side < shape.n`) loads and stores only rows and
+        // columns below `shape.side`, the matrices' side.
         unsafe {
             kernel(
                 b.client(),

@@ -14,6 +14,8 @@ use crate::{Backend, Cpu};
 thread_local! {
     /// Unroll the column kernels' steps on every device (this thread's launches).
     pub(super) static FORCE_UNROLL: Cell<bool> = const { Cell::new(false) };
+    /// Pad the Cholesky column kernel's matrices to this side (this thread's launches).
+    pub(super) static FORCE_PAD: Cell<Option<usize>> = const { Cell::new(None) };
     /// Force the Cholesky column kernel's step form (this thread's launches).
     pub(super) static FORCE_SCALE_FIRST: Cell<Option<bool>> = const { Cell::new(None) };
     /// Force LU onto the row kernel (`Some(true)`) or off it at `8 < n <= 32` (this thread's
@@ -221,18 +223,26 @@ fn unrolled_against_cpu<B: Backend>(b: &B) {
         let (want, ws) =
             cholesky::<Cpu, f64, f64>(Batch::from_slice(&cpu, count, n, n, &spd).unwrap()).unwrap();
         let w = want.to_vec().unwrap();
-        for first in [true, false] {
+        // Unpadded, and padded with the identity to a larger kernel side.
+        for (first, pad) in [
+            (true, None),
+            (false, None),
+            (true, Some(n + 3)),
+            (false, Some(n + 4)),
+        ] {
             FORCE_SCALE_FIRST.with(|f| f.set(Some(first)));
+            FORCE_PAD.with(|f| f.set(pad));
             // In place: the upper triangle (the input's values) must come back as zeros.
             let (got, gs) =
                 cholesky::<B, f64, f64>(Batch::from_slice(b, count, n, n, &spd).unwrap()).unwrap();
-            let what = format!("Cholesky n = {n}, scaled first: {first}");
+            let what = format!("Cholesky n = {n}, scaled first: {first}, padded to {pad:?}");
             assert_eq!(gs.codes().unwrap(), ws.codes().unwrap(), "{what}");
             let g = got.to_vec().unwrap();
             close(&g[..n * n], &w[..n * n], &what);
             close(&g[2 * n * n..], &w[2 * n * n..], &what);
         }
         FORCE_SCALE_FIRST.with(|f| f.set(None));
+        FORCE_PAD.with(|f| f.set(None));
     }
     FORCE_UNROLL.with(|f| f.set(false));
 }
