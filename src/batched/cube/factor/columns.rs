@@ -61,7 +61,9 @@ pub(crate) fn unroll_columns<R: CubeRuntime>(b: &Cube<R>) -> bool {
 /// `bench --suite batched`, wgpu µs, unpadded (two calls) / padded to the next even side /
 /// padded to 32: n = 25 492–496 / 505 / 790–793 (not taken), 27 603–605 / 574 / 692–707,
 /// 29 595–605 / 579 / 610–612, 31 1044–1059 / 563 / 558–565. (On CUDA, units padded to 32 at
-/// n = 25 / 27 were 17% / 6% slower: not tried further.)
+/// n = 25 / 27 were 17% / 6% slower: not tried further.) Measured in f64 on NVIDIA only; the
+/// rule also pads f32 and other Vulkan devices (lavapipe: there it only tests the padded
+/// kernel with run-time steps).
 pub(crate) fn cholesky_padded_side<R: CubeRuntime>(b: &Cube<R>, n: usize) -> usize {
     #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
     if let Some(side) = tests::FORCE_PAD.with(|f| f.get()) {
@@ -89,6 +91,8 @@ const WGPU_PAD_FROM: usize = 27;
 /// 296, 16 293 / 337, 20 489 / 458, 24 443 / 548, 25 538 / 533, 27 624 / 611, 28 568 / 656,
 /// 29 865 / 615, 31 1178 / 1262, 32 531 / 1371: the rule still holds but at 20 and 31 (within
 /// 8%); CUDA unchanged (odd sides 1.2–1.4x faster scaled, 24 and 32 1.14–1.17x unscaled).
+/// `n` is the kernel's side: wgpu's padded odd sides (see [`cholesky_padded_side`]) take the
+/// even side's unscaled form.
 pub(crate) fn cholesky_scale_first(n: usize) -> bool {
     #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
     if let Some(first) = tests::FORCE_SCALE_FIRST.with(|f| f.get()) {

@@ -5,6 +5,7 @@
 
 use std::cell::Cell;
 
+use crate::backend::core::BackendCore;
 use crate::backend::cube::on_test_device;
 use crate::backend::BackendKind;
 use crate::batched::{cholesky, lu, Batch, Pivoting};
@@ -240,11 +241,57 @@ fn unrolled_against_cpu<B: Backend>(b: &B) {
             let g = got.to_vec().unwrap();
             close(&g[..n * n], &w[..n * n], &what);
             close(&g[2 * n * n..], &w[2 * n * n..], &what);
+            // A failure at the last real step (matrix 0's last pivot negative): code `n`,
+            // the padded steps after it changing nothing.
+            let mut last = spd.clone();
+            last[n * n - 1] = -1.0;
+            let (_, gs) =
+                cholesky::<B, f64, f64>(Batch::from_slice(b, count, n, n, &last).unwrap()).unwrap();
+            let (_, ws) =
+                cholesky::<Cpu, f64, f64>(Batch::from_slice(&cpu, count, n, n, &last).unwrap())
+                    .unwrap();
+            let codes = gs.codes().unwrap();
+            assert_eq!(codes[0], n as i32, "{what}, last pivot negative");
+            assert_eq!(codes, ws.codes().unwrap(), "{what}, last pivot negative");
         }
         FORCE_SCALE_FIRST.with(|f| f.set(None));
         FORCE_PAD.with(|f| f.set(None));
     }
     FORCE_UNROLL.with(|f| f.set(false));
+}
+
+/// The library pads wgpu's Cholesky at the odd sides 27..31 to the next even side (see
+/// [`super::cholesky_padded_side`]), and nothing elsewhere.
+fn padded_sides<R: crate::backend::cube::CubeRuntime>(b: &crate::backend::cube::Cube<R>) {
+    for n in 9..=32 {
+        let shape =
+            crate::batched::cube::factor::factor_shape::<R, f64>(b, n, false, true).unwrap();
+        let want = if b.kind() == BackendKind::Wgpu && n >= 27 && n % 2 == 1 {
+            n + 1
+        } else {
+            n
+        };
+        assert_eq!(
+            (shape.side, shape.n),
+            (n, want),
+            "Cholesky n = {n} on {}",
+            b.info()
+        );
+        let lu = crate::batched::cube::factor::factor_shape::<R, f64>(b, n, true, false).unwrap();
+        assert_eq!((lu.side, lu.n), (n, n), "LU n = {n} on {}", b.info());
+    }
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_pads_odd_cholesky_sides() {
+    on_test_device("wgpu", crate::Wgpu::new(), |b| padded_sides(&b));
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_pads_no_cholesky_side() {
+    on_test_device("cuda", crate::Cuda::new(), |b| padded_sides(&b));
 }
 
 /// The library's choice of LU kernel at every side class (register, column or row,
