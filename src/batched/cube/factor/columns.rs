@@ -177,8 +177,8 @@ fn store_column<V: Float, T: Float>(
     }
 }
 
-/// Loads column `c` of matrix `mat` (clamped as [`load_column`]) of side `m`, padded with
-/// the identity to side `n`: the units `c >= m` take column `c` of the identity.
+/// Loads column `c` of matrix `mat` (as [`load_column`]) of side `m`, padded with the
+/// identity to side `n`: the units `c >= m` take column `c` of the identity.
 #[cube]
 fn load_padded_column<V: Float, T: Float>(
     a: &Array<V>,
@@ -190,46 +190,18 @@ fn load_padded_column<V: Float, T: Float>(
     #[comptime] n: usize,
 ) {
     if c < m {
-        let at = loaded_matrix(mat, count) * comptime![m * m] + c;
+        load_column::<V, T>(a, col, mat, count, c, m);
         #[unroll]
-        for i in 0..m {
-            col[i] = T::cast_from(a[at + i * m]);
+        for i in m..n {
+            col[i] = T::new(0.0);
         }
     } else {
         #[unroll]
-        for i in 0..m {
+        for i in 0..n {
             col[i] = T::new(0.0);
-        }
-    }
-    #[unroll]
-    for i in m..n {
-        col[i] = T::new(0.0);
-        if c == i {
-            col[i] = T::new(1.0);
-        }
-    }
-}
-
-/// Stores column `c < m` of matrix `mat` (nothing past `count`) of side `m` from a column
-/// padded to side `n` (nothing for `c >= m`); the entries above the diagonal as zeros.
-#[cube]
-fn store_padded_column<V: Float, T: Float>(
-    a: &mut Array<V>,
-    col: &Array<T>,
-    mat: usize,
-    count: usize,
-    c: usize,
-    #[comptime] m: usize,
-) {
-    if mat < count && c < m {
-        let at = mat * comptime![m * m] + c;
-        #[unroll]
-        for i in 0..m {
-            let mut v = col[i];
-            if i < c {
-                v = T::new(0.0);
+            if c == i {
+                col[i] = T::new(1.0);
             }
-            a[at + i * m] = V::cast_from(v);
         }
     }
 }
@@ -523,7 +495,10 @@ pub(crate) fn cholesky_columns_kernel<V: Float, T: Float>(
             }
         }
         if comptime![shape.side < shape.n] {
-            store_padded_column::<V, T>(a, &col, mat, count, c, comptime![shape.side]);
+            // Nothing for the units past the matrix.
+            if c < comptime![shape.side] {
+                store_column::<V, T>(a, &col, mat, count, c, comptime![shape.side], true);
+            }
         } else {
             store_column::<V, T>(a, &col, mat, count, c, n, true);
         }
