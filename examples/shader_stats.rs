@@ -1,0 +1,658 @@
+//! What a Vulkan driver makes of the library's wgpu kernels: registers, spills, instructions.
+//!
+//! ```text
+//! CUBECL_DEBUG_LOG=/tmp/kernels.log cargo run --release --features wgpu --example bench -- \
+//!     --suite batched --backend wgpu --only cholesky --log2 8
+//! cargo run --release --features shader-stats --example shader_stats -- /tmp/kernels.log
+//! ```
+//!
+//! cubecl writes every kernel it compiles to a log when `CUBECL_DEBUG_LOG=FILE` is set. This
+//! program reads such a log, compiles each WGSL kernel as wgpu 29 does on Vulkan (naga's SPIR-V
+//! writer with the bounds checks and loop bounding off, as cubecl asks, SPIR-V 1.6 on a Vulkan
+//! 1.3 device) and creates it on a Vulkan device with `VK_KHR_pipeline_executable_properties`,
+//! then prints the statistics the driver reports for it (NVIDIA: registers, shared and local
+//! memory; Mesa: instruction and spill counts). The kernel is compiled twice: on a device with
+//! robust buffer access on (`robustBufferAccess` and `robustBufferAccess2`, as wgpu opens every
+//! device that has them) and on one with it off. `--cuda-dir` writes the log's CUDA kernels out
+//! as `.cu` files for `nvcc -Xptxas -v`, the same numbers for the CUDA runtime.
+
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use ash::vk;
+use clap::{Parser, ValueEnum};
+
+/// Compile the WGSL kernels of a cubecl compilation log on a Vulkan device and print what the
+/// driver reports for each (registers, spills, instructions), with robust buffer access on
+/// and off.
+#[derive(Parser, Debug)]
+#[command(name = "shader_stats", version)]
+struct Args {
+    /// A cubecl compilation log: run any program with `CUBECL_DEBUG_LOG=FILE`.
+    log: PathBuf,
+    /// Only the kernels whose name or compile-time arguments contain this text.
+    #[arg(long)]
+    filter: Option<String>,
+    /// The Vulkan device, by its index in the instance's list (default: the first GPU, else
+    /// the first device).
+    #[arg(long)]
+    device: Option<usize>,
+    /// Robust buffer access of the devices the kernels are compiled on.
+    #[arg(long, value_enum, default_value_t = Robust::Both)]
+    robust: Robust,
+    /// Write each kernel's SPIR-V here (`INDEX_NAME.spv`).
+    #[arg(long)]
+    spv_dir: Option<PathBuf>,
+    /// Write the driver's internal representations here, where it gives any.
+    #[arg(long)]
+    ir_dir: Option<PathBuf>,
+    /// Write the log's CUDA kernels here as `.cu` files (for `nvcc -Xptxas -v`).
+    #[arg(long)]
+    cuda_dir: Option<PathBuf>,
+    /// One JSON object a line (keys: index, kernel, args, cube_dim, robust, statistics).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Robust {
+    On,
+    Off,
+    Both,
+}
+
+/// One kernel of the log.
+struct Logged {
+    index: usize,
+    /// The kernel type's last path segment (`CholeskyColumnKernel`).
+    short: String,
+    /// Its integer and boolean compile-time arguments, `name=value` separated by spaces.
+    args: String,
+    cube_dim: String,
+    lang: String,
+    source: String,
+}
+
+fn parse_log(text: &str) -> Vec<Logged> {
+    let mut out = Vec::new();
+    for (index, block) in text
+        .split("[START_KERNEL_COMPILATION]")
+        .skip(1)
+        .filter_map(|b| b.split("[END_KERNEL_COMPILATION]").next())
+        .enumerate()
+    {
+        let name = between(block, "name:", "\nid:").unwrap_or("?");
+        let base = name.split('<').next().unwrap_or(name).trim();
+        let short = base.rsplit("::").next().unwrap_or(base).to_string();
+        let id = between(block, "\nid:", "\nsource:").unwrap_or("");
+        let cube_dim = id
+            .split("cube_dim: CubeDim {")
+            .nth(1)
+            .and_then(|s| s.split('}').next())
+            .map(|s| int_fields(s).join(","))
+            .unwrap_or_default();
+        let args = id
+            .split("\n    info:")
+            .nth(1)
+            .map(|s| int_fields(s).join(" "))
+            .unwrap_or_default();
+        let Some(code) = block.split("source:\n```").nth(1) else {
+            continue;
+        };
+        let (lang, rest) = code.split_once('\n').unwrap_or(("", code));
+        let source = rest.rsplit_once("```").map_or(rest, |(s, _)| s).to_string();
+        out.push(Logged {
+            index,
+            short,
+            args,
+            cube_dim,
+            lang: lang.trim().to_string(),
+            source,
+        });
+    }
+    out
+}
+
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let from = s.find(start)? + start.len();
+    let to = s[from..].find(end)? + from;
+    Some(&s[from..to])
+}
+
+/// `name: 12,` and `name: true,` lines as `name=12`, in order (a struct's `x: 256,` too).
+fn int_fields(s: &str) -> Vec<String> {
+    s.lines()
+        .filter_map(|l| {
+            let (k, v) = l.trim().trim_end_matches(',').split_once(": ")?;
+            let scalar = v == "true" || v == "false" || v.parse::<i64>().is_ok();
+            (scalar && k.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                .then(|| format!("{k}={v}"))
+        })
+        .collect()
+}
+
+fn file_stem(k: &Logged) -> String {
+    let args: String = k
+        .args
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("{:03}_{}_{}", k.index, k.short, args)
+}
+
+/// WGSL to SPIR-V as wgpu-hal 29 does for a kernel cubecl creates (`create_shader_module_trusted`
+/// with bounds checks off, no loop bounding, no zero-initialised workgroup memory).
+fn to_spirv(
+    source: &str,
+    lang_version: (u8, u8),
+) -> Result<(Vec<u32>, String, Vec<Binding>), String> {
+    use naga::back::spv;
+    let module = naga::front::wgsl::parse_str(source).map_err(|e| format!("WGSL: {e}"))?;
+    let info = naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .map_err(|e| format!("validation: {e:?}"))?;
+    let entry = module
+        .entry_points
+        .iter()
+        .find(|e| e.stage == naga::ShaderStage::Compute)
+        .ok_or("no compute entry point")?
+        .name
+        .clone();
+    let bindings = module
+        .global_variables
+        .iter()
+        .filter_map(|(_, g)| {
+            let b = g.binding.as_ref()?;
+            let uniform = matches!(g.space, naga::AddressSpace::Uniform);
+            let storage = matches!(g.space, naga::AddressSpace::Storage { .. });
+            (uniform || storage).then_some(Binding {
+                set: b.group,
+                binding: b.binding,
+                uniform,
+            })
+        })
+        .collect();
+    let options = spv::Options {
+        lang_version,
+        flags: spv::WriterFlags::LABEL_VARYINGS | spv::WriterFlags::FORCE_POINT_SIZE,
+        // wgpu maps each binding to itself here (one set, no binding arrays).
+        fake_missing_bindings: true,
+        bounds_check_policies: naga::proc::BoundsCheckPolicies {
+            index: naga::proc::BoundsCheckPolicy::Unchecked,
+            buffer: naga::proc::BoundsCheckPolicy::Unchecked,
+            image_load: naga::proc::BoundsCheckPolicy::Unchecked,
+            binding_array: naga::proc::BoundsCheckPolicy::Unchecked,
+        },
+        zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::None,
+        force_loop_bounding: false,
+        ..Default::default()
+    };
+    let pipeline = spv::PipelineOptions {
+        entry_point: entry.clone(),
+        shader_stage: naga::ShaderStage::Compute,
+    };
+    let words = spv::write_vec(&module, &info, &options, Some(&pipeline))
+        .map_err(|e| format!("SPIR-V: {e}"))?;
+    Ok((words, entry, bindings))
+}
+
+struct Binding {
+    set: u32,
+    binding: u32,
+    uniform: bool,
+}
+
+/// A logical device on the chosen physical device.
+struct Dev {
+    robust: bool,
+    device: ash::Device,
+    /// `None` where the driver lacks `VK_KHR_pipeline_executable_properties`: the kernels are
+    /// still compiled (the driver accepts them), with no statistics.
+    exec: Option<ash::khr::pipeline_executable_properties::Device>,
+}
+
+struct Vk {
+    _entry: ash::Entry,
+    instance: ash::Instance,
+    name: String,
+    lang_version: (u8, u8),
+    devs: Vec<Dev>,
+}
+
+impl Vk {
+    fn new(choice: Option<usize>, robust: Robust) -> Result<Self, String> {
+        // SAFETY: loads the system's Vulkan loader; every call below follows the spec's
+        // valid usage for the handles it creates.
+        unsafe {
+            let entry = ash::Entry::load().map_err(|e| format!("no Vulkan loader: {e}"))?;
+            let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+            let instance = entry
+                .create_instance(
+                    &vk::InstanceCreateInfo::default().application_info(&app),
+                    None,
+                )
+                .map_err(|e| format!("vkCreateInstance: {e}"))?;
+            let pds = instance
+                .enumerate_physical_devices()
+                .map_err(|e| format!("vkEnumeratePhysicalDevices: {e}"))?;
+            let props: Vec<_> = pds
+                .iter()
+                .map(|&p| instance.get_physical_device_properties(p))
+                .collect();
+            let pick = match choice {
+                Some(i) if i < pds.len() => i,
+                Some(i) => {
+                    return Err(format!(
+                        "--device {i}: the instance has {} devices",
+                        pds.len()
+                    ))
+                }
+                None => props
+                    .iter()
+                    .position(|p| p.device_type != vk::PhysicalDeviceType::CPU)
+                    .unwrap_or(0),
+            };
+            let (pd, prop) = (*pds.get(pick).ok_or("no Vulkan device")?, props[pick]);
+            let name = prop
+                .device_name_as_c_str()
+                .map_or("?".into(), |s| s.to_string_lossy().into_owned());
+            let api = prop.api_version;
+            if vk::api_version_minor(api) < 2 && vk::api_version_major(api) == 1 {
+                return Err(format!("{name}: Vulkan 1.2 or later needed"));
+            }
+            let lang_version = if vk::api_version_minor(api) >= 3 {
+                (1, 6)
+            } else {
+                (1, 5)
+            };
+            let exts = instance
+                .enumerate_device_extension_properties(pd)
+                .map_err(|e| format!("vkEnumerateDeviceExtensionProperties: {e}"))?;
+            let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+            let exec_name = ash::khr::pipeline_executable_properties::NAME;
+            let has_exec = has(exec_name);
+            if !has_exec {
+                eprintln!(
+                    "shader_stats: {name} lacks {}: the kernels are compiled, with no statistics",
+                    exec_name.to_string_lossy()
+                );
+            }
+            let has_r2 = has(ash::ext::robustness2::NAME);
+            let family = instance
+                .get_physical_device_queue_family_properties(pd)
+                .iter()
+                .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE))
+                .ok_or_else(|| format!("{name} has no compute queue"))?
+                as u32;
+
+            // The features the device has (1.1, 1.2, 1.3 where it is 1.3, robustness2).
+            let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
+            let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+            let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
+            let mut r2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+            let is13 = lang_version == (1, 6);
+            {
+                let mut f = vk::PhysicalDeviceFeatures2::default()
+                    .push_next(&mut f11)
+                    .push_next(&mut f12);
+                if is13 {
+                    f = f.push_next(&mut f13);
+                }
+                if has_r2 {
+                    f = f.push_next(&mut r2);
+                }
+                instance.get_physical_device_features2(pd, &mut f);
+                let core = f.features;
+                f11.p_next = std::ptr::null_mut();
+                f12.p_next = std::ptr::null_mut();
+                f13.p_next = std::ptr::null_mut();
+                r2.p_next = std::ptr::null_mut();
+                let modes: &[bool] = match robust {
+                    Robust::On => &[true],
+                    Robust::Off => &[false],
+                    Robust::Both => &[true, false],
+                };
+                let mut devs = Vec::new();
+                for &on in modes {
+                    // Every feature the device has, robust buffer access as asked.
+                    let mut core = core;
+                    core.robust_buffer_access = (on && core.robust_buffer_access != 0) as u32;
+                    let (mut e11, mut e12, mut e13) = (f11, f12, f13);
+                    let mut er2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default()
+                        .robust_buffer_access2(r2.robust_buffer_access2 != 0)
+                        .robust_image_access2(r2.robust_image_access2 != 0);
+                    let mut ex =
+                        vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+                            .pipeline_executable_info(true);
+                    let mut names = Vec::new();
+                    let prio = [1.0f32];
+                    let queues = [vk::DeviceQueueCreateInfo::default()
+                        .queue_family_index(family)
+                        .queue_priorities(&prio)];
+                    let mut ci = vk::DeviceCreateInfo::default()
+                        .queue_create_infos(&queues)
+                        .enabled_features(&core)
+                        .push_next(&mut e11)
+                        .push_next(&mut e12);
+                    if is13 {
+                        ci = ci.push_next(&mut e13);
+                    }
+                    if has_exec {
+                        names.push(exec_name.as_ptr());
+                        ci = ci.push_next(&mut ex);
+                    }
+                    if on && has_r2 {
+                        names.push(ash::ext::robustness2::NAME.as_ptr());
+                        ci = ci.push_next(&mut er2);
+                    }
+                    let ci = ci.enabled_extension_names(&names);
+                    let device = instance
+                        .create_device(pd, &ci, None)
+                        .map_err(|e| format!("vkCreateDevice (robust {on}): {e}"))?;
+                    let exec = has_exec.then(|| {
+                        ash::khr::pipeline_executable_properties::Device::new(&instance, &device)
+                    });
+                    devs.push(Dev {
+                        robust: on,
+                        device,
+                        exec,
+                    });
+                }
+                Ok(Vk {
+                    _entry: entry,
+                    instance,
+                    name,
+                    lang_version,
+                    devs,
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Vk {
+    fn drop(&mut self) {
+        // SAFETY: every object made on these devices was destroyed in `compile`.
+        unsafe {
+            for d in &self.devs {
+                d.device.destroy_device(None);
+            }
+            self.instance.destroy_instance(None);
+        }
+    }
+}
+
+/// The driver's statistics of one compute pipeline, and its internal representations.
+type Stats = (Vec<(String, String)>, Vec<(String, Vec<u8>)>);
+
+fn compile(dev: &Dev, words: &[u32], entry: &str, bindings: &[Binding]) -> Result<Stats, String> {
+    let d = &dev.device;
+    let sets = bindings.iter().map(|b| b.set + 1).max().unwrap_or(0);
+    // SAFETY: the handles are created here and destroyed before returning; the SPIR-V was
+    // validated by naga.
+    unsafe {
+        let module = d
+            .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)
+            .map_err(|e| format!("vkCreateShaderModule: {e}"))?;
+        let mut layouts = Vec::new();
+        for s in 0..sets {
+            let entries: Vec<_> = bindings
+                .iter()
+                .filter(|b| b.set == s)
+                .map(|b| {
+                    vk::DescriptorSetLayoutBinding::default()
+                        .binding(b.binding)
+                        .descriptor_type(if b.uniform {
+                            vk::DescriptorType::UNIFORM_BUFFER
+                        } else {
+                            vk::DescriptorType::STORAGE_BUFFER
+                        })
+                        .descriptor_count(1)
+                        .stage_flags(vk::ShaderStageFlags::COMPUTE)
+                })
+                .collect();
+            let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&entries);
+            layouts.push(
+                d.create_descriptor_set_layout(&info, None)
+                    .map_err(|e| format!("vkCreateDescriptorSetLayout: {e}"))?,
+            );
+        }
+        let layout = d
+            .create_pipeline_layout(
+                &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts),
+                None,
+            )
+            .map_err(|e| format!("vkCreatePipelineLayout: {e}"))?;
+        let name = std::ffi::CString::new(entry).map_err(|_| "entry point with a NUL")?;
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(&name);
+        let flags = if dev.exec.is_some() {
+            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
+                | vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR
+        } else {
+            vk::PipelineCreateFlags::empty()
+        };
+        let ci = vk::ComputePipelineCreateInfo::default()
+            .flags(flags)
+            .stage(stage)
+            .layout(layout);
+        let made = d.create_compute_pipelines(vk::PipelineCache::null(), &[ci], None);
+        let result = match made {
+            Ok(p) => {
+                let r = read_stats(dev, p[0]);
+                d.destroy_pipeline(p[0], None);
+                r
+            }
+            Err((_, e)) => Err(format!("vkCreateComputePipelines: {e}")),
+        };
+        d.destroy_pipeline_layout(layout, None);
+        for l in layouts {
+            d.destroy_descriptor_set_layout(l, None);
+        }
+        d.destroy_shader_module(module, None);
+        result
+    }
+}
+
+/// SAFETY: `p` is a live pipeline of `dev`, created with the capture flags where `dev` has
+/// the extension.
+unsafe fn read_stats(dev: &Dev, p: vk::Pipeline) -> Result<Stats, String> {
+    let Some(exec) = &dev.exec else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let execs = exec
+        .get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(p))
+        .map_err(|e| format!("vkGetPipelineExecutablePropertiesKHR: {e}"))?;
+    let (mut stats, mut irs) = (Vec::new(), Vec::new());
+    for i in 0..execs.len() as u32 {
+        let info = vk::PipelineExecutableInfoKHR::default()
+            .pipeline(p)
+            .executable_index(i);
+        let list = exec
+            .get_pipeline_executable_statistics(&info)
+            .map_err(|e| format!("vkGetPipelineExecutableStatisticsKHR: {e}"))?;
+        for s in list {
+            let name = s
+                .name_as_c_str()
+                .map_or("?".into(), |c| c.to_string_lossy().into_owned());
+            let value = match s.format {
+                vk::PipelineExecutableStatisticFormatKHR::BOOL32 => (s.value.b32 != 0).to_string(),
+                vk::PipelineExecutableStatisticFormatKHR::INT64 => s.value.i64.to_string(),
+                vk::PipelineExecutableStatisticFormatKHR::UINT64 => s.value.u64.to_string(),
+                vk::PipelineExecutableStatisticFormatKHR::FLOAT64 => format!("{:.3}", s.value.f64),
+                _ => "?".into(),
+            };
+            stats.push((name, value));
+        }
+        // Two calls for the sizes, a third for the text.
+        let fp = exec.fp();
+        let h = exec.device();
+        let mut n = 0u32;
+        let get = fp.get_pipeline_executable_internal_representations_khr;
+        if get(h, &info, &mut n, std::ptr::null_mut()) != vk::Result::SUCCESS || n == 0 {
+            continue;
+        }
+        let mut reps = vec![vk::PipelineExecutableInternalRepresentationKHR::default(); n as usize];
+        let _ = get(h, &info, &mut n, reps.as_mut_ptr());
+        let mut bufs: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
+        for (r, b) in reps.iter_mut().zip(bufs.iter_mut()) {
+            r.p_data = b.as_mut_ptr().cast();
+        }
+        if get(h, &info, &mut n, reps.as_mut_ptr()) == vk::Result::SUCCESS {
+            for (r, b) in reps.iter().zip(bufs) {
+                let name = r
+                    .name_as_c_str()
+                    .map_or("ir".into(), |c| c.to_string_lossy().into_owned());
+                irs.push((name, b));
+            }
+        }
+    }
+    Ok((stats, irs))
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    let text =
+        std::fs::read_to_string(&args.log).map_err(|e| format!("{}: {e}", args.log.display()))?;
+    let kernels: Vec<Logged> = parse_log(&text)
+        .into_iter()
+        .filter(|k| {
+            args.filter
+                .as_deref()
+                .is_none_or(|f| k.short.contains(f) || k.args.contains(f))
+        })
+        .collect();
+    if kernels.is_empty() {
+        return Err(format!(
+            "{}: no kernel{} in this log (write one with CUBECL_DEBUG_LOG=FILE)",
+            args.log.display(),
+            args.filter
+                .as_ref()
+                .map_or(String::new(), |f| format!(" matching `{f}`"))
+        ));
+    }
+    if let Some(dir) = &args.cuda_dir {
+        for k in kernels.iter().filter(|k| k.lang != "wgsl") {
+            write(dir, &format!("{}.cu", file_stem(k)), k.source.as_bytes())?;
+        }
+    }
+    let wgsl: Vec<&Logged> = kernels.iter().filter(|k| k.lang == "wgsl").collect();
+    if wgsl.is_empty() {
+        eprintln!(
+            "shader_stats: no WGSL kernel in the log (only {} others)",
+            kernels.len()
+        );
+        return Ok(());
+    }
+    let vk = Vk::new(args.device, args.robust)?;
+    if !args.json {
+        println!(
+            "# {} (SPIR-V {}.{}), {}",
+            vk.name,
+            vk.lang_version.0,
+            vk.lang_version.1,
+            args.log.display()
+        );
+        println!(
+            "{:>4} {:<28} {:<34} {:<10} {:<6} statistics",
+            "#", "kernel", "args", "cube", "robust"
+        );
+    }
+    let mut failed = 0;
+    for k in wgsl {
+        let (words, entry, bindings) = match to_spirv(&k.source, vk.lang_version) {
+            Ok(x) => x,
+            Err(e) => {
+                eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
+                failed += 1;
+                continue;
+            }
+        };
+        if let Some(dir) = &args.spv_dir {
+            write(
+                dir,
+                &format!("{}.spv", file_stem(k)),
+                bytemuck::cast_slice(&words),
+            )?;
+        }
+        for dev in &vk.devs {
+            let (stats, irs) = match compile(dev, &words, &entry, &bindings) {
+                Ok(x) => x,
+                Err(e) => {
+                    eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
+                    failed += 1;
+                    continue;
+                }
+            };
+            if let Some(dir) = &args.ir_dir {
+                for (i, (name, bytes)) in irs.iter().enumerate() {
+                    let tag = if dev.robust { "robust" } else { "plain" };
+                    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                    write(
+                        dir,
+                        &format!("{}_{tag}_{i}_{}.txt", file_stem(k), name.replace(' ', "_")),
+                        &bytes[..end],
+                    )?;
+                }
+            }
+            if args.json {
+                let map: BTreeMap<&str, &str> = stats
+                    .iter()
+                    .map(|(a, b)| (a.as_str(), b.as_str()))
+                    .collect();
+                let stats_json = serde_json::to_string(&map).map_err(|e| e.to_string())?;
+                println!(
+                    "{{\"index\":{},\"kernel\":{},\"args\":{},\"cube_dim\":{},\"robust\":{},\"statistics\":{}}}",
+                    k.index,
+                    json_str(&k.short),
+                    json_str(&k.args),
+                    json_str(&k.cube_dim),
+                    dev.robust,
+                    stats_json
+                );
+            } else {
+                let s: Vec<String> = stats.iter().map(|(a, b)| format!("{a}={b}")).collect();
+                println!(
+                    "{:>4} {:<28} {:<34} {:<10} {:<6} {}",
+                    k.index,
+                    k.short,
+                    k.args,
+                    k.cube_dim,
+                    if dev.robust { "on" } else { "off" },
+                    s.join("; ")
+                );
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(format!("{failed} kernel compilations failed (above)"));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("shader_stats: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
