@@ -241,6 +241,28 @@ fn unrolled_against_cpu<B: Backend>(b: &B) {
             let g = got.to_vec().unwrap();
             close(&g[..n * n], &w[..n * n], &what);
             close(&g[2 * n * n..], &w[2 * n * n..], &what);
+            // The upper triangle is not read (the kernel updates a column's rows above its
+            // diagonal too, and must drop them): NaN and 1e300 there change nothing.
+            let mut poisoned = spd.clone();
+            for (m, a) in poisoned.chunks_mut(n * n).enumerate() {
+                for i in 0..n {
+                    for j in i + 1..n {
+                        a[i * n + j] = if (i + j + m) % 2 == 0 {
+                            f64::NAN
+                        } else {
+                            1e300
+                        };
+                    }
+                }
+            }
+            let (got, gs) =
+                cholesky::<B, f64, f64>(Batch::from_slice(b, count, n, n, &poisoned).unwrap())
+                    .unwrap();
+            let upper = format!("{what}, upper triangle poisoned");
+            assert_eq!(gs.codes().unwrap(), ws.codes().unwrap(), "{upper}");
+            let g = got.to_vec().unwrap();
+            close(&g[..n * n], &w[..n * n], &upper);
+            close(&g[2 * n * n..], &w[2 * n * n..], &upper);
             // A failure at the last real step (matrix 0's last pivot negative): code `n`,
             // the padded steps after it changing nothing.
             let mut last = spd.clone();
