@@ -2,14 +2,14 @@
 //!
 //! ```text
 //! CUBECL_DEBUG_LOG=/tmp/kernels.log cargo run --release --features wgpu --example bench -- \
-//!     --suite batched --backend wgpu --only cholesky --log2 8
+//!     --suite batched --backend wgpu --only cholesky --log2 24,32
 //! cargo run --release --features shader-stats --example shader_stats -- /tmp/kernels.log
 //! ```
 //!
 //! cubecl writes every kernel it compiles to a log when `CUBECL_DEBUG_LOG=FILE` is set. This
 //! program reads such a log, compiles each WGSL kernel as wgpu 29 does on Vulkan (naga's SPIR-V
-//! writer with the bounds checks and loop bounding off, as cubecl asks, SPIR-V 1.6 on a Vulkan
-//! 1.3 device) and creates it on a Vulkan device with `VK_KHR_pipeline_executable_properties`,
+//! writer with the bounds checks off and the loops bounded only in checked launches, as cubecl
+//! asks, SPIR-V 1.6 on a Vulkan 1.3 device) and creates it on a Vulkan device with `VK_KHR_pipeline_executable_properties`,
 //! then prints the statistics the driver reports for it (NVIDIA: registers, binary size, shared
 //! and local memory; its `Local Memory Size` reads 2^36 plus the bytes a unit spills, driver
 //! 580; Mesa: instruction and spill counts). The kernel is compiled twice: on a device with
@@ -67,11 +67,13 @@ enum Robust {
 /// One kernel of the log.
 struct Logged {
     index: usize,
-    /// The kernel type's last path segment (`CholeskyColumnKernel`).
+    /// The kernel type's last path segment (`CholeskyColumnsKernel`).
     short: String,
     /// Its integer and boolean compile-time arguments, `name=value` separated by spaces.
     args: String,
     cube_dim: String,
+    /// Launched in cubecl's checked mode (wgpu then bounds its loops).
+    checked: bool,
     lang: String,
     source: String,
 }
@@ -109,6 +111,7 @@ fn parse_log(text: &str) -> Vec<Logged> {
             short,
             args,
             cube_dim,
+            checked: id.contains("mode: Checked"),
             lang: lang.trim().to_string(),
             source,
         });
@@ -144,10 +147,12 @@ fn file_stem(k: &Logged) -> String {
 }
 
 /// WGSL to SPIR-V as wgpu-hal 29 does for a kernel cubecl creates (`create_shader_module_trusted`
-/// with bounds checks off, no loop bounding, no zero-initialised workgroup memory).
+/// with bounds checks off, loops bounded only for `checked` launches, no zero-initialised
+/// workgroup memory).
 fn to_spirv(
     source: &str,
     lang_version: (u8, u8),
+    checked: bool,
 ) -> Result<(Vec<u32>, String, Vec<Binding>), String> {
     use naga::back::spv;
     let module = naga::front::wgsl::parse_str(source).map_err(|e| format!("WGSL: {e}"))?;
@@ -190,7 +195,7 @@ fn to_spirv(
             binding_array: naga::proc::BoundsCheckPolicy::Unchecked,
         },
         zero_initialize_workgroup_memory: spv::ZeroInitializeWorkgroupMemoryMode::None,
-        force_loop_bounding: false,
+        force_loop_bounding: checked,
         ..Default::default()
     };
     let pipeline = spv::PipelineOptions {
@@ -239,6 +244,15 @@ impl Vk {
                     None,
                 )
                 .map_err(|e| format!("vkCreateInstance: {e}"))?;
+            // Owned from here: an error below destroys what was made (`Drop`).
+            let mut out = Vk {
+                _entry: entry,
+                instance,
+                name: String::new(),
+                lang_version: (1, 6),
+                devs: Vec::new(),
+            };
+            let instance = out.instance.clone();
             let pds = instance
                 .enumerate_physical_devices()
                 .map_err(|e| format!("vkEnumeratePhysicalDevices: {e}"))?;
@@ -278,12 +292,6 @@ impl Vk {
             let has = |n: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
             let exec_name = ash::khr::pipeline_executable_properties::NAME;
             let has_exec = has(exec_name);
-            if !has_exec {
-                eprintln!(
-                    "shader_stats: {name} lacks {}: the kernels are compiled, with no statistics",
-                    exec_name.to_string_lossy()
-                );
-            }
             let has_r2 = has(ash::ext::robustness2::NAME);
             let family = instance
                 .get_physical_device_queue_family_properties(pd)
@@ -297,6 +305,7 @@ impl Vk {
             let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
             let mut f13 = vk::PhysicalDeviceVulkan13Features::default();
             let mut r2 = vk::PhysicalDeviceRobustness2FeaturesEXT::default();
+            let mut fex = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
             let is13 = lang_version == (1, 6);
             {
                 let mut f = vk::PhysicalDeviceFeatures2::default()
@@ -308,18 +317,27 @@ impl Vk {
                 if has_r2 {
                     f = f.push_next(&mut r2);
                 }
+                if has_exec {
+                    f = f.push_next(&mut fex);
+                }
                 instance.get_physical_device_features2(pd, &mut f);
                 let core = f.features;
                 f11.p_next = std::ptr::null_mut();
                 f12.p_next = std::ptr::null_mut();
                 f13.p_next = std::ptr::null_mut();
                 r2.p_next = std::ptr::null_mut();
+                let has_exec = has_exec && fex.pipeline_executable_info != 0;
+                if !has_exec {
+                    eprintln!(
+                        "shader_stats: {name} lacks {}: the kernels are compiled, with no statistics",
+                        exec_name.to_string_lossy()
+                    );
+                }
                 let modes: &[bool] = match robust {
                     Robust::On => &[true],
                     Robust::Off => &[false],
                     Robust::Both => &[true, false],
                 };
-                let mut devs = Vec::new();
                 for &on in modes {
                     // Every feature the device has, robust buffer access as asked.
                     let mut core = core;
@@ -359,19 +377,15 @@ impl Vk {
                     let exec = has_exec.then(|| {
                         ash::khr::pipeline_executable_properties::Device::new(&instance, &device)
                     });
-                    devs.push(Dev {
+                    out.devs.push(Dev {
                         robust: on,
                         device,
                         exec,
                     });
                 }
-                Ok(Vk {
-                    _entry: entry,
-                    instance,
-                    name,
-                    lang_version,
-                    devs,
-                })
+                out.name = name;
+                out.lang_version = lang_version;
+                Ok(out)
             }
         }
     }
@@ -389,19 +403,57 @@ impl Drop for Vk {
     }
 }
 
-/// The driver's statistics of one compute pipeline, and its internal representations.
-type Stats = (Vec<(String, String)>, Vec<(String, Vec<u8>)>);
+/// The driver's statistics of one compute pipeline (name, value), and its internal
+/// representations (name, whether text, bytes).
+type Stats = (Vec<(String, String)>, Vec<(String, bool, Vec<u8>)>);
 
-fn compile(dev: &Dev, words: &[u32], entry: &str, bindings: &[Binding]) -> Result<Stats, String> {
-    let d = &dev.device;
+/// The objects [`compile`] makes on a device, destroyed on every path out of it.
+struct Made<'a> {
+    d: &'a ash::Device,
+    module: vk::ShaderModule,
+    sets: Vec<vk::DescriptorSetLayout>,
+    layout: vk::PipelineLayout,
+    pipeline: vk::Pipeline,
+}
+
+impl Drop for Made<'_> {
+    fn drop(&mut self) {
+        // SAFETY: each handle is null or was made on `d` and is no longer in use (nothing
+        // was submitted).
+        unsafe {
+            self.d.destroy_pipeline(self.pipeline, None);
+            self.d.destroy_pipeline_layout(self.layout, None);
+            for &l in &self.sets {
+                self.d.destroy_descriptor_set_layout(l, None);
+            }
+            self.d.destroy_shader_module(self.module, None);
+        }
+    }
+}
+
+fn compile(
+    dev: &Dev,
+    words: &[u32],
+    entry: &str,
+    bindings: &[Binding],
+    irs: bool,
+) -> Result<Stats, String> {
+    let name = std::ffi::CString::new(entry).map_err(|_| "entry point with a NUL")?;
     let sets = bindings.iter().map(|b| b.set + 1).max().unwrap_or(0);
-    // SAFETY: the handles are created here and destroyed before returning; the SPIR-V was
-    // validated by naga.
+    let mut made = Made {
+        d: &dev.device,
+        module: vk::ShaderModule::null(),
+        sets: Vec::new(),
+        layout: vk::PipelineLayout::null(),
+        pipeline: vk::Pipeline::null(),
+    };
+    let d = &dev.device;
+    // SAFETY: the create infos and the slices they point to outlive each call; `made`
+    // destroys what was made; the SPIR-V was validated by naga.
     unsafe {
-        let module = d
+        made.module = d
             .create_shader_module(&vk::ShaderModuleCreateInfo::default().code(words), None)
             .map_err(|e| format!("vkCreateShaderModule: {e}"))?;
-        let mut layouts = Vec::new();
         for s in 0..sets {
             let entries: Vec<_> = bindings
                 .iter()
@@ -419,60 +471,49 @@ fn compile(dev: &Dev, words: &[u32], entry: &str, bindings: &[Binding]) -> Resul
                 })
                 .collect();
             let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&entries);
-            layouts.push(
+            made.sets.push(
                 d.create_descriptor_set_layout(&info, None)
                     .map_err(|e| format!("vkCreateDescriptorSetLayout: {e}"))?,
             );
         }
-        let layout = d
+        made.layout = d
             .create_pipeline_layout(
-                &vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts),
+                &vk::PipelineLayoutCreateInfo::default().set_layouts(&made.sets),
                 None,
             )
             .map_err(|e| format!("vkCreatePipelineLayout: {e}"))?;
-        let name = std::ffi::CString::new(entry).map_err(|_| "entry point with a NUL")?;
         let stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(module)
+            .module(made.module)
             .name(&name);
-        let flags = if dev.exec.is_some() {
-            vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
-                | vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR
-        } else {
-            vk::PipelineCreateFlags::empty()
-        };
+        let mut flags = vk::PipelineCreateFlags::empty();
+        if dev.exec.is_some() {
+            flags |= vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
+            if irs {
+                flags |= vk::PipelineCreateFlags::CAPTURE_INTERNAL_REPRESENTATIONS_KHR;
+            }
+        }
         let ci = vk::ComputePipelineCreateInfo::default()
             .flags(flags)
             .stage(stage)
-            .layout(layout);
-        let made = d.create_compute_pipelines(vk::PipelineCache::null(), &[ci], None);
-        let result = match made {
-            Ok(p) => {
-                let r = read_stats(dev, p[0]);
-                d.destroy_pipeline(p[0], None);
-                r
-            }
-            Err((_, e)) => Err(format!("vkCreateComputePipelines: {e}")),
-        };
-        d.destroy_pipeline_layout(layout, None);
-        for l in layouts {
-            d.destroy_descriptor_set_layout(l, None);
-        }
-        d.destroy_shader_module(module, None);
-        result
+            .layout(made.layout);
+        made.pipeline = d
+            .create_compute_pipelines(vk::PipelineCache::null(), &[ci], None)
+            .map_err(|(_, e)| format!("vkCreateComputePipelines: {e}"))?[0];
+        read_stats(dev, made.pipeline, irs)
     }
 }
 
-/// SAFETY: `p` is a live pipeline of `dev`, created with the capture flags where `dev` has
-/// the extension.
-unsafe fn read_stats(dev: &Dev, p: vk::Pipeline) -> Result<Stats, String> {
+/// SAFETY: `p` is a live pipeline of `dev`, created with the statistics captured where `dev`
+/// has the extension, and its internal representations where `irs`.
+unsafe fn read_stats(dev: &Dev, p: vk::Pipeline, irs: bool) -> Result<Stats, String> {
     let Some(exec) = &dev.exec else {
         return Ok((Vec::new(), Vec::new()));
     };
     let execs = exec
         .get_pipeline_executable_properties(&vk::PipelineInfoKHR::default().pipeline(p))
         .map_err(|e| format!("vkGetPipelineExecutablePropertiesKHR: {e}"))?;
-    let (mut stats, mut irs) = (Vec::new(), Vec::new());
+    let (mut stats, mut reps_out) = (Vec::new(), Vec::new());
     for i in 0..execs.len() as u32 {
         let info = vk::PipelineExecutableInfoKHR::default()
             .pipeline(p)
@@ -493,30 +534,53 @@ unsafe fn read_stats(dev: &Dev, p: vk::Pipeline) -> Result<Stats, String> {
             };
             stats.push((name, value));
         }
-        // Two calls for the sizes, a third for the text.
-        let fp = exec.fp();
-        let h = exec.device();
-        let mut n = 0u32;
-        let get = fp.get_pipeline_executable_internal_representations_khr;
-        if get(h, &info, &mut n, std::ptr::null_mut()) != vk::Result::SUCCESS || n == 0 {
+        if !irs {
             continue;
         }
+        // One call for the count, one for the sizes, one for the data.
+        let get = exec
+            .fp()
+            .get_pipeline_executable_internal_representations_khr;
+        let h = exec.device();
+        let mut n = 0u32;
+        let r = get(h, &info, &mut n, std::ptr::null_mut());
+        if r != vk::Result::SUCCESS {
+            return Err(format!(
+                "vkGetPipelineExecutableInternalRepresentationsKHR: {r}"
+            ));
+        }
         let mut reps = vec![vk::PipelineExecutableInternalRepresentationKHR::default(); n as usize];
-        let _ = get(h, &info, &mut n, reps.as_mut_ptr());
+        let r = get(h, &info, &mut n, reps.as_mut_ptr());
+        if r != vk::Result::SUCCESS {
+            return Err(format!(
+                "vkGetPipelineExecutableInternalRepresentationsKHR: {r}"
+            ));
+        }
         let mut bufs: Vec<Vec<u8>> = reps.iter().map(|r| vec![0u8; r.data_size]).collect();
         for (r, b) in reps.iter_mut().zip(bufs.iter_mut()) {
             r.p_data = b.as_mut_ptr().cast();
         }
-        if get(h, &info, &mut n, reps.as_mut_ptr()) == vk::Result::SUCCESS {
-            for (r, b) in reps.iter().zip(bufs) {
-                let name = r
-                    .name_as_c_str()
-                    .map_or("ir".into(), |c| c.to_string_lossy().into_owned());
-                irs.push((name, b));
+        let r = get(h, &info, &mut n, reps.as_mut_ptr());
+        if r != vk::Result::SUCCESS {
+            return Err(format!(
+                "vkGetPipelineExecutableInternalRepresentationsKHR: {r}"
+            ));
+        }
+        for (r, mut b) in reps.iter().zip(bufs) {
+            let name = r
+                .name_as_c_str()
+                .map_or("ir".into(), |c| c.to_string_lossy().into_owned());
+            let text = r.is_text != 0;
+            b.truncate(r.data_size);
+            if text {
+                // Text ends at its NUL.
+                let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                b.truncate(end);
             }
+            reps_out.push((name, text, b));
         }
     }
-    Ok((stats, irs))
+    Ok((stats, reps_out))
 }
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
@@ -556,11 +620,15 @@ fn run(args: &Args) -> Result<(), String> {
     }
     let wgsl: Vec<&Logged> = kernels.iter().filter(|k| k.lang == "wgsl").collect();
     if wgsl.is_empty() {
-        eprintln!(
-            "shader_stats: no WGSL kernel in the log (only {} others)",
+        if args.cuda_dir.is_some() {
+            eprintln!("shader_stats: no WGSL kernel in the log; its CUDA kernels were written");
+            return Ok(());
+        }
+        return Err(format!(
+            "{}: no WGSL kernel among its {} kernels (the CUDA ones: --cuda-dir)",
+            args.log.display(),
             kernels.len()
-        );
-        return Ok(());
+        ));
     }
     let vk = Vk::new(args.device, args.robust)?;
     if !args.json {
@@ -578,7 +646,7 @@ fn run(args: &Args) -> Result<(), String> {
     }
     let mut failed = 0;
     for k in wgsl {
-        let (words, entry, bindings) = match to_spirv(&k.source, vk.lang_version) {
+        let (words, entry, bindings) = match to_spirv(&k.source, vk.lang_version, k.checked) {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
@@ -594,7 +662,8 @@ fn run(args: &Args) -> Result<(), String> {
             )?;
         }
         for dev in &vk.devs {
-            let (stats, irs) = match compile(dev, &words, &entry, &bindings) {
+            let (stats, irs) = match compile(dev, &words, &entry, &bindings, args.ir_dir.is_some())
+            {
                 Ok(x) => x,
                 Err(e) => {
                     eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
@@ -603,14 +672,15 @@ fn run(args: &Args) -> Result<(), String> {
                 }
             };
             if let Some(dir) = &args.ir_dir {
-                for (i, (name, bytes)) in irs.iter().enumerate() {
+                for (i, (name, text, bytes)) in irs.iter().enumerate() {
                     let tag = if dev.robust { "robust" } else { "plain" };
-                    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-                    write(
-                        dir,
-                        &format!("{}_{tag}_{i}_{}.txt", file_stem(k), name.replace(' ', "_")),
-                        &bytes[..end],
-                    )?;
+                    let ext = if *text { "txt" } else { "bin" };
+                    let name: String = name
+                        .chars()
+                        .map(|c| if c.is_alphanumeric() { c } else { '_' })
+                        .collect();
+                    let file = format!("{}_{tag}_{i}_{name}.{ext}", file_stem(k));
+                    write(dir, &file, bytes)?;
                 }
             }
             if args.json {
@@ -767,6 +837,7 @@ extern "C" __global__ void copy_kernel(float* x) { x[0] = 1.0f; }
         assert_eq!(k[0].args, "n=4");
         assert_eq!(k[0].cube_dim, "x=256,y=1,z=1");
         assert_eq!(k[0].lang, "wgsl");
+        assert!(!k[0].checked);
         assert!(k[0].source.starts_with("@group(0)"), "{}", k[0].source);
         assert!(k[0].source.trim_end().ends_with('}'), "{}", k[0].source);
         assert_eq!((k[1].index, k[1].short.as_str()), (1, "CopyKernel"));
@@ -784,7 +855,7 @@ extern "C" __global__ void copy_kernel(float* x) { x[0] = 1.0f; }
     #[test]
     fn a_logged_kernel_becomes_spirv_with_its_bindings() {
         let k = parse_log(LOG);
-        let (words, entry, bindings) = to_spirv(&k[0].source, (1, 6)).unwrap();
+        let (words, entry, bindings) = to_spirv(&k[0].source, (1, 6), k[0].checked).unwrap();
         assert_eq!(words[0], 0x0723_0203, "SPIR-V magic");
         assert_eq!(words[1], 0x0001_0600, "SPIR-V 1.6");
         assert_eq!(entry, "zero_kernel_t_i32_n_4");
@@ -793,7 +864,7 @@ extern "C" __global__ void copy_kernel(float* x) { x[0] = 1.0f; }
             .map(|b| (b.set, b.binding, b.uniform))
             .collect();
         assert_eq!(b, [(0, 0, false), (0, 1, false)]);
-        assert!(to_spirv("fn broken(", (1, 6))
+        assert!(to_spirv("fn broken(", (1, 6), false)
             .unwrap_err()
             .starts_with("WGSL"));
     }

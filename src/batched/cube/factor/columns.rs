@@ -385,8 +385,9 @@ pub(crate) fn lu_columns_kernel<V: Float, T: Float>(
 /// (`i >= j`, a run-time predicate on every FMA). That made the kernel 1.27–1.36x faster on
 /// wgpu at n = 26..32 (1.11–1.15x at 24) and 4–10% faster on CUDA at 24..32 (H200,
 /// 2026-11-27, f64, µs, before / after:
-/// wgpu 24 443 / 386–398, 26 566 / 424–431, 28 557 / 410–411, 30 569 / 435–438, 32 529 /
-/// 399–416; CUDA 24 334 / 320, 26 370 / 354, 28 372 / 357, 30 378 / 356, 32 411 / 378).
+/// wgpu 24 443 / 386–398, 26 566 / 424–431, 27 578 / 439–444, 28 557 / 410–411, 30 569 /
+/// 435–438, 31 573 / 426–435, 32 529 / 399–416; CUDA 24 334 / 320, 26 370 / 354, 27 361 /
+/// 329, 28 372 / 357, 30 378 / 356, 31 364 / 338, 32 411 / 378).
 ///
 /// Two alternating slots of shared memory a matrix: one barrier a step.
 #[cube(launch_unchecked)]
