@@ -137,13 +137,15 @@ fn int_fields(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn file_stem(k: &Logged) -> String {
-    let args: String = k
-        .args
-        .chars()
+/// `s` with every character but letters and digits as `_`, for a file name.
+fn file_safe(s: &str) -> String {
+    s.chars()
         .map(|c| if c.is_alphanumeric() { c } else { '_' })
-        .collect();
-    format!("{:03}_{}_{}", k.index, k.short, args)
+        .collect()
+}
+
+fn file_stem(k: &Logged) -> String {
+    format!("{:03}_{}_{}", k.index, k.short, file_safe(&k.args))
 }
 
 /// WGSL to SPIR-V as wgpu-hal 29 does for a kernel cubecl creates (`create_shader_module_trusted`
@@ -589,10 +591,6 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn json_str(s: &str) -> String {
-    serde_json::Value::String(s.to_string()).to_string()
-}
-
 fn run(args: &Args) -> Result<(), String> {
     let text =
         std::fs::read_to_string(&args.log).map_err(|e| format!("{}: {e}", args.log.display()))?;
@@ -675,29 +673,24 @@ fn run(args: &Args) -> Result<(), String> {
                 for (i, (name, text, bytes)) in irs.iter().enumerate() {
                     let tag = if dev.robust { "robust" } else { "plain" };
                     let ext = if *text { "txt" } else { "bin" };
-                    let name: String = name
-                        .chars()
-                        .map(|c| if c.is_alphanumeric() { c } else { '_' })
-                        .collect();
-                    let file = format!("{}_{tag}_{i}_{name}.{ext}", file_stem(k));
+                    let file = format!("{}_{tag}_{i}_{}.{ext}", file_stem(k), file_safe(name));
                     write(dir, &file, bytes)?;
                 }
             }
             if args.json {
-                let map: BTreeMap<&str, &str> = stats
+                let statistics: BTreeMap<&str, &str> = stats
                     .iter()
                     .map(|(a, b)| (a.as_str(), b.as_str()))
                     .collect();
-                let stats_json = serde_json::to_string(&map).map_err(|e| e.to_string())?;
-                println!(
-                    "{{\"index\":{},\"kernel\":{},\"args\":{},\"cube_dim\":{},\"robust\":{},\"statistics\":{}}}",
-                    k.index,
-                    json_str(&k.short),
-                    json_str(&k.args),
-                    json_str(&k.cube_dim),
-                    dev.robust,
-                    stats_json
-                );
+                let row = serde_json::json!({
+                    "index": k.index,
+                    "kernel": k.short,
+                    "args": k.args,
+                    "cube_dim": k.cube_dim,
+                    "robust": dev.robust,
+                    "statistics": statistics,
+                });
+                println!("{row}");
             } else {
                 let s: Vec<String> = stats.iter().map(|(a, b)| format!("{a}={b}")).collect();
                 println!(
