@@ -8,6 +8,7 @@ use cubecl::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::backend::BackendKind;
+use crate::batched::cube::factor::newton::{self, refine_f64};
 use crate::batched::cube::stage::groups_shape;
 use crate::batched::{Batch, Diagonal, Rhs, Triangle};
 use crate::error::Result;
@@ -31,6 +32,8 @@ struct Sweeps {
     /// Units a cube when the columns live in shared memory (`n` entries a unit), 0 when they
     /// live in registers or a local array.
     shared_x: usize,
+    /// Divisions by the diagonal in the refined f64 form of [`newton`] (f64 on wgpu).
+    refine: bool,
 }
 
 /// Entry `i` of the unit's column: in shared memory (slot `xu` of `sx` a cube, entries `sx`
@@ -67,6 +70,45 @@ fn xset<T: Float>(
         xs[i * sx + xu] = v;
     } else {
         x[i] = v;
+    }
+}
+
+/// `s / d` for a diagonal entry `d`: the refined f64 quotient of [`newton::div`] with
+/// `refine` (f64 on wgpu, where NVIDIA's Vulkan f64 division is a long sequence), else the
+/// plain division.
+#[cube]
+fn diagonal_div<T: Float>(s: T, d: T, #[comptime] refine: bool) -> T {
+    let mut q = s;
+    if comptime![refine] {
+        q = newton::div::<T>(s, d, newton::recip::<T>(d, true), true);
+    } else {
+        q /= d;
+    }
+    q
+}
+
+/// Whether wgpu's f64 solves of `n x n` factors divide by the refined quotient of
+/// [`newton::div`] (the caller checks wgpu and f64): the inverse's at every side, LU's and the
+/// triangular solves up to n = 24, Cholesky's at 24 and 25. NVIDIA's Vulkan f64 division is a
+/// long sequence; the refined one is shorter but adds registers, and the unrolled sweeps sit
+/// at the driver's register limit. Measured on an H200 (2026-11-27, f64, `bench --suite
+/// batched`, µs, plain / refined, two calls; noise about 5%): the inverse at n = 24 / 25 /
+/// 28 1714 / 1580, 2018 / 1826, 2392 / 2070 (2380 / 2008 in the other call), within 3% at 8,
+/// 16, 32; LU's solve at 16 / 20 / 24 499 / 457, 681 / 618, 846 / 714, at 28 and 32 968 /
+/// 1241 and 1340 / 1494 (the other call: 972 / 1265, 1336 / 1494); Cholesky's at 24 / 25
+/// 1661 / 1468, 1748 / 1689 (1694 / 1513, 1787 / 1609), at 16 978 / 1081 (991 / 1104) and at
+/// 26..32 8–30% slower.
+fn refined_at(n: usize, sw: &Sweeps) -> bool {
+    #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+    if let Some(forced) = tests::FORCE_REFINE.with(|f| f.get()) {
+        return forced;
+    }
+    if sw.identity {
+        true
+    } else if sw.transposed {
+        (24..=25).contains(&n)
+    } else {
+        n <= 24
     }
 }
 
@@ -203,7 +245,7 @@ fn solve_kernel<V: Float, T: Float>(
                     );
                 }
                 if !comptime![sw.forward_unit] {
-                    s /= T::cast_from(f[fb + i * n + i]);
+                    s = diagonal_div::<T>(s, T::cast_from(f[fb + i * n + i]), sw.refine);
                 }
                 xset::<T>(&mut x, &mut xs, i, s, xu, sx);
             }
@@ -225,7 +267,7 @@ fn solve_kernel<V: Float, T: Float>(
                     s = fma(-fik, xget::<T>(&x, &xs, k, xu, sx), s);
                 }
                 if !comptime![sw.backward_unit] {
-                    s /= T::cast_from(f[fb + i * n + i]);
+                    s = diagonal_div::<T>(s, T::cast_from(f[fb + i * n + i]), sw.refine);
                 }
                 xset::<T>(&mut x, &mut xs, i, s, xu, sx);
             }
@@ -256,9 +298,11 @@ unsafe fn solve<R: CubeRuntime, V: Element, T: Scalar>(
         return Ok(());
     }
     let (unroll, shared_x) = columns_at(backend, n, &sweeps);
+    let refine = refine_f64::<R, T>(backend) && refined_at(n, &sweeps);
     let sweeps = Sweeps {
         unroll,
         shared_x,
+        refine,
         ..sweeps
     };
     let (count, dim) = if shared_x > 0 {
@@ -320,6 +364,7 @@ pub(crate) unsafe fn lu_solve<R: CubeRuntime, V: Element, T: Scalar>(
         transposed: false,
         unroll: false, // set by `solve`
         shared_x: 0,
+        refine: false, // set by `solve`
     };
     // SAFETY: the caller's contract.
     unsafe { solve::<R, V, T>(backend, lu, pivots, b, sweeps) }
@@ -347,6 +392,7 @@ pub(crate) unsafe fn triangular_solve<R: CubeRuntime, V: Element, T: Scalar>(
         transposed: false,
         unroll: false, // set by `solve`
         shared_x: 0,
+        refine: false, // set by `solve`
     };
     // The pivot argument must be bound: a one-entry buffer, never read.
     let none = backend.alloc::<u32>(1)?;
@@ -374,6 +420,7 @@ pub(crate) unsafe fn cholesky_solve<R: CubeRuntime, V: Element, T: Scalar>(
         transposed: true,
         unroll: false, // set by `solve`
         shared_x: 0,
+        refine: false, // set by `solve`
     };
     let none = backend.alloc::<u32>(1)?;
     // SAFETY: the caller's contract; `sweeps.pivots` is off.

@@ -25,7 +25,7 @@ use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 
 pub(in crate::batched::cube) mod columns;
-mod newton;
+pub(in crate::batched::cube) mod newton;
 mod registers;
 mod rows;
 mod shared;

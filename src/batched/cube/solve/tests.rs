@@ -19,6 +19,9 @@ thread_local! {
     pub(super) static FORCE_COLUMNS: Cell<Option<(bool, usize)>> = const { Cell::new(None) };
     /// Cap the cubes of a shared-memory launch (the grid-stride loop takes the rest).
     pub(super) static FORCE_MAX_CUBES: Cell<Option<usize>> = const { Cell::new(None) };
+    /// Force the refined division by the diagonal on or off (f64 on wgpu only: elsewhere the
+    /// solves never refine).
+    pub(super) static FORCE_REFINE: Cell<Option<bool>> = const { Cell::new(None) };
 }
 
 /// `count` random `n x n` matrices with `weight` added to the diagonal (symmetric when `spd`,
@@ -126,15 +129,22 @@ fn columns_against_cpu<B: Backend>(b: &B) {
         ((false, 0), "a local array"),
         ((false, 32), "shared memory"),
     ];
-    for ((unroll, shared_x), place) in places {
-        FORCE_COLUMNS.with(|f| f.set(Some((unroll, shared_x))));
-        FORCE_MAX_CUBES.with(|f| f.set((shared_x > 0).then_some(2)));
-        // The unrolled form at 33 takes lavapipe minutes to compile: 12 only.
-        let sides: &[usize] = if unroll { &[12] } else { &[12, 33] };
-        for &n in sides {
-            solves_against_cpu(b, n, 23, &format!("columns in {place}"));
+    // Each place with the plain and (wgpu, f64) the refined division by the diagonal.
+    for refine in [false, true] {
+        FORCE_REFINE.with(|f| f.set(Some(refine)));
+        for ((unroll, shared_x), place) in places {
+            FORCE_COLUMNS.with(|f| f.set(Some((unroll, shared_x))));
+            FORCE_MAX_CUBES.with(|f| f.set((shared_x > 0).then_some(2)));
+            // The unrolled form at 33 takes lavapipe minutes to compile: 12 only (and the
+            // refined forms at 12 only).
+            let sides: &[usize] = if unroll || refine { &[12] } else { &[12, 33] };
+            for &n in sides {
+                let what = format!("columns in {place}, refined division {refine}");
+                solves_against_cpu(b, n, 23, &what);
+            }
         }
     }
+    FORCE_REFINE.with(|f| f.set(None));
     FORCE_COLUMNS.with(|f| f.set(None));
     FORCE_MAX_CUBES.with(|f| f.set(None));
 }
