@@ -14,7 +14,9 @@
 //! and local memory; its `Local Memory Size` reads 2^36 plus the bytes a unit spills, driver
 //! 580; Mesa: instruction and spill counts). The kernel is compiled twice: on a device with
 //! robust buffer access on (`robustBufferAccess` and `robustBufferAccess2`, as wgpu opens every
-//! device that has them) and on one with it off. `--cuda-dir` writes the log's CUDA kernels out
+//! device that has them) and on one with it off. `--access read-only` (or `both`) declares the
+//! buffers a kernel never writes `read` (SPIR-V's `NonWritable`) where cubecl binds every
+//! buffer `read_write`: what that binding costs the driver's code. `--cuda-dir` writes the log's CUDA kernels out
 //! as `.cu` files for `nvcc -Xptxas -v`, the same numbers for the CUDA runtime.
 
 use std::collections::BTreeMap;
@@ -52,9 +54,33 @@ struct Args {
     /// Write the log's CUDA kernels here as `.cu` files (for `nvcc -Xptxas -v`).
     #[arg(long)]
     cuda_dir: Option<PathBuf>,
-    /// One JSON object a line (keys: index, kernel, args, cube_dim, robust, statistics).
+    /// Storage buffers a kernel never writes, bound as cubecl binds them (`logged`: every one
+    /// `read_write`, as cubecl 0.10 does without its `exclusive-memory-only` feature), as
+    /// `read` (`read-only`: SPIR-V's `NonWritable`), or each kernel both ways.
+    #[arg(long, value_enum, default_value_t = Access::Logged)]
+    access: Access,
+    /// One JSON object a line (keys: index, kernel, args, cube_dim, robust, read_only,
+    /// statistics).
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Access {
+    Logged,
+    ReadOnly,
+    Both,
+}
+
+impl Access {
+    /// The forms to compile: `false` as logged, `true` with never-written buffers read-only.
+    fn forms(self) -> &'static [bool] {
+        match self {
+            Access::Logged => &[false],
+            Access::ReadOnly => &[true],
+            Access::Both => &[false, true],
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -151,26 +177,52 @@ fn file_stem(k: &Logged) -> String {
 /// WGSL to SPIR-V as wgpu-hal 29 does for a kernel cubecl creates (`create_shader_module_trusted`
 /// with bounds checks off, loops bounded only for `checked` launches, no zero-initialised
 /// workgroup memory).
+///
+/// With `read_only`, the storage buffers the entry point never writes are declared `read`
+/// (SPIR-V's `NonWritable`) instead of `read_write`.
 fn to_spirv(
     source: &str,
     lang_version: (u8, u8),
     checked: bool,
+    read_only: bool,
 ) -> Result<(Vec<u32>, String, Vec<Binding>), String> {
     use naga::back::spv;
-    let module = naga::front::wgsl::parse_str(source).map_err(|e| format!("WGSL: {e}"))?;
-    let info = naga::valid::Validator::new(
-        naga::valid::ValidationFlags::all(),
-        naga::valid::Capabilities::all(),
-    )
-    .validate(&module)
-    .map_err(|e| format!("validation: {e:?}"))?;
-    let entry = module
+    let validate = |module: &naga::Module| {
+        naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::all(),
+        )
+        .validate(module)
+        .map_err(|e| format!("validation: {e:?}"))
+    };
+    let mut module = naga::front::wgsl::parse_str(source).map_err(|e| format!("WGSL: {e}"))?;
+    let mut info = validate(&module)?;
+    let index = module
         .entry_points
         .iter()
-        .find(|e| e.stage == naga::ShaderStage::Compute)
-        .ok_or("no compute entry point")?
-        .name
-        .clone();
+        .position(|e| e.stage == naga::ShaderStage::Compute)
+        .ok_or("no compute entry point")?;
+    let entry = module.entry_points[index].name.clone();
+    if read_only {
+        let uses = info.get_entry_point(index);
+        let unwritten: Vec<_> = module
+            .global_variables
+            .iter()
+            .filter(|&(h, g)| {
+                matches!(g.space, naga::AddressSpace::Storage { access }
+                    if access.contains(naga::StorageAccess::STORE))
+                    && !uses[h]
+                        .intersects(naga::valid::GlobalUse::WRITE | naga::valid::GlobalUse::ATOMIC)
+            })
+            .map(|(h, _)| h)
+            .collect();
+        for h in unwritten {
+            module.global_variables.get_mut(h).space = naga::AddressSpace::Storage {
+                access: naga::StorageAccess::LOAD,
+            };
+        }
+        info = validate(&module)?;
+    }
     let bindings = module
         .global_variables
         .iter()
@@ -638,70 +690,77 @@ fn run(args: &Args) -> Result<(), String> {
             args.log.display()
         );
         println!(
-            "{:>4} {:<28} {:<34} {:<10} {:<6} statistics",
-            "#", "kernel", "args", "cube", "robust"
+            "{:>4} {:<28} {:<34} {:<10} {:<6} {:<9} statistics",
+            "#", "kernel", "args", "cube", "robust", "bindings"
         );
     }
     let mut failed = 0;
     for k in wgsl {
-        let (words, entry, bindings) = match to_spirv(&k.source, vk.lang_version, k.checked) {
-            Ok(x) => x,
-            Err(e) => {
-                eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
-                failed += 1;
-                continue;
+        for &read_only in args.access.forms() {
+            let (words, entry, bindings) =
+                match to_spirv(&k.source, vk.lang_version, k.checked, read_only) {
+                    Ok(x) => x,
+                    Err(e) => {
+                        eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
+                        failed += 1;
+                        continue;
+                    }
+                };
+            let form = if read_only { "_read_only" } else { "" };
+            if let Some(dir) = &args.spv_dir {
+                write(
+                    dir,
+                    &format!("{}{form}.spv", file_stem(k)),
+                    bytemuck::cast_slice(&words),
+                )?;
             }
-        };
-        if let Some(dir) = &args.spv_dir {
-            write(
-                dir,
-                &format!("{}.spv", file_stem(k)),
-                bytemuck::cast_slice(&words),
-            )?;
-        }
-        for dev in &vk.devs {
-            let (stats, irs) = match compile(dev, &words, &entry, &bindings, args.ir_dir.is_some())
-            {
-                Ok(x) => x,
-                Err(e) => {
-                    eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
-                    failed += 1;
-                    continue;
+            for dev in &vk.devs {
+                let (stats, irs) =
+                    match compile(dev, &words, &entry, &bindings, args.ir_dir.is_some()) {
+                        Ok(x) => x,
+                        Err(e) => {
+                            eprintln!("shader_stats: kernel {} ({}): {e}", k.index, k.short);
+                            failed += 1;
+                            continue;
+                        }
+                    };
+                if let Some(dir) = &args.ir_dir {
+                    for (i, (name, text, bytes)) in irs.iter().enumerate() {
+                        let tag = if dev.robust { "robust" } else { "plain" };
+                        let ext = if *text { "txt" } else { "bin" };
+                        let file =
+                            format!("{}{form}_{tag}_{i}_{}.{ext}", file_stem(k), file_safe(name));
+                        write(dir, &file, bytes)?;
+                    }
                 }
-            };
-            if let Some(dir) = &args.ir_dir {
-                for (i, (name, text, bytes)) in irs.iter().enumerate() {
-                    let tag = if dev.robust { "robust" } else { "plain" };
-                    let ext = if *text { "txt" } else { "bin" };
-                    let file = format!("{}_{tag}_{i}_{}.{ext}", file_stem(k), file_safe(name));
-                    write(dir, &file, bytes)?;
+                if args.json {
+                    let statistics: BTreeMap<&str, &str> = stats
+                        .iter()
+                        .map(|(a, b)| (a.as_str(), b.as_str()))
+                        .collect();
+                    let row = serde_json::json!({
+                        "index": k.index,
+                        "kernel": k.short,
+                        "args": k.args,
+                        "cube_dim": k.cube_dim,
+                        "robust": dev.robust,
+                        "read_only": read_only,
+                        "statistics": statistics,
+                    });
+                    println!("{row}");
+                } else {
+                    let s: Vec<String> = stats.iter().map(|(a, b)| format!("{a}={b}")).collect();
+                    println!(
+                        "{:>4} {:<28} {:<34} {:<10} {:<6} {:<9} {}",
+                        k.index,
+                        k.short,
+                        k.args,
+                        k.cube_dim,
+                        if dev.robust { "on" } else { "off" },
+                        if read_only { "read" } else { "logged" },
+                        s.join("; ")
+                    );
                 }
-            }
-            if args.json {
-                let statistics: BTreeMap<&str, &str> = stats
-                    .iter()
-                    .map(|(a, b)| (a.as_str(), b.as_str()))
-                    .collect();
-                let row = serde_json::json!({
-                    "index": k.index,
-                    "kernel": k.short,
-                    "args": k.args,
-                    "cube_dim": k.cube_dim,
-                    "robust": dev.robust,
-                    "statistics": statistics,
-                });
-                println!("{row}");
-            } else {
-                let s: Vec<String> = stats.iter().map(|(a, b)| format!("{a}={b}")).collect();
-                println!(
-                    "{:>4} {:<28} {:<34} {:<10} {:<6} {}",
-                    k.index,
-                    k.short,
-                    k.args,
-                    k.cube_dim,
-                    if dev.robust { "on" } else { "off" },
-                    s.join("; ")
-                );
             }
         }
     }
@@ -848,7 +907,7 @@ extern "C" __global__ void copy_kernel(float* x) { x[0] = 1.0f; }
     #[test]
     fn a_logged_kernel_becomes_spirv_with_its_bindings() {
         let k = parse_log(LOG);
-        let (words, entry, bindings) = to_spirv(&k[0].source, (1, 6), k[0].checked).unwrap();
+        let (words, entry, bindings) = to_spirv(&k[0].source, (1, 6), k[0].checked, false).unwrap();
         assert_eq!(words[0], 0x0723_0203, "SPIR-V magic");
         assert_eq!(words[1], 0x0001_0600, "SPIR-V 1.6");
         assert_eq!(entry, "zero_kernel_t_i32_n_4");
@@ -857,8 +916,42 @@ extern "C" __global__ void copy_kernel(float* x) { x[0] = 1.0f; }
             .map(|b| (b.set, b.binding, b.uniform))
             .collect();
         assert_eq!(b, [(0, 0, false), (0, 1, false)]);
-        assert!(to_spirv("fn broken(", (1, 6), false)
+        assert!(to_spirv("fn broken(", (1, 6), false, false)
             .unwrap_err()
             .starts_with("WGSL"));
+    }
+
+    /// `OpDecorate … NonWritable` instructions of a SPIR-V module.
+    fn non_writable(words: &[u32]) -> usize {
+        let (mut at, mut count) = (5, 0); // past the header
+        while at < words.len() {
+            let (len, op) = ((words[at] >> 16) as usize, words[at] & 0xffff);
+            // OpDecorate (71) target decoration; NonWritable is decoration 24.
+            if op == 71 && words.get(at + 2) == Some(&24) {
+                count += 1;
+            }
+            at += len.max(1);
+        }
+        count
+    }
+
+    #[test]
+    fn read_only_marks_only_the_buffers_never_written() {
+        // `a` is only read, `b` written, `c` read and written: only `a` becomes read-only.
+        let source = r#"
+@group(0) @binding(0) var<storage, read_write> a: array<f32>;
+@group(0) @binding(1) var<storage, read_write> b: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@compute @workgroup_size(64, 1, 1)
+fn k(@builtin(global_invocation_id) id: vec3<u32>) {
+    b[id.x] = a[id.x] + 1.0;
+    c[id.x] = c[id.x] * 2.0;
+}
+"#;
+        let (logged, ..) = to_spirv(source, (1, 6), false, false).unwrap();
+        let (read_only, entry, bindings) = to_spirv(source, (1, 6), false, true).unwrap();
+        assert_eq!(entry, "k");
+        assert_eq!(bindings.len(), 3);
+        assert_eq!(non_writable(&read_only), non_writable(&logged) + 1);
     }
 }
