@@ -16,8 +16,9 @@
 //! robust buffer access on (`robustBufferAccess` and `robustBufferAccess2`, as wgpu opens every
 //! device that has them) and on one with it off. `--access read-only` (or `both`) declares the
 //! buffers a kernel never writes `read` (SPIR-V's `NonWritable`) where cubecl binds every
-//! buffer `read_write`: what that binding costs the driver's code. `--cuda-dir` writes the log's CUDA kernels out
-//! as `.cu` files for `nvcc -Xptxas -v`, the same numbers for the CUDA runtime.
+//! buffer `read_write`: what that binding costs the driver's code. `--cuda-dir` writes the
+//! log's CUDA kernels out as `.cu` files for `nvcc -Xptxas -v`, the same numbers for the CUDA
+//! runtime.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -921,37 +922,58 @@ extern "C" __global__ void copy_kernel(float* x) { x[0] = 1.0f; }
             .starts_with("WGSL"));
     }
 
-    /// `OpDecorate … NonWritable` instructions of a SPIR-V module.
-    fn non_writable(words: &[u32]) -> usize {
-        let (mut at, mut count) = (5, 0); // past the header
+    /// The `Binding` numbers of the variables a SPIR-V module decorates `NonWritable`.
+    fn non_writable_bindings(words: &[u32]) -> Vec<u32> {
+        // OpDecorate (opcode 71): target, decoration, literals. NonWritable is decoration 24,
+        // Binding 33.
+        let (mut at, mut non_writable, mut binding) = (5, Vec::new(), BTreeMap::new());
         while at < words.len() {
             let (len, op) = ((words[at] >> 16) as usize, words[at] & 0xffff);
-            // OpDecorate (71) target decoration; NonWritable is decoration 24.
-            if op == 71 && words.get(at + 2) == Some(&24) {
-                count += 1;
+            if op == 71 {
+                match words.get(at + 2) {
+                    Some(24) => non_writable.push(words[at + 1]),
+                    Some(33) => {
+                        binding.insert(words[at + 1], words[at + 3]);
+                    }
+                    _ => {}
+                }
             }
             at += len.max(1);
         }
-        count
+        let mut bound: Vec<u32> = non_writable
+            .iter()
+            .filter_map(|id| binding.get(id).copied())
+            .collect();
+        bound.sort_unstable();
+        bound
     }
 
     #[test]
     fn read_only_marks_only_the_buffers_never_written() {
-        // `a` is only read, `b` written, `c` read and written: only `a` becomes read-only.
+        // `a` is only read; `b` written, `c` read and written, `d` updated atomically and `e`
+        // written by a function the entry point calls: only `a` becomes read-only.
         let source = r#"
 @group(0) @binding(0) var<storage, read_write> a: array<f32>;
 @group(0) @binding(1) var<storage, read_write> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> c: array<f32>;
+@group(0) @binding(3) var<storage, read_write> d: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> e: array<f32>;
+fn put(i: u32, v: f32) {
+    e[i] = v;
+}
 @compute @workgroup_size(64, 1, 1)
 fn k(@builtin(global_invocation_id) id: vec3<u32>) {
     b[id.x] = a[id.x] + 1.0;
     c[id.x] = c[id.x] * 2.0;
+    atomicAdd(&d[0], 1u);
+    put(id.x, a[0]);
 }
 "#;
         let (logged, ..) = to_spirv(source, (1, 6), false, false).unwrap();
         let (read_only, entry, bindings) = to_spirv(source, (1, 6), false, true).unwrap();
         assert_eq!(entry, "k");
-        assert_eq!(bindings.len(), 3);
-        assert_eq!(non_writable(&read_only), non_writable(&logged) + 1);
+        assert_eq!(bindings.len(), 5);
+        assert_eq!(non_writable_bindings(&logged), Vec::<u32>::new());
+        assert_eq!(non_writable_bindings(&read_only), [0]);
     }
 }

@@ -88,25 +88,27 @@ fn diagonal_div<T: Float>(s: T, d: T, #[comptime] refine: bool) -> T {
 }
 
 /// Whether wgpu's f64 solves of `n x n` factors divide by the refined quotient of
-/// [`newton::div`] (the caller checks wgpu and f64): the inverse's at every side, LU's and the
-/// triangular solves up to n = 24, Cholesky's at 24 and 25. NVIDIA's Vulkan f64 division is a
-/// long sequence; the refined one is shorter but adds registers, and the unrolled sweeps sit
-/// at the driver's register limit. Measured on an H200 (2026-11-27, f64, `bench --suite
-/// batched`, µs, plain / refined, two calls; noise about 5%): the inverse at n = 24 / 25 /
-/// 28 1714 / 1580, 2018 / 1826, 2392 / 2070 (2380 / 2008 in the other call), within 3% at 8,
-/// 16, 32; LU's solve at 16 / 20 / 24 499 / 457, 681 / 618, 846 / 714, at 28 and 32 968 /
-/// 1241 and 1340 / 1494 (the other call: 972 / 1265, 1336 / 1494); Cholesky's at 24 / 25
-/// 1661 / 1468, 1748 / 1689 (1694 / 1513, 1787 / 1609), at 16 978 / 1081 (991 / 1104) and at
-/// 26..32 8–30% slower.
+/// [`newton::div`] (the caller checks wgpu and f64): LU's inverse (the identity's sweeps) up to
+/// n = 32, LU's and the triangular solves of given right-hand sides up to 24, Cholesky's solves
+/// and inverse at 24 and 25. NVIDIA's Vulkan f64 division is a long sequence; the refined one
+/// is shorter but adds registers, and the unrolled sweeps sit at the driver's register limit.
+/// Measured on an H200 (2026-11-27, f64, `bench --suite batched`, µs, plain / refined; noise
+/// about 5%; docs/benchmarks.md, nineteenth session): LU's inverse at n = 24 / 25 / 28 1714 /
+/// 1580, 2018 / 1826, 2392 / 2070 (another call 2394 / 2087), within 5% at 8, 16, 20, 32;
+/// LU's solve at 16 / 20 / 24 499 / 457, 681 / 618, 846 / 714, but at 28 and 32 956 / 1241
+/// and 1336 / 1494 (another call: 972 / 1265, 1340 / 1496); Cholesky's solve at 24 / 25 1661
+/// / 1468, 1748 / 1689 (another call: 1694 / 1513, 1787 / 1609), but at 16 978 / 1081 (991 /
+/// 1104) and at 28 / 32 2024 / 2542, 2593 / 2895. Cholesky's inverse (its identity sweeps)
+/// follows its solve, unmeasured; sides above 32 (a local array) were not measured refined.
 fn refined_at(n: usize, sw: &Sweeps) -> bool {
     #[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
     if let Some(forced) = tests::FORCE_REFINE.with(|f| f.get()) {
         return forced;
     }
-    if sw.identity {
-        true
-    } else if sw.transposed {
+    if sw.transposed {
         (24..=25).contains(&n)
+    } else if sw.identity {
+        n <= UNROLL_SOLVE
     } else {
         n <= 24
     }
