@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # What the two compilers make of the batched kernels, side by side: NVIDIA's Vulkan driver
-# (`shader_stats`: registers, local memory, binary size, with robust buffer access on and
-# off) and NVRTC's source through nvcc (`-Xptxas -v` registers and spills, `cuobjdump` SASS
-# size). Issue 13 (eighteenth session): the Vulkan build of a kernel against the CUDA one.
+# (`shader_stats`: registers, local memory, binary size, each kernel two ways) and NVRTC's
+# source through nvcc (`-Xptxas -v` registers and spills, `cuobjdump` SASS size). Issue 13
+# (eighteenth and nineteenth sessions): the Vulkan build of a kernel against the CUDA one.
+# COMPARE=access (default): the buffers a kernel never writes bound `read_write` as cubecl
+# binds them, against `read` (robust buffer access on, as wgpu opens the device);
+# COMPARE=robust: robust buffer access on against off (bindings as logged). On an H200 (driver
+# 580, 2026-11-27) robustness changed no kernel's statistics.
 #
 # Build and stage (this machine):
 #   GPU_FEATURES=cuda,wgpu,shader-stats ../shared/gpu/pack --example bench --example shader_stats
@@ -14,6 +18,12 @@
 set -euo pipefail
 ops=${1:-cholesky}
 sides=${2:-24,26,28,32}
+compare=${COMPARE:-access}
+case "$compare" in
+  access) modes=(--robust on --access both) ;;
+  robust) modes=(--robust both --access logged) ;;
+  *) echo "shader_stats.sh: COMPARE is access or robust, not '$compare'" >&2; exit 2 ;;
+esac
 bench=.gpu/bin/bench
 stats=.gpu/bin/shader_stats
 out=${OUT:-/tmp}/shader_stats
@@ -31,8 +41,8 @@ for backend in wgpu cuda; do
     || echo "shader_stats.sh: bench on $backend stopped ($?); using the kernels it logged" >&2
 done
 
-# Vulkan: one JSON object a kernel and robustness mode.
-"$stats" "$out/wgpu.log" --json > "$out/vulkan.jsonl"
+# Vulkan: one JSON object a kernel and form.
+"$stats" "$out/wgpu.log" "${modes[@]}" --json > "$out/vulkan.jsonl"
 
 # CUDA: NVRTC's sources through nvcc for the same architecture.
 rm -rf "$out/cu"
@@ -44,10 +54,12 @@ for f in "$out"/cu/*.cu; do
 done
 wait
 
-python3 - "$out" <<'PY'
+python3 - "$out" "$compare" <<'PY'
 import glob, json, os, re, sys
 
-out = sys.argv[1]
+out, compare = sys.argv[1], sys.argv[2]
+# The two forms of each kernel: (JSON key, value of the first form, column label).
+FORM = {"access": ("read_only", False, "rw/ro"), "robust": ("robust", True, "on/off")}[compare]
 NVIDIA_LOCAL_OFFSET = 1 << 36  # driver 580 reports 2^36 plus the bytes a unit spills
 
 
@@ -67,7 +79,7 @@ for line in open(os.path.join(out, "vulkan.jsonl")):
     r = json.loads(line)
     s = r["statistics"]
     key = (r["kernel"], side(r["args"]), variant(r["args"]))
-    mode = "on" if r["robust"] else "off"
+    mode = "a" if r.get(FORM[0]) == FORM[1] else "b"
     local = s.get("Local Memory Size", "-")
     if local != "-" and int(local) >= NVIDIA_LOCAL_OFFSET:
         local = int(local) - NVIDIA_LOCAL_OFFSET
@@ -85,11 +97,12 @@ for f in sorted(glob.glob(os.path.join(out, "cu", "*.cu"))):
     cuda[key] = (regs.group(1) if regs else "-", spill.group(1) if spill else "-",
                  int(sass) * 16 if sass.isdigit() else "-")
 
-print(f"{'kernel':<24} {'n':>3} {'variant':<18} | {'Vulkan regs on/off':>18} {'local on/off':>13} "
-      f"{'binary on/off':>17} | {'NVRTC regs':>10} {'spill':>6} {'SASS bytes':>10}")
+label = FORM[2]
+print(f"{'kernel':<24} {'n':>3} {'variant':<18} | {'Vulkan regs ' + label:>18} {'local ' + label:>13} "
+      f"{'binary ' + label:>17} | {'NVRTC regs':>10} {'spill':>6} {'SASS bytes':>10}")
 for key in sorted(set(rows) | set(cuda)):
     v = rows.get(key, {})
-    on, off = v.get("on", ("-",) * 3), v.get("off", ("-",) * 3)
+    on, off = v.get("a", ("-",) * 3), v.get("b", ("-",) * 3)
     c = cuda.get(key, ("-", "-", "-"))
     print(f"{key[0]:<24} {key[1]:>3} {key[2]:<18} | {str(on[0]) + '/' + str(off[0]):>18} "
           f"{str(on[1]) + '/' + str(off[1]):>13} {str(on[2]) + '/' + str(off[2]):>17} | "
