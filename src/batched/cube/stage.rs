@@ -96,30 +96,70 @@ pub(crate) fn load_part<V: Float, T: Float>(
     #[comptime] p: Part,
     #[comptime] units: usize,
 ) {
-    let group_len = comptime![p.per_cube * p.len];
-    let base = g * comptime![p.per_cube * p.size];
-    let end = count * p.size;
-    let unit = UNIT_POS as usize;
+    let bounds = part_bounds(g, count, p);
     let mut tmp = Array::<T>::new(IN_FLIGHT);
     let slots = comptime![in_flight(p.per_cube * p.len, units)];
     #[unroll]
     for batch in 0..comptime![(p.per_cube * p.len).div_ceil(units).div_ceil(slots)] {
-        #[unroll]
-        for it in 0..slots {
-            let t = unit + comptime![(batch * slots + it) * units];
-            let at = part_index(base, t, p);
-            let mut v = T::new(0.0);
-            if t < group_len && at < end {
-                v = T::cast_from(a[at]);
-            }
-            tmp[it] = v;
+        let shares = comptime![(batch * slots, (batch + 1) * slots)];
+        fetch_part::<V, T>(a, &mut tmp, comptime![0usize], bounds, p, units, shares);
+        put_part::<T>(sh, &tmp, comptime![0usize], p, units, shares);
+    }
+}
+
+/// The first global entry of group `g`'s matrices and the end of the batch's entries.
+#[cube]
+pub(crate) fn part_bounds(g: usize, count: usize, #[comptime] p: Part) -> (usize, usize) {
+    (g * comptime![p.per_cube * p.size], count * p.size)
+}
+
+/// Loads shares `shares.0..shares.1` of a unit of a group's part `p` (share `i`: entry
+/// `unit + i · units` of the part, as [`load_part`] coalesces them) into registers
+/// `dst[at..]`, zero past the group or past `end`; `(base, end)` is [`part_bounds`].
+#[cube]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fetch_part<V: Float, T: Float>(
+    a: &Array<V>,
+    dst: &mut Array<T>,
+    #[comptime] at: usize,
+    bounds: (usize, usize),
+    #[comptime] p: Part,
+    #[comptime] units: usize,
+    #[comptime] shares: (usize, usize),
+) {
+    let (base, end) = bounds;
+    let group_len = comptime![p.per_cube * p.len];
+    let unit = UNIT_POS as usize;
+    #[unroll]
+    for it in 0..comptime![shares.1 - shares.0] {
+        let t = unit + comptime![(shares.0 + it) * units];
+        let i = part_index(base, t, p);
+        let mut v = T::new(0.0);
+        if t < group_len && i < end {
+            v = T::cast_from(a[i]);
         }
-        #[unroll]
-        for it in 0..slots {
-            let t = unit + comptime![(batch * slots + it) * units];
-            if t < group_len {
-                sh[(t / p.n) * p.ld + t % p.n] = tmp[it];
-            }
+        dst[comptime![at + it]] = v;
+    }
+}
+
+/// Writes the shares that [`fetch_part`] loaded into `src[at..]` to their places
+/// in shared memory.
+#[cube]
+pub(crate) fn put_part<T: Float>(
+    sh: &mut SharedMemory<T>,
+    src: &Array<T>,
+    #[comptime] at: usize,
+    #[comptime] p: Part,
+    #[comptime] units: usize,
+    #[comptime] shares: (usize, usize),
+) {
+    let group_len = comptime![p.per_cube * p.len];
+    let unit = UNIT_POS as usize;
+    #[unroll]
+    for it in 0..comptime![shares.1 - shares.0] {
+        let t = unit + comptime![(shares.0 + it) * units];
+        if t < group_len {
+            sh[(t / p.n) * p.ld + t % p.n] = src[comptime![at + it]];
         }
     }
 }
