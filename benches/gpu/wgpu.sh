@@ -61,7 +61,9 @@
 #           process, dot to host, CG (Poisson 7-pt 256³, FVM tets 120; f64 and mixed), SpMV
 #           (FVM tets 70, Poisson 7-pt 256³, Poisson 27-pt 192³) and batched (n = 8..64), with
 #           this commit's `bench` ("fa", then PyTorch's batched baseline) or the old one ("fb");
-#           $SUITES picks among "vector cg spmv batched".
+#           $SUITES picks among "vector cg spmv batched", $SIDES the batched sides (the
+#           twentieth session's H100 table: SIDES=4,8,16,24,32,40,64; its kernel variants ran
+#           temporary environment switches, not committed).
 # part "nw" / "nwt": sixteenth session (after `pack --tests --example bench`, the previous
 #           commit's `bench` in .gpu/before/bench.gz): the batched factorizations at n = 4..64
 #           ($SIDES) on both runtimes, before and after (refined f64 division and square root
@@ -306,11 +308,11 @@ fa|fb)
       --spmv-precision f64 --spmv-precision mixed --reps 3
     on spmv && TAIL=40 run "spmv_${tag}_$be" 150 $w --suite spmv --backend $be --only fvm_tet_70 --only poisson7_256 \
       ${SPMV_MORE---only poisson27_192} --spmv-precision f64 --reps 5
-    on batched && TAIL=30 run "batched_${tag}_$be" 150 $w --suite batched --backend $be --log2 8,16,24,32,40,64 \
+    on batched && TAIL=30 run "batched_${tag}_$be" 150 $w --suite batched --backend $be --log2 ${SIDES:-8,16,24,32,40,64} \
       --precision f64 --reps 3
   done
   [ "$part" = fa ] && on batched && TAIL=40 run torch 150 python3 -c "import sys; sys.path.insert(0, 'benches/gpu'); \
-    import batched_torch as t; t.SIZES = [8, 16, 24, 32, 40, 64]; t.main()"
+    import batched_torch as t; t.SIZES = [${SIDES:-8,16,24,32,40,64}]; t.main()"
   ;;
 v)
   for w in before/bench bin/bench; do
