@@ -115,9 +115,8 @@ pub(crate) fn part_bounds(g: usize, count: usize, #[comptime] p: Part) -> (usize
 
 /// Loads shares `shares.0..shares.1` of a unit of a group's part `p` (share `i`: entry
 /// `unit + i · units` of the part, as [`load_part`] coalesces them) into registers
-/// `dst[at..]`, zero past the group or past `end`; `(base, end)` is [`part_bounds`].
+/// `dst[at..]`, zero past the group or past the batch's end (`bounds`: [`part_bounds`]).
 #[cube]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn fetch_part<V: Float, T: Float>(
     a: &Array<V>,
     dst: &mut Array<T>,
