@@ -13,8 +13,8 @@ use clap::Parser;
 use galerkin::dg::DgCheck;
 use galerkin::hdg::HdgCheck;
 use galerkin::multigrid::TensorCheck;
-use galerkin::verify::{check, standard_checks, Check, Comparison};
-use galerkin::{Backend, BackendKind, BackendTask, Result};
+use galerkin::verify::{check, standard_checks, CheckOn, Comparison};
+use galerkin::{BackendKind, BackendTask, Cpu, FullBackend, Result};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -47,27 +47,27 @@ struct Conformance<'a>(&'a Args);
 
 /// A check as a table row in either precision (object-safe, for lists of checks of
 /// different types).
-trait CheckRow<B: Backend> {
+trait CheckRow<B: FullBackend> {
     fn label(&self) -> String;
     fn row_f32(&self, backend: &B) -> (String, Option<Comparison>);
     fn row_f64(&self, backend: &B) -> (String, Option<Comparison>);
 }
 
-impl<B: Backend, C: Check> CheckRow<B> for C {
+impl<B: FullBackend, C: CheckOn<B> + CheckOn<Cpu>> CheckRow<B> for C {
     fn label(&self) -> String {
         self.name()
     }
     fn row_f32(&self, backend: &B) -> (String, Option<Comparison>) {
-        row::<B, f32>(backend, self)
+        row::<B, f32, C>(backend, self)
     }
     fn row_f64(&self, backend: &B) -> (String, Option<Comparison>) {
-        row::<B, f64>(backend, self)
+        row::<B, f64, C>(backend, self)
     }
 }
 
-fn row<B: Backend, T: galerkin::Scalar>(
+fn row<B: FullBackend, T: galerkin::Scalar, C: CheckOn<B> + CheckOn<Cpu>>(
     backend: &B,
-    c: &impl Check,
+    c: &C,
 ) -> (String, Option<Comparison>) {
     let name = format!(
         "{:<34} {:<5} {:<4}",
@@ -101,7 +101,7 @@ fn row<B: Backend, T: galerkin::Scalar>(
 
 impl BackendTask for Conformance<'_> {
     type Output = (usize, usize);
-    fn run<B: Backend>(self, backend: B) -> Result<(usize, usize)> {
+    fn run<B: FullBackend>(self, backend: B) -> Result<(usize, usize)> {
         let args = self.0;
         let wants = |p: PrecisionArg| args.precisions.is_empty() || args.precisions.contains(&p);
         println!("\n{}", backend.info());

@@ -27,7 +27,7 @@ use galerkin::hdg::{
 };
 use galerkin::mesh::tri::{Diagonal, TriMesh};
 use galerkin::solver::Progress;
-use galerkin::{Backend, BackendTask, Error, Result, Scalar};
+use galerkin::{BackendTask, Error, FullBackend, Result, Scalar};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -363,7 +363,7 @@ fn spinner(name: &str) -> indicatif::ProgressBar {
     b
 }
 
-fn solve<B: Backend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<Outcome> {
+fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<Outcome> {
     let args = task.args;
     let mut params = HdgParams::new(args.degree);
     params.tau = args.tau;
@@ -443,7 +443,7 @@ fn solve<B: Backend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<Out
 
 impl BackendTask for Task<'_> {
     type Output = Outcome;
-    fn run<B: Backend>(self, b: B) -> Result<Outcome> {
+    fn run<B: FullBackend>(self, b: B) -> Result<Outcome> {
         match self.args.precision {
             PrecisionArg::F64 => solve::<B, f64, f64>(&b, &self),
             PrecisionArg::Mixed => solve::<B, f32, f64>(&b, &self),

@@ -20,7 +20,7 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use galerkin::dg::{cavity_mode, check_mode, check_order, Flux, Maxwell, TetMesh, MAX_ORDER};
 use galerkin::mesh::gmsh;
-use galerkin::{Backend, BackendTask, Error, Result, Scalar};
+use galerkin::{BackendTask, Error, FullBackend, Result, Scalar};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -188,7 +188,7 @@ struct Task<'a> {
 
 impl BackendTask for Task<'_> {
     type Output = Outcome;
-    fn run<B: Backend>(self, b: B) -> Result<Outcome> {
+    fn run<B: FullBackend>(self, b: B) -> Result<Outcome> {
         match self.args.precision {
             Precision::F32 => simulate::<B, f32>(&b, self),
             Precision::F64 => simulate::<B, f64>(&b, self),
@@ -196,7 +196,7 @@ impl BackendTask for Task<'_> {
     }
 }
 
-fn write_vtk<B: Backend, T: Scalar>(
+fn write_vtk<B: FullBackend, T: Scalar>(
     dg: &Maxwell<B, T>,
     dir: &str,
     index: usize,
@@ -212,7 +212,7 @@ fn write_vtk<B: Backend, T: Scalar>(
     Ok(())
 }
 
-fn simulate<B: Backend, T: Scalar>(b: &B, task: Task<'_>) -> Result<Outcome> {
+fn simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Result<Outcome> {
     let args = task.args;
     let start = Instant::now();
     let flux = match args.flux {

@@ -27,7 +27,7 @@ use galerkin::solver::{
     fgmres, gmres, pcg, LinearOperator, MixedPrecision, Preconditioner, Progress, SolverParams,
 };
 use galerkin::tensor::{Grid, OperatorKind, TensorOperator, MAX_DEGREE};
-use galerkin::{Backend, BackendTask, Error, Result, Scalar, Vector};
+use galerkin::{BackendTask, Error, FullBackend, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -207,7 +207,7 @@ struct Task<'a> {
 
 impl BackendTask for Task<'_> {
     type Output = Outcome;
-    fn run<B: Backend>(self, b: B) -> Result<Outcome> {
+    fn run<B: FullBackend>(self, b: B) -> Result<Outcome> {
         match self.args.precision {
             PrecisionArg::F64 => solve::<B, f64, f64>(&b, &self),
             PrecisionArg::Mixed => solve::<B, f64, f32>(&b, &self),
@@ -217,7 +217,11 @@ impl BackendTask for Task<'_> {
 }
 
 /// Refuses up front a problem whose vectors cannot fit the device.
-fn check_memory<B: Backend, S: Scalar, T: Scalar>(b: &B, args: &Args, grid: Grid) -> Result<()> {
+fn check_memory<B: FullBackend, S: Scalar, T: Scalar>(
+    b: &B,
+    args: &Args,
+    grid: Grid,
+) -> Result<()> {
     let smoother = smoother_kind(args);
     let n = grid.len() as u64;
     let outer = match args.solver {
@@ -269,7 +273,7 @@ fn smoother_kind(args: &Args) -> SmootherKind {
     }
 }
 
-fn solve<B: Backend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result<Outcome> {
+fn solve<B: FullBackend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result<Outcome> {
     let (args, grid) = (task.args, task.grid);
     check_memory::<B, S, T>(b, args, grid)?;
     let show = !args.json && std::io::stderr().is_terminal();

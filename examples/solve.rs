@@ -25,7 +25,7 @@ use galerkin::solver::{
     Preconditioner, RefinementParams, SolveReport, SolverParams,
 };
 use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};
-use galerkin::{Backend, BackendTask, Cpu, Element, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, Cpu, Element, FullBackend, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -293,7 +293,7 @@ fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport
 
 impl BackendTask for Task<'_> {
     type Output = (Vec<f64>, SolveReport);
-    fn run<B: Backend>(self, b: B) -> Result<(Vec<f64>, SolveReport)> {
+    fn run<B: FullBackend>(self, b: B) -> Result<(Vec<f64>, SolveReport)> {
         let b = match self.args.buffer_limit {
             Some(bytes) => b.with_buffer_limit(bytes)?,
             None => b,

@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use galerkin::sparse::{Csr, FormatChoice, FormatOptions, SparseMatrix};
-use galerkin::{Backend, BackendTask, Cpu, Element, Error, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, Cpu, Element, Error, FullBackend, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -120,7 +120,7 @@ fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Vec<f64>> {
 
 impl BackendTask for Task {
     type Output = Vec<f64>;
-    fn run<B: Backend>(self, b: B) -> Result<Vec<f64>> {
+    fn run<B: FullBackend>(self, b: B) -> Result<Vec<f64>> {
         println!("backend: {}", b.info());
         match self.args.precision {
             PrecisionArg::F32 => run::<B, f32, f32>(&b, &self),

@@ -154,7 +154,7 @@ pub enum Error {
     },
 
     /// A distributed operation failed on one or more ranks; every rank returns this error
-    /// (see [`Communicator::agree`](crate::dist::Communicator::agree)).
+    /// (see [`Communicator::agree`](crate::distributed::Communicator::agree)).
     #[error("rank {rank} failed ({ranks} rank(s) in all): {message}")]
     Rank {
         /// The lowest failing rank.
@@ -167,6 +167,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// An [`Error::InvalidArgument`]: argument `name` of `op` is bad, for `reason`.
+    pub(crate) fn invalid(op: &'static str, name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            op,
+            name,
+            reason: reason.into(),
+        }
+    }
+
     /// A [`Error::DimensionMismatch`] for operand `what` of `op`.
     pub(crate) fn dims(
         op: &'static str,
@@ -180,27 +189,6 @@ impl Error {
             expected,
             found,
         }
-    }
-}
-
-/// Checks that `other` is the device of `this`, else returns [`Error::DeviceMismatch`] for
-/// `op`: a buffer of one device must never reach a kernel of another.
-///
-/// # Errors
-/// [`Error::DeviceMismatch`] when they differ.
-pub(crate) fn check_device<B: crate::backend::BackendCore>(
-    op: &'static str,
-    this: &B,
-    other: &B,
-) -> Result<()> {
-    if this.same_device(other) {
-        Ok(())
-    } else {
-        Err(Error::DeviceMismatch {
-            op,
-            left: this.info().to_string(),
-            right: other.info().to_string(),
-        })
     }
 }
 

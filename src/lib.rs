@@ -18,16 +18,20 @@
 
 pub mod backend;
 pub mod batched;
+mod bundle;
 pub mod dg;
-pub mod dist;
+pub mod distributed;
 pub mod error;
 pub mod fvm;
 pub mod hdg;
 pub mod io;
 pub mod mesh;
 pub mod multigrid;
+pub mod operator;
+pub mod quadrature;
 pub mod random;
 pub mod scalar;
+mod select;
 pub mod solver;
 pub mod sparse;
 pub mod tensor;
@@ -38,10 +42,9 @@ pub mod verify;
 pub use backend::Cuda;
 #[cfg(feature = "wgpu")]
 pub use backend::Wgpu;
-pub use backend::{
-    device_count, with_backend, with_backend_on, Backend, BackendCore, BackendInfo, BackendKind,
-    BackendTask, Cpu, Cube,
-};
+pub use backend::{device_count, BackendCore, BackendInfo, BackendKind, Cpu, Cube};
+pub use bundle::Backend;
 pub use error::{Error, Result};
 pub use scalar::{DType, Element, Precision, Scalar, Storable};
+pub use select::{with_backend, with_backend_on, BackendTask, FullBackend};
 pub use vector::{Vector, VectorOps};

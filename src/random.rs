@@ -1,6 +1,8 @@
 //! A seedable random generator for tests, benchmarks and generated matrices: the same seed
 //! gives the same numbers on every platform and version of this crate.
 
+use crate::scalar::Element;
+
 /// A small, fast, seedable generator (xoshiro256**, seeded through SplitMix64): the same
 /// seed gives the same numbers on every platform and version of this crate.
 #[derive(Clone, Debug)]
@@ -51,4 +53,18 @@ impl Rng {
     pub fn below(&mut self, n: usize) -> usize {
         ((self.next_u64() as u128 * n as u128) >> 64) as usize
     }
+}
+
+/// `len` values uniform in `[-1, 1)`, rounded to `T`.
+pub fn random_vec<T: Element>(len: usize, seed: u64) -> Vec<T> {
+    let mut rng = Rng::new(seed);
+    (0..len)
+        .map(|_| T::from_f64(rng.range(-1.0, 1.0)))
+        .collect()
+}
+
+/// `len` values uniform in `[lo, hi)`, rounded to `T`.
+pub fn random_range<T: Element>(len: usize, lo: f64, hi: f64, seed: u64) -> Vec<T> {
+    let mut rng = Rng::new(seed);
+    (0..len).map(|_| T::from_f64(rng.range(lo, hi))).collect()
 }

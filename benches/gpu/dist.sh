@@ -2,7 +2,7 @@
 # Distributed runs on the GPU machine (issue 14): correctness of CPU, wgpu and CUDA ranks
 # sharing the one GPU, the overhead of several ranks per GPU, CPU scaling on its cores, and
 # the host<->device bandwidth the halo staging pays. Staged with
-#   GPU_FEATURES=cuda,wgpu,mpi ../shared/gpu/pack --test dist --example solve
+#   GPU_FEATURES=cuda,wgpu,mpi ../shared/gpu/pack --test distributed --example solve
 #   mkdir -p .gpu/mpi-debs && cp <Open MPI .debs> .gpu/mpi-debs/   (if the image has no MPI)
 # and run as `source .gpu/setup.sh; benches/gpu/dist.sh`. Full outputs go to $OUT.
 # PROFILE=1: exact per-rank compute/halo split (`solve --profile`: a device sync per SpMV).

@@ -7,7 +7,7 @@ use galerkin::batched::{
     cholesky, cholesky_solve, gemm, inverse, lu, lu_solve, Batch, GemmParams, Pivoting,
 };
 use galerkin::verify::Rng;
-use galerkin::{Backend, BackendTask, DType, Precision, Result, Scalar};
+use galerkin::{Backend, BackendTask, DType, FullBackend, Precision, Result, Scalar};
 
 use crate::timing::{gbps, median, median_minus};
 use crate::Options;
@@ -141,7 +141,7 @@ fn one<B: Backend, T: Scalar>(b: &B, n: usize, options: &Options, copy: f64) -> 
 
 impl BackendTask for Suite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         println!(
             "\n# {}  (batched suite; median of {} runs; GB/s of operands in + results out)",
             b.info(),

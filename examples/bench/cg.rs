@@ -8,7 +8,7 @@ use std::time::Instant;
 use galerkin::solver::{cg, pcg, Jacobi, LinearOperator, Progress, SolverParams};
 use galerkin::sparse::generate;
 use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};
-use galerkin::{Backend, BackendTask, Cpu, Result, Vector};
+use galerkin::{Backend, BackendTask, Cpu, FullBackend, Result, Vector};
 
 use crate::spmv::{dump, Case};
 use crate::Options;
@@ -200,7 +200,7 @@ fn run_case<B: Backend>(
 
 impl BackendTask for Suite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         println!("\n# {}  (CG suite)", b.info());
         let len = 1usize << 26;
         let x = Vector::<B, f64>::full(&b, len, 1.0)?;

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use galerkin::dg::{cavity_mode, DgParams, Flux, Maxwell, TetMesh};
 use galerkin::verify::random_vec;
-use galerkin::{Backend, BackendTask, Precision, Result, Scalar, Vector};
+use galerkin::{BackendTask, FullBackend, Precision, Result, Scalar, Vector};
 
 use crate::timing::{copy_bandwidth, gbps, median};
 use crate::Options;
@@ -27,7 +27,7 @@ struct DgSuite<'a> {
 
 impl BackendTask for DgSuite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         for &p in &self.options.precisions {
             if !b.supports(p.dtype()) {
                 continue;
@@ -48,7 +48,7 @@ fn box_size(np: usize, target: f64) -> usize {
     ((target / (36.0 * np as f64)).cbrt().round() as usize).max(1)
 }
 
-fn stage_rows<B: Backend, T: Scalar>(b: &B, options: &Options) -> Result<()> {
+fn stage_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()> {
     let copy = copy_bandwidth::<B, T>(b)?;
     let cpu = b.info().kind == galerkin::BackendKind::Cpu;
     let target = if cpu { 2e6 } else { 1.2e8 } * options.scale;
@@ -134,7 +134,7 @@ fn stage_rows<B: Backend, T: Scalar>(b: &B, options: &Options) -> Result<()> {
     Ok(())
 }
 
-fn accuracy_rows<B: Backend, T: Scalar>(b: &B) -> Result<()> {
+fn accuracy_rows<B: FullBackend, T: Scalar>(b: &B) -> Result<()> {
     println!(
         "dg-accuracy {} {}: cavity mode (1,1,0), T = 1, upwind, cfl 0.5",
         b.info(),

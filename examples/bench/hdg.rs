@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use galerkin::hdg::{Hdg, HdgParams, Problem, StageTimes, TracePreconditioner, TraceSolverParams};
 use galerkin::mesh::tri::{Diagonal, TriMesh};
-use galerkin::{Backend, BackendTask, Result, Scalar, Vector};
+use galerkin::{BackendTask, FullBackend, Result, Scalar, Vector};
 
 use crate::spmv::{dump, Case};
 use crate::timing::{gbps, median};
@@ -50,7 +50,7 @@ struct Suite<'a> {
 }
 
 /// The stage times of the run with the median total among `reps`.
-fn median_run<B: Backend, V: Scalar, S: Scalar>(
+fn median_run<B: FullBackend, V: Scalar, S: Scalar>(
     hdg: &Hdg<B, V, S>,
     problem: &Problem<'_>,
     solver: &TraceSolverParams,
@@ -70,7 +70,7 @@ fn median_run<B: Backend, V: Scalar, S: Scalar>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn one<B: Backend, V: Scalar, S: Scalar>(
+fn one<B: FullBackend, V: Scalar, S: Scalar>(
     b: &B,
     prec: &str,
     mesh: &TriMesh,
@@ -173,7 +173,7 @@ fn one<B: Backend, V: Scalar, S: Scalar>(
 /// The trace SpMV on the assembled `K`: block-ELL against CSR on the device; `--dump`
 /// writes `K` for cuSPARSE.
 #[allow(clippy::too_many_arguments)]
-fn trace_spmv<B: Backend, V: Scalar, S: Scalar>(
+fn trace_spmv<B: FullBackend, V: Scalar, S: Scalar>(
     b: &B,
     hdg: &Hdg<B, V, S>,
     problem: &Problem<'_>,
@@ -227,7 +227,7 @@ fn trace_spmv<B: Backend, V: Scalar, S: Scalar>(
 
 impl BackendTask for Suite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         let o = self.options;
         println!(
             "\n# {}  (hdg suite: -∇²u + u = f on n x n squares of 2 triangles, Dirichlet; times in ms, GPU: median of 3 runs after a warm-up, CPU: one run; total = all stages but setup; PCG {}, rtol 1e-12 (f64, mixed) / 1e-5 (f32); xcpu on the CPU rows: each GPU's speed-up)",

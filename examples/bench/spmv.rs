@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use galerkin::sparse::generate;
 use galerkin::sparse::{Csr, Format, FormatOptions, SellParams, SparseMatrix, StaircaseParams};
-use galerkin::{Backend, BackendTask, Cpu, Element, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, Cpu, Element, FullBackend, Result, Scalar, Vector};
 
 use crate::timing::{gbps, median};
 use crate::Options;
@@ -236,7 +236,7 @@ fn measure<B: Backend, V: Element, T: Scalar>(
 
 impl BackendTask for Suite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         println!(
             "\n# {}  (spmv suite; median of {} runs; GB/s counts the stored arrays + x + y once)",
             b.info(),

@@ -16,7 +16,7 @@ use std::time::Instant;
 use galerkin::multigrid::{level_rhs, Multigrid, MultigridParams};
 use galerkin::solver::{fgmres, gmres, LinearOperator, MixedPrecision, Progress, SolverParams};
 use galerkin::tensor::{Grid, OperatorKind, TensorOperator};
-use galerkin::{Backend, BackendTask, Precision, Result, Scalar, Vector};
+use galerkin::{BackendTask, FullBackend, Precision, Result, Scalar, Vector};
 
 use crate::timing::{copy_bandwidth, gbps, median};
 use crate::Options;
@@ -47,7 +47,7 @@ fn level_for(k: usize, target: f64) -> usize {
 
 impl BackendTask for TensorSuite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         for &p in &self.options.precisions {
             if !b.supports(p.dtype()) {
                 continue;
@@ -61,7 +61,7 @@ impl BackendTask for TensorSuite<'_> {
     }
 }
 
-fn tensor_rows<B: Backend, T: Scalar>(b: &B, options: &Options) -> Result<()> {
+fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()> {
     let copy = copy_bandwidth::<B, T>(b)?;
     let cpu = b.info().kind == galerkin::BackendKind::Cpu;
     let target = if cpu { 2e6 } else { 3.2e7 } * options.scale;
@@ -161,7 +161,7 @@ struct MgSuite<'a> {
 
 impl BackendTask for MgSuite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         let cpu = b.info().kind == galerkin::BackendKind::Cpu;
         println!(
             "mg {}: 3D, u = Π sin(π xᵢ), (F)GMRES(f64) + one V-cycle, to 1e-9",
@@ -216,7 +216,7 @@ impl BackendTask for MgSuite<'_> {
 
 /// One solve: (dofs, iterations, setup s (hierarchy, operator, right-hand side), solve s,
 /// true relative residual).
-fn solve_row<B: Backend, T: Scalar>(
+fn solve_row<B: FullBackend, T: Scalar>(
     b: &B,
     k: usize,
     level: usize,

@@ -3,7 +3,7 @@
 
 use galerkin::vector::cg_update;
 use galerkin::verify::random_vec;
-use galerkin::{Backend, BackendTask, Precision, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, FullBackend, Precision, Result, Scalar, Vector};
 
 use crate::timing::{gbps, median};
 use crate::Options;
@@ -81,7 +81,7 @@ fn one<B: Backend, T: Scalar>(b: &B, log2: u32, reps: usize) -> Result<()> {
 
 impl BackendTask for Suite<'_> {
     type Output = ();
-    fn run<B: Backend>(self, b: B) -> Result<()> {
+    fn run<B: FullBackend>(self, b: B) -> Result<()> {
         println!(
             "\n# {}  (vector suite; time = median of {} runs)",
             b.info(),

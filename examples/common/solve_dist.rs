@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use galerkin::dist::{
+use galerkin::distributed::{
     self, BlockJacobi, Communicator, DistCsr, DistMatrix, DistPreconditioner, DistVector, InnerCg,
     PartitionMethod,
 };
@@ -11,7 +11,7 @@ use galerkin::solver::{
     BlockJacobi as LocalBlockJacobi, Chebyshev, ChebyshevParams, Identity, Jacobi, Preconditioner,
     SolveReport, SolverParams,
 };
-use galerkin::{Backend, BackendTask, Error, Result, Scalar};
+use galerkin::{Backend, BackendTask, Error, FullBackend, Result, Scalar};
 
 use super::{Args, PrecondArg, SolverArg};
 use crate::common::{read_vector, write_vector, PrecisionArg};
@@ -28,10 +28,10 @@ fn load(comm: &Communicator, args: &Args, method: PartitionMethod) -> Result<Dis
     let spec = &args.matrix;
     let generator = spec.contains(':') && !std::path::Path::new(spec).exists();
     if !generator && !spec.ends_with(".gz") {
-        return dist::read_matrix_market(comm, spec, method);
+        return distributed::read_matrix_market(comm, spec, method);
     }
     let a = comm.agree(crate::common::load(spec))?;
-    dist::distribute(comm, &a, method)
+    distributed::distribute(comm, &a, method)
 }
 
 struct Task<'a> {
@@ -109,10 +109,10 @@ fn solve_in<B: Backend, S: Scalar>(
     let mp = (args.precond != PrecondArg::None).then_some(&bj as &dyn DistPreconditioner<B, S>);
     let p = params(args, comm, false);
     let solve = |x: &mut DistVector<B, S>| match args.solver {
-        SolverArg::Cg | SolverArg::Pcg => dist::cg(&m, mp, &b, x, &p),
-        SolverArg::Bicgstab => dist::bicgstab(&m, mp, &b, x, &p),
-        SolverArg::Gmres => dist::gmres(&m, mp, &b, x, &p),
-        SolverArg::Fgmres => dist::fgmres(&m, mp, &b, x, &p),
+        SolverArg::Cg | SolverArg::Pcg => distributed::cg(&m, mp, &b, x, &p),
+        SolverArg::Bicgstab => distributed::bicgstab(&m, mp, &b, x, &p),
+        SolverArg::Gmres => distributed::gmres(&m, mp, &b, x, &p),
+        SolverArg::Fgmres => distributed::fgmres(&m, mp, &b, x, &p),
         SolverArg::Refine => unreachable!("refused before"),
     };
     if args.warmup {
@@ -190,13 +190,13 @@ fn solve_mixed<B: Backend>(
     let p = params(args, comm, true);
     if args.warmup {
         let mut x = DistVector::zeros(backend, a.layout())?;
-        dist::mixed_cg(&m64, &inner, &b, &mut x, &p)?;
+        distributed::mixed_cg(&m64, &inner, &b, &mut x, &p)?;
     }
     let mut x = DistVector::zeros(backend, a.layout())?;
     comm.reset_counters();
     m64.reset_times();
     m32.reset_times();
-    let mut report = dist::mixed_cg(&m64, &inner, &b, &mut x, &p)?;
+    let mut report = distributed::mixed_cg(&m64, &inner, &b, &mut x, &p)?;
     report.solver = "flexible CG (f64) + inner PCG (f32)";
     let mut times = timing(comm, &m64, &report);
     let h32 = m32.times();
@@ -208,7 +208,7 @@ fn solve_mixed<B: Backend>(
 
 impl BackendTask for Task<'_> {
     type Output = DistOutcome;
-    fn run<B: Backend>(self, backend: B) -> Result<DistOutcome> {
+    fn run<B: FullBackend>(self, backend: B) -> Result<DistOutcome> {
         let (comm, args) = (self.comm, self.args);
         self.started.set(true);
         // Every rank has its device (a rank that failed to get one agrees from outside).

@@ -10,7 +10,7 @@ use crate::scalar::{DType, Storable};
 /// Seals the operator-family traits: only this crate's backends implement them, and their
 /// unchecked methods are reached only through the checked containers.
 pub(crate) mod sealed {
-    /// Implemented by [`Cpu`](crate::Cpu) and [`Cube<R>`](crate::Cube) only.
+    /// Implemented by [`Cpu`](crate::backend::Cpu) and [`Cube<R>`](crate::backend::Cube) only.
     pub trait Sealed {}
 }
 
@@ -87,7 +87,7 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
 
     /// A buffer over values `start..start + len` of `buffer`, sharing its memory (a binding
     /// at an offset), where the backend can bind part of a buffer and `start` is a multiple
-    /// of [`SPLIT_ROW_ALIGN`](crate::sparse::SPLIT_ROW_ALIGN); `None` otherwise (the CPU
+    /// of [`SPLIT_ROW_ALIGN`]; `None` otherwise (the CPU
     /// backend: its buffers are host vectors).
     ///
     /// # Safety
@@ -143,17 +143,22 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     }
 }
 
+/// Vector parts and the row blocks of split matrices start at multiples of this many
+/// values: a view starting there is aligned for every element type (wgpu binds storage at
+/// multiples of 256 bytes).
+pub const SPLIT_ROW_ALIGN: usize = 256;
+
 /// The smallest buffer limit [`BackendCore::with_buffer_limit`] accepts: 2048 bytes, one
 /// part of 256 values of 8 bytes (see [`vector_part_len`]).
 pub const MIN_BUFFER_LIMIT: u64 = 2048;
 
 /// The number of values in each part of a vector too long for one buffer of a device whose
 /// largest buffer is `max_buffer_bytes`: the largest multiple of
-/// [`SPLIT_ROW_ALIGN`](crate::sparse::SPLIT_ROW_ALIGN) values of 8 bytes that fits, for every
+/// [`SPLIT_ROW_ALIGN`] values of 8 bytes that fits, for every
 /// element type (so an f32 and an f64 vector of one length are split alike). Vectors of at
 /// most this many values are one buffer.
 pub fn vector_part_len(max_buffer_bytes: u64) -> usize {
-    let align = crate::sparse::SPLIT_ROW_ALIGN as u64;
+    let align = SPLIT_ROW_ALIGN as u64;
     let values = (max_buffer_bytes / 8 / align * align).max(align);
     usize::try_from(values).unwrap_or(usize::MAX)
 }
@@ -173,7 +178,7 @@ pub(crate) fn buffer_limit(info: &BackendInfo, bytes: u64) -> Result<u64> {
 /// The kinds of backend, for choosing one at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BackendKind {
-    /// [`Cpu`](crate::Cpu).
+    /// [`Cpu`](crate::backend::Cpu).
     Cpu,
     /// `Wgpu`: Vulkan, Metal, DX12 or WebGPU through wgpu.
     Wgpu,
@@ -321,5 +326,22 @@ impl<T> Drop for Deferred<'_, T> {
 impl<T> fmt::Debug for Deferred<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Deferred(..)")
+    }
+}
+
+/// Checks that `other` is the device of `this`, else returns [`Error::DeviceMismatch`] for
+/// `op`: a buffer of one device must never reach a kernel of another.
+///
+/// # Errors
+/// [`Error::DeviceMismatch`] when they differ.
+pub(crate) fn check_device<B: BackendCore>(op: &'static str, this: &B, other: &B) -> Result<()> {
+    if this.same_device(other) {
+        Ok(())
+    } else {
+        Err(Error::DeviceMismatch {
+            op,
+            left: this.info().to_string(),
+            right: other.info().to_string(),
+        })
     }
 }

@@ -50,7 +50,7 @@ impl Cpu {
     /// A CPU backend that accepts only the element types in `dtypes`: it behaves like a
     /// device without f64 (or without f16), to exercise the fallback paths of code that must
     /// also run on such devices. Asking it for another type gives
-    /// [`Error::Unsupported`](crate::Error::Unsupported).
+    /// [`Error::Unsupported`](crate::error::Error::Unsupported).
     pub fn with_dtypes(dtypes: &[DType]) -> Self {
         let mut info = (*Cpu::new().info).clone();
         info.dtypes = dtypes.to_vec();

@@ -1,16 +1,10 @@
 //! Backends: where data lives and kernels run.
 //!
-//! A backend is a bundle of one trait per operator family, as in burn:
-//!
-//! ```text
-//! Backend = BackendCore      buffers: allocate, upload, download, synchronize, info
-//!         + VectorOps        fill, copy, axpy, dot, nrm2, fused CG update, ...
-//!         + SparseOps        SpMV of every sparse format
-//!         + BatchedOps       batched small dense GEMM, LU, Cholesky, solves
-//! ```
-//!
-//! Later families (sparse, batched dense, ...) are further traits the backends implement,
-//! so that no single trait grows into one giant list.
+//! This module is the ground floor: [`BackendCore`] (typed buffers, their movement to and
+//! from the host, device information) and its implementations. The operator families
+//! (`VectorOps`, `SparseOps`, `BatchedOps`, and each discretisation's own) are traits of their
+//! own modules above it, implemented there for both backends; [`Backend`](crate::Backend)
+//! bundles the core ones.
 //!
 //! Implementations:
 //! - [`Cpu`]: host memory and rayon. Always compiled, the default, and the reference every
@@ -19,20 +13,39 @@
 //!   `cuda`) and `Wgpu` (feature `wgpu`; Vulkan, Metal, DX12, WebGPU).
 //!
 //! Generic code takes `B: Backend`; code that picks the backend at run time from a string
-//! (examples, command-line tools) uses [`BackendKind`] and [`with_backend`].
+//! (examples, command-line tools) uses [`BackendKind`] and
+//! [`with_backend`](crate::with_backend).
 
-pub(crate) mod bundle;
 pub(crate) mod core;
 pub(crate) mod cpu;
 pub(crate) mod cube;
 
 pub use self::core::{
     vector_part_len, BackendCore, BackendInfo, BackendKind, Deferred, MIN_BUFFER_LIMIT,
+    SPLIT_ROW_ALIGN,
 };
-pub use bundle::{device_count, with_backend, with_backend_on, Backend, BackendTask};
 pub use cpu::Cpu;
 #[cfg(feature = "cuda")]
 pub use cube::Cuda;
 #[cfg(feature = "wgpu")]
 pub use cube::Wgpu;
 pub use cube::{Connection, Cube, CubeBuffer, CubeRuntime, DirectIo, LaunchConfig};
+
+/// The devices of `kind` on this machine: the CUDA device count (0 if the driver is
+/// missing); 1 for the CPU and for wgpu (whose adapters are not counted here).
+pub fn device_count(kind: BackendKind) -> usize {
+    match kind {
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => {
+            use cudarc::driver::result;
+            if !cube::cuda_driver_present() {
+                return 0;
+            }
+            result::init()
+                .and_then(|_| result::device::get_count())
+                .map(|n| n.max(0) as usize)
+                .unwrap_or(0)
+        }
+        _ => 1,
+    }
+}

@@ -1,11 +1,12 @@
 //! The batched operations: shapes and devices checked here, then the backend's
 //! [`BatchedOps`] does the work.
 
+use crate::backend::core::check_device;
 use crate::backend::core::BackendCore;
 use crate::batched::{
     Batch, BatchedOps, Diagonal, Lu, Op, Pivoting, Rhs, Status, Triangle, MAX_DIM,
 };
-use crate::error::{check_device, check_len, Error, Result};
+use crate::error::{check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 
 /// The scalars and transpositions of a batched product `C = α op(A) op(B) + β C`.

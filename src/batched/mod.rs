@@ -54,6 +54,7 @@ use crate::error::{Error, Result};
 use crate::scalar::Element;
 use crate::vector::VectorOps;
 
+mod convert;
 pub(crate) mod cpu;
 pub(crate) mod cube;
 mod linalg;

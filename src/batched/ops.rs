@@ -46,7 +46,7 @@ pub trait BatchedOps: VectorOps + Sealed {
     /// LU factorization in place; returns pivots and status codes (on the device).
     ///
     /// # Errors
-    /// Device errors; [`Error::Unsupported`](crate::Error::Unsupported) when a matrix does
+    /// Device errors; [`Error::Unsupported`](crate::error::Error::Unsupported) when a matrix does
     /// not fit the device's shared memory.
     ///
     /// # Safety

@@ -2,11 +2,13 @@
 //! and absorbing faces), lift, update and the fused stage on random fields over a perturbed
 //! cube, against the CPU in f64.
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
+use crate::dg::ops::DgOps;
 use crate::error::Result;
+use crate::random::random_vec;
 use crate::scalar::{DType, Scalar};
 use crate::vector::Vector;
-use crate::verify::{random_vec, round_to, Check};
+use crate::verify::{round_to, Check, CheckOn};
 
 use super::host::Flux;
 use super::maxwell::Maxwell;
@@ -72,7 +74,7 @@ fn cube_with_absorbing_side(n: usize) -> Result<TetMesh> {
     mesh.with_absorbing(&[7])
 }
 
-fn random<B: Backend, T: Scalar>(
+fn random<B: Backend + DgOps, T: Scalar>(
     b: &B,
     len: usize,
     seed: u64,
@@ -111,8 +113,10 @@ impl Check for DgCheck {
             _ => 16 * np,
         }
     }
+}
 
-    fn run<B: Backend, T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
+impl<B: Backend + DgOps> CheckOn<B> for DgCheck {
+    fn run<T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
         let mesh = cube_with_absorbing_side(2)?;
         let dg = Maxwell::<B, T>::new(b, &mesh, self.order, self.flux)?;
         let n = dg.dofs();

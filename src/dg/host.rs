@@ -289,7 +289,7 @@ pub fn cavity_mode(mode: [usize; 3], t: f64, x: [f64; 3]) -> [f64; 6] {
 mod tests {
     use super::*;
     use crate::mesh::structured::StructuredTets;
-    use crate::verify::random_vec;
+    use crate::random::random_vec;
 
     fn setup(n: usize, order: usize, perturbation: f64) -> (DgGeometry, ReferenceTet) {
         let mesh = StructuredTets::unit_cube(n, perturbation, 5)

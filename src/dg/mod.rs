@@ -9,6 +9,7 @@
 //! host operator ([`host`]) that the CPU kernels are checked against.
 
 pub mod check;
+mod cpu;
 pub(crate) mod cube;
 pub mod geometry;
 pub mod host;

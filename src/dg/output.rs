@@ -2,7 +2,8 @@
 //! node lattice (the warp-and-blend nodes keep the topology of the equispaced lattice), the
 //! fields discontinuous across elements, `E` and `H` as 3-component point data.
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
+use crate::dg::ops::DgOps;
 use crate::error::Result;
 use crate::io::vtk::{UnstructuredGrid, VtkCell};
 use crate::scalar::Scalar;
@@ -58,7 +59,7 @@ pub fn sub_tets(order: usize) -> Vec<[u32; 4]> {
     out
 }
 
-impl<B: Backend, T: Scalar> Maxwell<B, T> {
+impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// The fields as a VTK grid: every node a point (`K Np`), `K N³` sub-tetrahedra, point
     /// data `E` and `H` (3 components each); one grid per time, which the caller's file
     /// name records.

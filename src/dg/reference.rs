@@ -10,7 +10,7 @@
 use nalgebra::DMatrix;
 
 use crate::error::{Error, Result};
-use crate::tensor::gauss_lobatto;
+use crate::quadrature::gauss_lobatto;
 
 /// The largest order of the nodal DG elements.
 pub const MAX_ORDER: usize = 9;

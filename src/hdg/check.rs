@@ -2,13 +2,15 @@
 //! backend and precision against the CPU in f64 on the same perturbed mesh (its points
 //! rounded to the precision of the run, so that both see the same geometry).
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
+use crate::hdg::ops::HdgOps;
 use crate::hdg::{Hdg, HdgParams, Problem};
 use crate::mesh::tri::{square_tags, Diagonal, TriMesh};
+use crate::random::random_vec;
 use crate::scalar::{DType, Scalar};
 use crate::vector::Vector;
-use crate::verify::{random_vec, round_to, Check};
+use crate::verify::{round_to, Check, CheckOn};
 
 /// An HDG stage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +63,11 @@ impl HdgCheck {
         Ok(mesh)
     }
 
-    fn output<B: Backend, V: Scalar, S: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<f64>> {
+    fn output<B: Backend + HdgOps, V: Scalar, S: Scalar>(
+        &self,
+        b: &B,
+        inputs: DType,
+    ) -> Result<Vec<f64>> {
         let mesh = self.mesh(inputs)?;
         let mut params = HdgParams::new(self.degree);
         params.tau = 1.5;
@@ -121,8 +127,10 @@ impl Check for HdgCheck {
         let nu = (self.degree + 1) * (self.degree + 2) / 2;
         16 * nu * nu
     }
+}
 
-    fn run<B: Backend, T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
+impl<B: Backend + HdgOps> CheckOn<B> for HdgCheck {
+    fn run<T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
         let out = self.output::<B, T, T>(b, inputs)?;
         Ok(out.into_iter().map(T::from_f64).collect())
     }

@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod coefficients;
+mod cpu;
 pub(crate) mod cube;
 pub mod host;
 pub mod ops;

@@ -1,21 +1,22 @@
 //! What a user takes away from a solve: the L2 errors against an exact solution, and the
 //! fields sampled for ParaView.
 
-use crate::backend::Backend;
 use crate::batched::Batch;
+use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::hdg::host;
+use crate::hdg::ops::HdgOps;
 use crate::hdg::pipeline::Hdg;
 use crate::hdg::stages::{Exact, Fields, L2Errors};
 use crate::io::vtk::{UnstructuredGrid, VtkCell};
 use crate::scalar::Scalar;
 
 /// The values of a batch, widened to f64 on the host.
-fn to_f64<B: Backend, V: Scalar>(b: &Batch<B, V>) -> Result<Vec<f64>> {
+fn to_f64<B: Backend + HdgOps, V: Scalar>(b: &Batch<B, V>) -> Result<Vec<f64>> {
     Ok(b.to_vec()?.iter().map(|v| v.as_f64()).collect())
 }
 
-impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
+impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// The L2 errors of `fields` against `exact` (on the host, by quadrature of degree
     /// `2P + 8`).
     ///

@@ -4,12 +4,12 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use crate::backend::Backend;
 use crate::batched::{cholesky, cholesky_solve, gemm, Batch, GemmParams};
+use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::hdg::coefficients::CoefficientKind;
 use crate::hdg::host;
-use crate::hdg::ops::TRACE_SLOTS;
+use crate::hdg::ops::{HdgMesh, HdgOps};
 use crate::hdg::params::{HdgParams, Problem, TracePreconditioner, TraceSolverParams};
 use crate::hdg::post_ops::{post_process_operators, SplitPost};
 use crate::hdg::reference::{num_modes, PostProcessMatrices, ReferenceMatrices};
@@ -21,12 +21,11 @@ use crate::hdg::topology::TraceTopology;
 use crate::mesh::tri::TriMesh;
 use crate::scalar::{Element, Scalar};
 use crate::solver::{pcg, BlockJacobi, Chebyshev, ChebyshevParams, Preconditioner, SolverParams};
-use crate::sparse::BlockEll;
 use crate::vector::Vector;
 
 /// The HDG discretisation of a mesh on a backend: element storage `V` (local matrices and
 /// `K`), arithmetic and trace vectors `S` (`f64` with `V = f32` is the mixed precision).
-pub struct Hdg<B: Backend, V: Scalar, S: Scalar> {
+pub struct Hdg<B: Backend + HdgOps, V: Scalar, S: Scalar> {
     pub(super) backend: B,
     pub(super) params: HdgParams,
     pub(super) mesh: TriMesh,
@@ -37,13 +36,8 @@ pub struct Hdg<B: Backend, V: Scalar, S: Scalar> {
     pub(super) mean: Batch<B, V>,
     /// The post-processing by blocks, where `N(P+1)` exceeds [`MAX_DIM`].
     pub(super) split: Option<SplitPost<B, V>>,
-    pub(super) vertices: B::Buffer<V>,
-    pub(super) flips: B::Buffer<u32>,
-    pub(super) elem_dofs: B::Buffer<u32>,
-    pub(super) gather_free: B::Buffer<u32>,
-    pub(super) gather_dir: B::Buffer<u32>,
-    pub(super) rows: B::Buffer<u32>,
-    pub(super) diag_index: B::Buffer<u32>,
+    /// The mesh and its trace topology on the device.
+    pub(super) device: HdgMesh<B, V>,
     pub(super) setup_time: Duration,
     pub(super) _s: PhantomData<S>,
 }
@@ -52,7 +46,7 @@ fn to_elements<V: Element>(values: &[f64]) -> Vec<V> {
     values.iter().map(|&v| V::from_f64(v)).collect()
 }
 
-impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
+impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// Prepares the discretisation: topology (every boundary edge Dirichlet except those
     /// tagged `neumann_tags`), reference matrices, uploads, and the edge-to-element lists
     /// by sort-by-key on the device.
@@ -94,27 +88,7 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
             .collect::<Result<Vec<_>>>()?;
         let (split, mean) =
             post_process_operators(backend, mesh.num_triangles(), &reference, &post, false)?;
-        let vertices: Vec<f64> = mesh
-            .triangles
-            .iter()
-            .flat_map(|t| t.iter().flat_map(|&v| mesh.points[v as usize]))
-            .collect();
-        let (gather_free, gather_dir) = topology.gathers(mesh);
-        let nfree = topology.nfree();
-        let mut diag_index = vec![0u32; nfree * nl * nl];
-        let big = nfree * nl;
-        for l in 0..nfree {
-            for i in 0..nl {
-                for j in 0..nl {
-                    diag_index[l * nl * nl + i * nl + j] = (i + nl * l + big * j) as u32;
-                }
-            }
-        }
-        crate::sparse::to_u32(big * TRACE_SLOTS * nl, "hdg", "trace matrix values")?;
-        let elem_dofs = backend.upload(&topology.elem_dofs)?;
-        let mut rows = backend.alloc::<u32>(2 * nfree)?;
-        // SAFETY: elem_dofs holds 3 count entries, rows 2 nfree, both on this backend.
-        unsafe { backend.hdg_edge_elements(&elem_dofs, &mut rows)? };
+        let device = HdgMesh::new(backend, mesh, &topology)?;
         backend.synchronize()?;
         Ok(Hdg {
             backend: backend.clone(),
@@ -123,13 +97,7 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
             stacks,
             mean,
             split,
-            vertices: backend.upload(&to_elements::<V>(&vertices))?,
-            flips: backend.upload(&topology.flips)?,
-            elem_dofs,
-            gather_free: backend.upload(&gather_free)?,
-            gather_dir: backend.upload(&gather_dir)?,
-            rows,
-            diag_index: backend.upload(&diag_index)?,
+            device,
             topology,
             setup_time: start.elapsed(),
             _s: PhantomData,
@@ -163,7 +131,7 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// # Errors
     /// Device errors.
     pub fn trace_rows(&self) -> Result<Vec<u32>> {
-        self.backend.download(&self.rows)
+        self.device.trace_rows()
     }
 
     /// Time spent in [`new`](Self::new).
@@ -185,20 +153,9 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
 
     /// The coefficients of `kind` of every element, `1 x count x k`.
     pub(super) fn coefficients(&self, kind: CoefficientKind) -> Result<Batch<B, V>> {
-        let (count, k) = (self.count(), kind.width());
-        let mut out = self.backend.alloc::<V>(count * k)?;
-        // SAFETY: vertices 6 count, flips count, out count k, all on this backend.
-        unsafe {
-            self.backend.hdg_coefficients::<V, S>(
-                kind,
-                S::from_f64(self.params.tau),
-                S::from_f64(self.params.lambda),
-                &self.vertices,
-                &self.flips,
-                &mut out,
-            )?
-        };
-        Ok(Batch::from_buffer(&self.backend, 1, count, k, out))
+        let (tau, lambda) = (self.params.tau, self.params.lambda);
+        self.device
+            .coefficients(kind, S::from_f64(tau), S::from_f64(lambda))
     }
 
     /// The element matrices of `kind` (`count x rows x cols`): one GEMM of the coefficients
@@ -228,14 +185,6 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
         out.reshape(count, rows, cols)
     }
 
-    /// Converts a trace-precision buffer into the element storage precision.
-    fn to_storage(&self, x: B::Buffer<S>, len: usize) -> Result<B::Buffer<V>> {
-        let mut out = self.backend.alloc::<V>(len)?;
-        // SAFETY: both buffers hold `len` values of this backend.
-        unsafe { self.backend.convert(&x, &mut out)? };
-        Ok(out)
-    }
-
     /// The element trace vectors `λᵉ` (`count x 3Nλ x 1`) of free values `free` and
     /// Dirichlet values `dir` (either may be absent: zeros).
     fn element_traces(
@@ -243,27 +192,7 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
         free: Option<&Vector<B, S>>,
         dir: Option<&Vector<B, S>>,
     ) -> Result<Batch<B, V>> {
-        let len = self.count() * 3 * self.nl();
-        let mut out = self.backend.alloc::<S>(len)?;
-        // SAFETY: gather checks every index against the source length; out has len values.
-        unsafe {
-            if let Some(x) = free {
-                self.backend
-                    .gather(x.buffer()?, &self.gather_free, &mut out)?;
-            }
-            if let Some(x) = dir {
-                self.backend
-                    .gather(x.buffer()?, &self.gather_dir, &mut out)?;
-            }
-        }
-        let out = self.to_storage(out, len)?;
-        Ok(Batch::from_buffer(
-            &self.backend,
-            self.count(),
-            3 * self.nl(),
-            1,
-            out,
-        ))
+        self.device.element_traces(free, dir)
     }
 
     /// Stage "local": `Z⁻¹` by coefficient GEMM, its Cholesky factor, `Bᵀ`, `𝕌 = Z Bᵀ`
@@ -378,48 +307,9 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
             name: "local",
             reason: "the local solvers were released: assemble before release()".into(),
         })?;
-        let (nfree, nl) = (self.topology.nfree(), self.nl());
-        let b = &self.backend;
-        let mut values = b.alloc::<V>(nfree * nl * TRACE_SLOTS * nl)?;
-        let mut neighbours = b.alloc::<u32>(nfree * TRACE_SLOTS)?;
-        let mut rhs = b.alloc::<S>(nfree * nl)?;
-        // SAFETY: the lengths of the HdgOps contract: ke count (3nl)², rows 2 nfree,
-        // elem_dofs 3 count, values nfree nl · 5 nl, neighbours 5 nfree, rhs nfree nl.
-        unsafe {
-            b.hdg_assemble_matrix(
-                nl,
-                ke.buffer(),
-                &self.rows,
-                &self.elem_dofs,
-                &mut values,
-                &mut neighbours,
-            )?;
-            b.hdg_assemble_vector(nl, load.g.buffer(), &self.rows, &mut rhs)?;
-        }
-        let mut diagonal = b.alloc::<V>(nfree * nl * nl)?;
-        // SAFETY: gather checks its indices; diagonal holds nfree nl² values.
-        unsafe { b.gather(&values, &self.diag_index, &mut diagonal)? };
-        // SAFETY: the assembly kernel writes neighbours below nfree or PAD, and the value
-        // layout of BlockEll (nfree nl rows, 5 slots of nl).
-        let k = unsafe {
-            BlockEll::from_raw_parts(
-                b,
-                nfree,
-                nl,
-                TRACE_SLOTS,
-                neighbours,
-                values,
-                self.topology.blocks(),
-            )
-        };
-        // SAFETY: rhs was allocated by this backend.
-        let mut rhs = unsafe { Vector::from_buffer(b, rhs) };
+        let (k, mut rhs, diagonal) = self.device.assemble::<S>(ke, &load.g)?;
         rhs.axpy(S::ONE, &load.neumann)?;
-        Ok(TraceSystem {
-            k,
-            rhs,
-            diagonal: Batch::from_buffer(b, nfree, nl, nl, diagonal),
-        })
+        Ok(TraceSystem { k, rhs, diagonal })
     }
 
     /// Stage "solve": PCG on `K λ = F` with block-Jacobi (or Chebyshev over block-Jacobi).
@@ -502,7 +392,7 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
     }
 }
 
-impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
+impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// Every stage in order (local, load, assemble, solve, recover, and the post-processing
     /// when `post_process`), the device synchronised after each for the times.
     ///

@@ -1,10 +1,11 @@
 //! The local post-processing `u*` of degree `P + 1` (Cockburn, Gopalakrishnan & Sayas):
 //! directly where its element matrices fit the batched limit, by blocks above it (P = 9).
 
-use crate::backend::Backend;
 use crate::batched::{cholesky, cholesky_solve, gemm, Batch, GemmParams};
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::hdg::coefficients::CoefficientKind;
+use crate::hdg::ops::HdgOps;
 use crate::hdg::pipeline::Hdg;
 use crate::hdg::reference::num_modes;
 use crate::hdg::stages::Fields;
@@ -12,7 +13,7 @@ use crate::scalar::Scalar;
 
 use super::post_ops::{check_spd, SplitPost};
 
-impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
+impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// Stage "post-process": `u*` of degree `P + 1` with `(∇u*, ∇w) = (q, ∇w)` for every
     /// `w` of degree `P + 1` and the mean of `u` (Cockburn, Gopalakrishnan & Sayas 2010):
     /// a batched Cholesky of the element stiffness matrices (with the mean constraint on
@@ -23,7 +24,7 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// elimination (the Schur complement of the first block), every block within the limit.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming a triangle whose matrix is not positive definite in
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) naming a triangle whose matrix is not positive definite in
     /// the working precision; device errors.
     pub fn post_process(&self, fields: &mut Fields<B, V>) -> Result<()> {
         let (count, nu) = (self.count(), self.nu());
@@ -114,13 +115,10 @@ impl<B: Backend, V: Scalar, S: Scalar> Hdg<B, V, S> {
         cholesky_solve::<B, V, S>(&fs, &mut x2)?;
         gemm::<B, V, S>(&minus, &y, &x2, &mut x1)?;
         let n = n1 + n2;
-        let mut out = self.backend.alloc::<V>(count * n)?;
-        // SAFETY: gather checks every index against its source (out-of-range entries are
-        // left alone: each gather fills its own block); out holds count n values.
-        unsafe {
-            self.backend.gather(x1.buffer(), &split.place1, &mut out)?;
-            self.backend.gather(x2.buffer(), &split.place2, &mut out)?;
-        }
-        Ok(Batch::from_buffer(&self.backend, count, n, 1, out))
+        // Each gather fills its own block (out-of-range indices leave the other alone).
+        let mut out = Batch::zeros(&self.backend, count, n, 1)?;
+        out.gather_from(&x1, &split.place1)?;
+        out.gather_from(&x2, &split.place2)?;
+        Ok(out)
     }
 }

@@ -1,13 +1,15 @@
 //! The element-independent operators of the HDG post-processing (split into blocks where
 //! `N(P+1)` exceeds the batched size limit), built once per pipeline.
 
-use crate::backend::Backend;
 use crate::batched::{Batch, Status, MAX_DIM};
+use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::hdg::coefficients::CoefficientKind;
+use crate::hdg::ops::HdgOps;
 use crate::hdg::reference::{PostProcessMatrices, ReferenceMatrices};
 use crate::hdg::stacks::{stack, Stack};
 use crate::scalar::Element;
+use crate::vector::DeviceIndex;
 
 /// The block operators (when split) and `e0 e0ᵀ` of the post-processing.
 pub(super) type PostOperators<B, V> = (Option<SplitPost<B, V>>, Batch<B, V>);
@@ -15,7 +17,7 @@ pub(super) type PostOperators<B, V> = (Option<SplitPost<B, V>>, Batch<B, V>);
 /// The operators of the post-processing that do not depend on the element: the block
 /// stacks and placements when `N(P+1)` exceeds [`MAX_DIM`] (or `split`), and `e0 e0ᵀ`
 /// (`N(P+1) x N_u`, or `N(P) x N_u` by blocks) that copies the mean of `u`.
-pub(super) fn post_process_operators<B: Backend, V: Element>(
+pub(super) fn post_process_operators<B: Backend + HdgOps, V: Element>(
     backend: &B,
     count: usize,
     reference: &ReferenceMatrices,
@@ -54,7 +56,7 @@ pub(super) fn check_spd(status: &Status<impl Backend>, what: &str) -> Result<()>
 
 /// The reference stacks and placements of the post-processing by blocks (see
 /// `Hdg::post_process`).
-pub(super) struct SplitPost<B: Backend, V: Element> {
+pub(super) struct SplitPost<B: Backend + HdgOps, V: Element> {
     pub(super) n1: usize,
     pub(super) n2: usize,
     pub(super) s11: Batch<B, V>,
@@ -63,12 +65,12 @@ pub(super) struct SplitPost<B: Backend, V: Element> {
     pub(super) r1: Batch<B, V>,
     pub(super) r2: Batch<B, V>,
     /// `u*[e n + j] = x₁[e n₁ + j]` for `j < n₁` (else an out-of-range index).
-    pub(super) place1: B::Buffer<u32>,
+    pub(super) place1: DeviceIndex<B>,
     /// `u*[e n + j] = x₂[e n₂ + j − n₁]` for `j ≥ n₁`.
-    pub(super) place2: B::Buffer<u32>,
+    pub(super) place2: DeviceIndex<B>,
 }
 
-impl<B: Backend, V: Element> SplitPost<B, V> {
+impl<B: Backend + HdgOps, V: Element> SplitPost<B, V> {
     pub(super) fn new(backend: &B, count: usize, s: &Stack, r: &Stack, nu: usize) -> Result<Self> {
         let n = s.rows;
         let (n1, n2) = (nu, n - nu);
@@ -103,8 +105,8 @@ impl<B: Backend, V: Element> SplitPost<B, V> {
             s22: block(s, n1..n, n1..n)?,
             r1: block(r, 0..n1, 0..r.cols)?,
             r2: block(r, n1..n, 0..r.cols)?,
-            place1: backend.upload(&p1)?,
-            place2: backend.upload(&p2)?,
+            place1: DeviceIndex::upload(backend, &p1)?,
+            place2: DeviceIndex::upload(backend, &p2)?,
         })
     }
 }

@@ -22,79 +22,12 @@
 //! Appendix A (`JacobiP`, `GradJacobiP`) and §6.1 (`Simplex2DP`, `GradSimplex2DP`);
 //! Golub & Welsch (1969) for Gauss quadrature.
 
-use nalgebra::{DMatrix, SymmetricEigen};
+use nalgebra::DMatrix;
+
+pub use crate::quadrature::{gauss_legendre, TriangleQuadrature};
 
 /// The largest polynomial degree of the HDG discretisation.
 pub const MAX_DEGREE: usize = 9;
-
-/// Gauss–Legendre points and weights on `[-1, 1]`, exact for degree `2n − 1`: the
-/// eigenvalues of the symmetric Jacobi matrix of the Legendre recurrence (Golub–Welsch), the
-/// weights `2 v₀²` from the first components of its normalised eigenvectors.
-pub fn gauss_legendre(n: usize) -> (Vec<f64>, Vec<f64>) {
-    let mut j = DMatrix::<f64>::zeros(n, n);
-    for k in 1..n {
-        let b = k as f64 / ((4 * k * k - 1) as f64).sqrt();
-        j[(k, k - 1)] = b;
-        j[(k - 1, k)] = b;
-    }
-    let eig = SymmetricEigen::new(j);
-    let mut pairs: Vec<(f64, f64)> = (0..n)
-        .map(|i| {
-            let v0 = eig.eigenvectors[(0, i)];
-            (eig.eigenvalues[i], 2.0 * v0 * v0)
-        })
-        .collect();
-    pairs.sort_by(|a, b| a.0.total_cmp(&b.0));
-    pairs.into_iter().unzip()
-}
-
-/// A quadrature rule on the reference triangle: points `(r, s)` and weights (summing to
-/// its area, 2).
-#[derive(Clone, Debug)]
-pub struct TriangleQuadrature {
-    /// r coordinates.
-    pub r: Vec<f64>,
-    /// s coordinates.
-    pub s: Vec<f64>,
-    /// Weights.
-    pub w: Vec<f64>,
-}
-
-impl TriangleQuadrature {
-    /// The collapsed (Duffy) product of two `n`-point Gauss–Legendre rules: `r = (1+a)(1−b)/2 − 1`,
-    /// `s = b`, weight `w_a w_b (1−b)/2`; exact for total degree `2n − 2`.
-    pub fn collapsed(n: usize) -> Self {
-        let (x, w) = gauss_legendre(n);
-        let mut q = TriangleQuadrature {
-            r: Vec::with_capacity(n * n),
-            s: Vec::with_capacity(n * n),
-            w: Vec::with_capacity(n * n),
-        };
-        for (&b, &wb) in x.iter().zip(&w) {
-            for (&a, &wa) in x.iter().zip(&w) {
-                q.r.push((1.0 + a) * (1.0 - b) / 2.0 - 1.0);
-                q.s.push(b);
-                q.w.push(wa * wb * (1.0 - b) / 2.0);
-            }
-        }
-        q
-    }
-
-    /// A rule exact for total degree `degree`.
-    pub fn exact_for(degree: usize) -> Self {
-        Self::collapsed(degree / 2 + 1 + usize::from(degree % 2 == 1))
-    }
-
-    /// Number of points.
-    pub fn len(&self) -> usize {
-        self.w.len()
-    }
-
-    /// Whether the rule has no points.
-    pub fn is_empty(&self) -> bool {
-        self.w.is_empty()
-    }
-}
 
 fn factorial(n: usize) -> f64 {
     (1..=n).map(|k| k as f64).product()

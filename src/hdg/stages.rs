@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use crate::backend::Backend;
 use crate::batched::Batch;
+use crate::bundle::Backend;
 use crate::hdg::host::Field;
+use crate::hdg::ops::HdgOps;
 use crate::scalar::{Element, Scalar};
 use crate::solver::SolveReport;
 use crate::sparse::BlockEll;
@@ -14,13 +15,13 @@ use crate::vector::Vector;
 /// The local solvers of every element (stage "local"): `𝕌 = Z Bᵀ`, the Cholesky factor of
 /// `Z⁻¹` and the local trace matrices `Kᵉ = C − B 𝕌`. Only `𝕌` is needed after assembly
 /// ([`release`](Self::release) drops the rest).
-pub struct LocalSolvers<B: Backend, V: Element> {
+pub struct LocalSolvers<B: Backend + HdgOps, V: Element> {
     pub(super) factor: Option<Batch<B, V>>,
     pub(super) u_map: Batch<B, V>,
     pub(super) ke: Option<Batch<B, V>>,
 }
 
-impl<B: Backend, V: Element> LocalSolvers<B, V> {
+impl<B: Backend + HdgOps, V: Element> LocalSolvers<B, V> {
     /// `𝕌` (`count` matrices of `Nu x 3Nλ`): `u = u_f + 𝕌 λᵉ`.
     pub fn u_map(&self) -> &Batch<B, V> {
         &self.u_map
@@ -44,7 +45,7 @@ impl<B: Backend, V: Element> LocalSolvers<B, V> {
 }
 
 /// The element data of the right-hand side (stage "load").
-pub struct Load<B: Backend, V: Element, S: Scalar> {
+pub struct Load<B: Backend + HdgOps, V: Element, S: Scalar> {
     /// `u_f = Z fᵉ`, `count x Nu x 1`.
     pub u_f: Batch<B, V>,
     /// The element trace right-hand sides `𝕌ᵀ fᵉ − Kᵉ λ_Dᵉ`, `count x 3Nλ x 1`.
@@ -56,7 +57,7 @@ pub struct Load<B: Backend, V: Element, S: Scalar> {
 }
 
 /// The trace system `K λ = F` (stage "assemble").
-pub struct TraceSystem<B: Backend, V: Element, S: Scalar> {
+pub struct TraceSystem<B: Backend + HdgOps, V: Element, S: Scalar> {
     /// `K` in block-ELL: blocks of `Nλ`, 5 slots per block row, slot 0 the edge itself.
     pub k: BlockEll<B, V>,
     /// `F`.
@@ -66,7 +67,7 @@ pub struct TraceSystem<B: Backend, V: Element, S: Scalar> {
 }
 
 /// The solution of the trace system (stage "solve").
-pub struct TraceSolution<B: Backend, S: Scalar> {
+pub struct TraceSolution<B: Backend + HdgOps, S: Scalar> {
     /// `λ` on the free edges.
     pub lambda: Vector<B, S>,
     /// What the solver did.
@@ -75,7 +76,7 @@ pub struct TraceSolution<B: Backend, S: Scalar> {
 
 /// The recovered fields (stages "recover" and "post-process"), modal coefficients per
 /// element.
-pub struct Fields<B: Backend, V: Element> {
+pub struct Fields<B: Backend + HdgOps, V: Element> {
     /// `u`, `count x Nu x 1`.
     pub u: Batch<B, V>,
     /// `q = ∇u`: `count x 2Nu x 1`, the x component then the y component.
@@ -151,7 +152,7 @@ pub struct L2Errors {
 }
 
 /// Everything a run produced.
-pub struct Solution<B: Backend, V: Element, S: Scalar> {
+pub struct Solution<B: Backend + HdgOps, V: Element, S: Scalar> {
     /// The recovered fields.
     pub fields: Fields<B, V>,
     /// The trace solution and its solver report.

@@ -2,9 +2,9 @@
 
 use std::f64::consts::PI;
 
+use crate::backend::Cpu;
 use crate::hdg::{Hdg, Problem, TraceSolverParams};
 use crate::mesh::tri::{Diagonal, TriMesh};
-use crate::Cpu;
 
 #[test]
 fn sampled_fields_match_the_exact_solution() {

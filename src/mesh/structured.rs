@@ -23,7 +23,7 @@ use rayon::prelude::*;
 
 use crate::error::Result;
 use crate::mesh::{invalid, CellBlock, CellKind, Mesh};
-use crate::verify::Rng;
+use crate::random::Rng;
 
 /// The six Kuhn tetrahedra of a hexahedron, as corner codes, each ordered to be positively
 /// oriented (odd axis orderings have their last two vertices swapped).
@@ -98,7 +98,7 @@ impl StructuredTets {
     /// tets).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if a cell count is 0, the
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if a cell count is 0, the
     /// box is empty or not finite, the perturbation is outside `[0, 1/6)`, or the mesh
     /// would need indices of 32 bits or more.
     pub fn build(&self) -> Result<Mesh> {

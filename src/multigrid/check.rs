@@ -2,13 +2,15 @@
 //! scatter), one patch-smoothing step and both transfers, on random inputs, against the
 //! CPU in f64.
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
+use crate::operator::LinearOperator;
+use crate::random::random_vec;
 use crate::scalar::{DType, Scalar};
-use crate::solver::LinearOperator;
+use crate::tensor::ops::TensorOps;
 use crate::tensor::{Grid, OperatorKind, TensorOperator};
 use crate::vector::Vector;
-use crate::verify::{random_vec, round_to, Check};
+use crate::verify::{round_to, Check, CheckOn};
 
 use super::{Multigrid, MultigridParams};
 
@@ -73,7 +75,7 @@ impl TensorCheck {
 }
 
 /// Random values on `grid`, rounded to `inputs`, zero on the boundary.
-fn random_interior<B: Backend, T: Scalar>(
+fn random_interior<B: Backend + TensorOps, T: Scalar>(
     b: &B,
     grid: Grid,
     seed: u64,
@@ -110,8 +112,10 @@ impl Check for TensorCheck {
             _ => 16 * n,
         }
     }
+}
 
-    fn run<B: Backend, T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
+impl<B: Backend + TensorOps> CheckOn<B> for TensorCheck {
+    fn run<T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
         let fine = self.grid(4);
         match self.stage {
             TensorStage::LaplaceAtomic | TensorStage::LaplaceColour | TensorStage::Mass => {

@@ -5,15 +5,15 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
 use crate::error::{check_len, Result};
-use crate::hdg::reference::gauss_legendre;
+use crate::operator::LinearOperator;
+use crate::quadrature::gauss_legendre;
 use crate::scalar::Scalar;
-use crate::solver::LinearOperator;
+use crate::tensor::ops::{boundary, Banded, TensorOps};
 use crate::tensor::{Basis1d, Grid};
 use crate::vector::Vector;
 
-use super::transfer::Banded;
 use super::Multigrid;
 
 /// The outcome of [`fmg`].
@@ -55,7 +55,7 @@ impl FmgReport {
 /// # Errors
 /// Size mismatches; device errors.
 #[allow(clippy::too_many_arguments)]
-pub fn fmg<B: Backend, S: Scalar, T: Scalar>(
+pub fn fmg<B: Backend + TensorOps, S: Scalar, T: Scalar>(
     mg: &Multigrid<B, T>,
     a: &dyn LinearOperator<B, S>,
     rhs: &[Vector<B, T>],
@@ -116,13 +116,13 @@ pub fn fmg<B: Backend, S: Scalar, T: Scalar>(
 ///
 /// # Errors
 /// Invalid grids; device errors.
-pub fn level_rhs<B: Backend, T: Scalar>(
+pub fn level_rhs<B: Backend + TensorOps, T: Scalar>(
     backend: &B,
     grid: Grid,
     scale: f64,
     g: impl Fn(f64) -> f64,
 ) -> Result<Vector<B, T>> {
-    crate::tensor::operator::check_grid("level_rhs", grid)?;
+    crate::tensor::ops::check_grid("level_rhs", grid)?;
     let basis = Basis1d::new(grid.degree)?;
     let (k, n1) = (grid.degree, grid.n1());
     let n = k + 1;
@@ -154,8 +154,7 @@ pub fn level_rhs<B: Backend, T: Scalar>(
         band.apply(ext, dir, &x, &mut y)?;
         std::mem::swap(&mut x, &mut y);
     }
-    // SAFETY: x is a grid vector of this backend.
-    unsafe { backend.tensor_boundary(grid, None, x.buffer_mut()?)? };
+    boundary(grid, None, &mut x)?;
     Ok(x)
 }
 
@@ -164,10 +163,10 @@ pub fn level_rhs<B: Backend, T: Scalar>(
 /// (sum factorization, on the host).
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `uh` is not a grid
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `uh` is not a grid
 /// vector; invalid grids.
 pub fn l2_error(grid: Grid, uh: &[f64], g: impl Fn(f64) -> f64 + Sync) -> Result<f64> {
-    crate::tensor::operator::check_grid("l2_error", grid)?;
+    crate::tensor::ops::check_grid("l2_error", grid)?;
     check_len("l2_error", "uh", grid.len(), uh.len())?;
     let basis = Basis1d::new(grid.degree)?;
     let (k, n1, dim) = (grid.degree, grid.n1(), grid.dim);

@@ -18,17 +18,19 @@ mod transfer;
 
 use std::cell::RefCell;
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
 use crate::error::{Error, Result};
+use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::Scalar;
-use crate::solver::{pcg, LinearOperator, OperatorCost, Preconditioner, Progress, SolverParams};
+use crate::solver::{pcg, Preconditioner, Progress, SolverParams};
+use crate::tensor::ops::{boundary, PatchData, TensorOps};
 use crate::tensor::{Basis1d, Grid, OperatorKind, TensorOperator};
 use crate::vector::Vector;
 
 pub use check::{TensorCheck, TensorStage};
 pub use fmg::{fmg, l2_error, level_rhs, FmgReport};
 pub use smoother::SmootherKind;
-use smoother::{patch_data, patch_step, Smoother};
+use smoother::{patch_step, Smoother};
 use transfer::Transfer;
 
 /// The finest level the multigrid accepts (`2^20` cells per direction).
@@ -51,14 +53,14 @@ pub struct MultigridParams {
 }
 
 /// One level: its operator and smoother.
-struct Level<B: Backend, T: Scalar> {
+struct Level<B: Backend + TensorOps, T: Scalar> {
     op: TensorOperator<B, T>,
     smoother: Smoother<B, T>,
 }
 
 /// The vectors of one level: iterate, right-hand side, residual, smoother scratch (three,
 /// empty for the patch smoother) and transfer scratch (two, for the transfer into it).
-struct Work<B: Backend, T: Scalar> {
+struct Work<B: Backend + TensorOps, T: Scalar> {
     x: Vector<B, T>,
     b: Vector<B, T>,
     r: Vector<B, T>,
@@ -67,12 +69,12 @@ struct Work<B: Backend, T: Scalar> {
 }
 
 /// The geometric multigrid hierarchy of levels `1 ..= L` on one backend in precision `T`.
-pub struct Multigrid<B: Backend, T: Scalar> {
+pub struct Multigrid<B: Backend + TensorOps, T: Scalar> {
     levels: Vec<Level<B, T>>,
     transfers: Vec<Transfer<B, T>>,
     /// `[M_p | A_p | S | λ]` of the reference patch, the same on every level; `None` where
     /// the fused patch kernel does not fit the device (then level 1 is solved by CG).
-    patch: Option<B::Buffer<T>>,
+    patch: Option<PatchData<B, T>>,
     symmetric: bool,
     work: RefCell<Vec<Work<B, T>>>,
 }
@@ -95,7 +97,7 @@ pub fn memory_bytes(finest: Grid, smoother: SmootherKind, value_bytes: usize) ->
     total
 }
 
-impl<B: Backend, T: Scalar> Multigrid<B, T> {
+impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
     /// The hierarchy for the Laplacian of `Q_degree` on `[0,1]^dim`, levels `1 ..= levels`.
     ///
     /// # Errors
@@ -122,29 +124,17 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
             degree,
             cells: 1 << l,
         };
-        crate::tensor::operator::check_grid("Multigrid::new", grid(levels))?;
-        let fits = backend.tensor_patch_fits::<T>(grid(1));
-        if let (SmootherKind::Patch, Err(bytes)) = (params.smoother, fits) {
-            return Err(Error::Unsupported {
-                backend: backend.info().device.clone(),
-                what: format!(
-                    "the vertex-patch smoother for Q{degree} in {dim}D in {}",
-                    T::DTYPE.name()
-                ),
-                reason: format!(
-                    "its fused kernel needs {bytes} bytes of shared memory per patch, the device \
-                     allows {}; use the Chebyshev smoother or a lower degree",
-                    backend.info().max_shared_bytes
-                ),
-            });
-        }
+        crate::tensor::ops::check_grid("Multigrid::new", grid(levels))?;
         let basis = Basis1d::new(degree)?;
         let mut out = Multigrid {
             levels: Vec::new(),
             transfers: Vec::new(),
-            patch: match fits {
-                Ok(()) => Some(backend.upload(&patch_data::<T>(&basis)?)?),
-                Err(_) => None,
+            // The coarse solve uses the patch data wherever it fits, whatever the smoother.
+            patch: match (params.smoother, PatchData::new(backend, dim, &basis)) {
+                (SmootherKind::Patch, data) => Some(data?),
+                (_, Ok(data)) => Some(data),
+                (_, Err(Error::Unsupported { .. })) => None,
+                (_, Err(e)) => return Err(e),
             },
             symmetric: params.symmetric,
             work: RefCell::new(Vec::new()),
@@ -239,9 +229,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
         w.r.axpby(T::ONE, &w.b, -T::ONE)?;
         let transfer = &self.transfers[l - 1];
         transfer.restrict(&w.r, &mut wc.b, &mut w.t)?;
-        let backend = wc.b.backend().clone();
-        // SAFETY: wc.b is a grid vector of level l − 1 on this backend.
-        unsafe { backend.tensor_boundary(self.levels[l - 1].op.grid(), None, wc.b.buffer_mut()?)? };
+        boundary(self.levels[l - 1].op.grid(), None, &mut wc.b)?;
         wc.x.fill(T::ZERO)?;
         self.vcycle(l - 1, work)?;
         let (lower, upper) = work.split_at_mut(l);
@@ -385,7 +373,7 @@ impl<B: Backend, T: Scalar> Multigrid<B, T> {
     }
 }
 
-impl<B: Backend, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
+impl<B: Backend + TensorOps, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
     fn size(&self) -> usize {
         self.grid().len()
     }
@@ -395,9 +383,7 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Multigrid<B, T> {
     fn precondition(&self, r: &Vector<B, T>, z: &mut Vector<B, T>) -> Result<()> {
         z.fill(T::ZERO)?;
         self.cycle(z, r)?;
-        let backend = z.backend().clone();
-        // SAFETY: r and z are finest-grid vectors (checked by `cycle`).
-        unsafe { backend.tensor_boundary(self.grid(), Some(r.buffer()?), z.buffer_mut()?) }
+        boundary(self.grid(), Some(r), z)
     }
 
     fn cost(&self) -> OperatorCost {

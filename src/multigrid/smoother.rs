@@ -1,12 +1,13 @@
 //! Smoothers of one level: the colourised multiplicative vertex-patch smoother (the seed's)
 //! and a Chebyshev–Jacobi smoother for comparison.
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
 use crate::error::{Error, Result};
+use crate::operator::LinearOperator;
 use crate::random::Rng;
 use crate::scalar::Scalar;
-use crate::solver::LinearOperator;
-use crate::tensor::{Basis1d, Grid, TensorOperator};
+use crate::tensor::ops::{PatchData, TensorOps};
+use crate::tensor::{Grid, TensorOperator};
 use crate::vector::Vector;
 
 /// Which smoother the V-cycle uses.
@@ -41,7 +42,7 @@ const CHEBYSHEV_DEGREE: usize = 4;
 const CHEBYSHEV_RANGE: f64 = 20.0;
 
 /// The smoother of one level.
-pub(crate) enum Smoother<B: Backend, T: Scalar> {
+pub(crate) enum Smoother<B: Backend + TensorOps, T: Scalar> {
     /// The vertex-patch smoother; its data (one set for every level) is the hierarchy's.
     Patch,
     Chebyshev {
@@ -50,44 +51,26 @@ pub(crate) enum Smoother<B: Backend, T: Scalar> {
     },
 }
 
-/// `[M_p | A_p | S | λ]` of the reference vertex patch of `basis`, in `T`.
-pub(crate) fn patch_data<T: Scalar>(basis: &Basis1d) -> Result<Vec<T>> {
-    let (pm, pa) = basis.patch_matrices();
-    let (s, lambda) = basis.patch_eigen()?;
-    Ok(pm
-        .iter()
-        .chain(&pa)
-        .chain(&s)
-        .chain(&lambda)
-        .map(|&v| T::from_f64(v))
-        .collect())
-}
-
 /// One step of the vertex-patch smoother on `a`'s grid: every colour, in order or
-/// `reverse`d; `data` is [`patch_data`] on this backend. On level 1 it is the exact solve
+/// `reverse`d, with the hierarchy's patch data. On level 1 it is the exact solve
 /// (one patch, colour 0; the other colours have none).
-pub(crate) fn patch_step<B: Backend, T: Scalar>(
+pub(crate) fn patch_step<B: Backend + TensorOps, T: Scalar>(
     a: &TensorOperator<B, T>,
-    data: &B::Buffer<T>,
+    data: &PatchData<B, T>,
     x: &mut Vector<B, T>,
     b: &Vector<B, T>,
     reverse: bool,
 ) -> Result<()> {
     let grid = a.grid();
-    let backend = x.backend().clone();
     let coef = a.scaled_coefficients();
     for i in 0..grid.colours() {
         let c = if reverse { grid.colours() - 1 - i } else { i };
-        // SAFETY: x and b are grid vectors of this backend (the hierarchy's), data the
-        // patch data.
-        unsafe {
-            backend.tensor_patch_smooth(grid, c, coef, data, b.buffer()?, x.buffer_mut()?)?;
-        }
+        data.smooth(grid, c, coef, b, x)?;
     }
     Ok(())
 }
 
-impl<B: Backend, T: Scalar> Smoother<B, T> {
+impl<B: Backend + TensorOps, T: Scalar> Smoother<B, T> {
     /// The smoother `kind` for operator `a`.
     pub(crate) fn new(backend: &B, kind: SmootherKind, a: &TensorOperator<B, T>) -> Result<Self> {
         match kind {
@@ -110,7 +93,7 @@ impl<B: Backend, T: Scalar> Smoother<B, T> {
     pub(crate) fn smooth(
         &self,
         a: &TensorOperator<B, T>,
-        patch: Option<&B::Buffer<T>>,
+        patch: Option<&PatchData<B, T>>,
         x: &mut Vector<B, T>,
         b: &Vector<B, T>,
         reverse: bool,
@@ -136,7 +119,7 @@ impl<B: Backend, T: Scalar> Smoother<B, T> {
 
 /// `CHEBYSHEV_DEGREE` steps of the Chebyshev iteration for `A x = b` preconditioned by
 /// `D⁻¹` on `[λmax / range, λmax]` (Saad, Iterative Methods, Alg. 12.1).
-fn chebyshev<B: Backend, T: Scalar>(
+fn chebyshev<B: Backend + TensorOps, T: Scalar>(
     a: &TensorOperator<B, T>,
     inv_diag: &Vector<B, T>,
     lambda_max: f64,
@@ -175,7 +158,7 @@ fn chebyshev<B: Backend, T: Scalar>(
 }
 
 /// `1.2 λmax(D⁻¹A)` estimated by 30 power iterations from a random start.
-fn power_iteration<B: Backend, T: Scalar>(
+fn power_iteration<B: Backend + TensorOps, T: Scalar>(
     a: &TensorOperator<B, T>,
     inv_diag: &Vector<B, T>,
 ) -> Result<f64> {

@@ -4,92 +4,22 @@
 
 use std::collections::BTreeMap;
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::tensor::ops::{Banded, TensorOps};
 use crate::tensor::{Basis1d, Grid};
 use crate::vector::Vector;
 
-/// A banded 1D matrix on the device: `rows` rows of `width` values starting at column
-/// `starts[i]`.
-pub(crate) struct Banded<B: Backend, T: Scalar> {
-    rows: usize,
-    cols: usize,
-    width: usize,
-    starts: B::Buffer<u32>,
-    values: B::Buffer<T>,
-}
-
-impl<B: Backend, T: Scalar> Banded<B, T> {
-    /// From sparse rows (`(column, value)` pairs, columns increasing), keeping each
-    /// row's band; starts are clamped so that every band stays inside the `cols` columns.
-    pub(crate) fn from_rows(
-        backend: &B,
-        rows: &[BTreeMap<usize, f64>],
-        cols: usize,
-    ) -> Result<Self> {
-        let band = |r: &BTreeMap<usize, f64>| {
-            let lo = r.keys().next().copied().unwrap_or(0);
-            let hi = r.keys().next_back().copied().unwrap_or(0);
-            (lo, hi)
-        };
-        let width = rows
-            .iter()
-            .map(|r| band(r).1 + 1 - band(r).0)
-            .max()
-            .unwrap_or(1);
-        let mut starts = Vec::with_capacity(rows.len());
-        let mut values = Vec::with_capacity(rows.len() * width);
-        for r in rows {
-            let s = band(r).0.min(cols - width);
-            starts.push(s as u32);
-            values.extend((s..s + width).map(|j| T::from_f64(r.get(&j).copied().unwrap_or(0.0))));
-        }
-        Ok(Banded {
-            rows: rows.len(),
-            cols,
-            width,
-            starts: backend.upload(&starts)?,
-            values: backend.upload(&values)?,
-        })
-    }
-
-    /// `y = B x` along `dir` of `x` with extents `ext` (`ext[dir] = cols`).
-    pub(crate) fn apply(
-        &self,
-        ext: [usize; 3],
-        dir: usize,
-        x: &Vector<B, T>,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        debug_assert_eq!(ext[dir], self.cols);
-        let backend = x.backend().clone();
-        // SAFETY: the band of every row lies inside `cols = ext[dir]` columns (from_dense);
-        // x holds Π ext values and y the same with ext[dir] = rows (the callers' sizes).
-        unsafe {
-            backend.tensor_line_apply(
-                ext,
-                dir,
-                self.rows,
-                self.width,
-                &self.starts,
-                &self.values,
-                x.buffer()?,
-                y.buffer_mut()?,
-            )
-        }
-    }
-}
-
 /// Prolongation and restriction between a coarse grid and its refinement.
-pub(crate) struct Transfer<B: Backend, T: Scalar> {
+pub(crate) struct Transfer<B: Backend + TensorOps, T: Scalar> {
     pub(crate) coarse: Grid,
     pub(crate) fine: Grid,
     prolong: Banded<B, T>,
     restrict: Banded<B, T>,
 }
 
-impl<B: Backend, T: Scalar> Transfer<B, T> {
+impl<B: Backend + TensorOps, T: Scalar> Transfer<B, T> {
     /// The transfer from `coarse` to its refinement.
     pub(crate) fn new(backend: &B, coarse: Grid, basis: &Basis1d) -> Result<Self> {
         let fine = Grid {

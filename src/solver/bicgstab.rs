@@ -1,6 +1,6 @@
 //! BiCGStab (van der Vorst), right-preconditioned, for nonsymmetric systems.
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::space::{Apply, KrylovVector};
@@ -14,7 +14,7 @@ use crate::vector::Vector;
 /// preconditioner applications per iteration; the residual is checked at the half step too.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for inconsistent sizes;
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for inconsistent sizes;
 /// device errors. Breakdowns (`ρ = 0`, `r̂·v = 0`, `ω = 0`) are reported in the report.
 pub fn bicgstab<B: Backend, S: Scalar>(
     a: &dyn LinearOperator<B, S>,

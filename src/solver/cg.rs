@@ -7,7 +7,7 @@
 //! CPU backend is documented in [`crate::vector`], so a textbook implementation with the
 //! same summation order reproduces the iteration counts exactly.
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::{
@@ -22,7 +22,7 @@ use crate::vector::{
 /// Conjugate gradients for a symmetric positive definite `A`, starting from `x`.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for inconsistent sizes;
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for inconsistent sizes;
 /// device errors. Numerical trouble is reported in [`SolveReport::reason`].
 pub fn cg<B: Backend, S: Scalar>(
     a: &dyn LinearOperator<B, S>,

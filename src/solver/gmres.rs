@@ -4,7 +4,7 @@
 //! host with Givens rotations in f64; the tracked residual is `|g_{j+1}|`, and every restart
 //! recomputes the true residual `b − A x`.
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::space::{Apply, KrylovVector};
@@ -18,8 +18,8 @@ use crate::vector::Vector;
 /// preconditioner must stay the same through a restart cycle.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for inconsistent sizes;
-/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for `restart = 0`; device errors.
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for inconsistent sizes;
+/// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for `restart = 0`; device errors.
 pub fn gmres<B: Backend, S: Scalar>(
     a: &dyn LinearOperator<B, S>,
     m: Option<&dyn Preconditioner<B, S>>,
@@ -57,7 +57,7 @@ fn arnoldi_solve<B: Backend, S: Scalar>(
     check_system(name, a, b, x)?;
     check_preconditioner(name, a, m)?;
     if params.restart == 0 {
-        return Err(crate::Error::InvalidArgument {
+        return Err(crate::error::Error::InvalidArgument {
             op: "gmres",
             name: "restart",
             reason: "the Krylov dimension must be at least 1".into(),

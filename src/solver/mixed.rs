@@ -40,7 +40,7 @@
 
 use std::cell::Cell;
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::gmres::Arnoldi;
@@ -118,8 +118,8 @@ impl<'a, B: Backend, L: Scalar> InnerSolve<'a, B, L> {
     /// preconditioner `m`, as `params` say.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `a` is not square
-    /// or `m` has another size; [`Error::InvalidArgument`](crate::Error::InvalidArgument)
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `a` is not square
+    /// or `m` has another size; [`Error::InvalidArgument`](crate::error::Error::InvalidArgument)
     /// for a non-positive tolerance, no iterations or a zero GMRES restart.
     pub fn new(
         a: &'a dyn LinearOperator<B, L>,
@@ -128,7 +128,7 @@ impl<'a, B: Backend, L: Scalar> InnerSolve<'a, B, L> {
     ) -> Result<Self> {
         crate::error::check_len("InnerSolve", "ncols (square)", a.nrows(), a.ncols())?;
         check_preconditioner("InnerSolve", a, m)?;
-        let bad = |name: &'static str, reason: String| crate::Error::InvalidArgument {
+        let bad = |name: &'static str, reason: String| crate::error::Error::InvalidArgument {
             op: "InnerSolve::new",
             name,
             reason,
@@ -238,7 +238,7 @@ impl<B: Backend, L: Scalar, S: Scalar> Preconditioner<B, S> for InnerSolve<'_, B
 /// the f64 and f32 applications together.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for inconsistent sizes
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for inconsistent sizes
 /// (`a32` must have the shape of `a64`); the parameter errors of [`InnerSolve::new`];
 /// device errors.
 pub fn mixed_solve<B: Backend>(

@@ -49,7 +49,7 @@ use std::fmt;
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::{check_len, Result};
 use crate::scalar::Scalar;
 use crate::vector::Vector;
@@ -58,18 +58,17 @@ mod bicgstab;
 mod cg;
 pub(crate) mod gmres;
 mod mixed;
-mod operator;
 mod precond;
 mod refine;
 pub(crate) mod space;
 
+pub use crate::operator::{LinearOperator, OperatorCost};
 pub use bicgstab::bicgstab;
 pub(crate) use bicgstab::iterate as bicgstab_iterate;
 pub(crate) use cg::pcg_flexible;
 pub use cg::{cg, pcg};
 pub use gmres::{fgmres, gmres};
 pub use mixed::{mixed_solve, InnerSolve, InnerSolver, MixedOuter, MixedParams};
-pub use operator::{LinearOperator, OperatorCost};
 pub use precond::{
     BlockJacobi, Chebyshev, ChebyshevParams, Identity, Jacobi, MixedPrecision, Preconditioner,
 };

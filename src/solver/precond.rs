@@ -4,11 +4,12 @@
 use std::cell::RefCell;
 use std::marker::PhantomData;
 
-use crate::backend::{Backend, Cpu};
+use crate::backend::Cpu;
 use crate::batched::Batch;
+use crate::bundle::Backend;
 use crate::error::{Error, Result};
+use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::{Element, Scalar};
-use crate::solver::{LinearOperator, OperatorCost};
 use crate::sparse::{BlockEll, Csr};
 use crate::vector::{pointwise_mul_dot, Vector};
 
@@ -263,18 +264,7 @@ impl<B: Backend, S: Scalar> BlockJacobi<B, S> {
     /// [`Error::InvalidArgument`] for non-square blocks or blocks above 64, or naming the
     /// first singular block; device errors.
     pub fn from_blocks<V: Element>(blocks: &Batch<B, V>) -> Result<Self> {
-        let backend = blocks.backend();
-        let len = blocks.count() * blocks.nrows() * blocks.ncols();
-        let mut converted = backend.alloc::<S>(len)?;
-        // SAFETY: both buffers hold `len` values of this backend.
-        unsafe { backend.convert(blocks.buffer(), &mut converted)? };
-        let converted = Batch::from_buffer(
-            backend,
-            blocks.count(),
-            blocks.nrows(),
-            blocks.ncols(),
-            converted,
-        );
+        let converted = blocks.to_precision::<S>()?;
         let (inverse, status) = crate::batched::inverse::<B, S, S>(&converted)?;
         if let Some(&(l, _)) = status.failures()?.first() {
             return Err(Error::InvalidArgument {
@@ -420,7 +410,7 @@ impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
             return Err(invalid("ratio", format!("{ratio}: must exceed 1")));
         }
         let n = a.nrows();
-        let mut v = Vector::from_slice(backend, &crate::verify::random_vec::<S>(n, 0x5eed))?;
+        let mut v = Vector::from_slice(backend, &crate::random::random_vec::<S>(n, 0x5eed))?;
         let mut w = Vector::zeros(backend, n)?;
         let mut lambda = 0.0;
         for _ in 0..power_iterations.max(1) {

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Element;
 use crate::solver::{

@@ -2,7 +2,7 @@
 //! distributed vectors alike, so that one implementation of an iteration (and of the
 //! bookkeeping around it, [`drive`]) serves both.
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::{SolveReport, SolverParams, StopReason, Tracker, MAX_RESIDUAL_REPLACEMENTS};

@@ -41,7 +41,7 @@ impl<V: Element> Ell<Cpu, V> {
     /// Converts a CSR matrix (exact: every stored entry, explicit zeros included).
     ///
     /// # Errors
-    /// [`Error::Padding`](crate::Error::Padding) if `width * nrows` exceeds the limit
+    /// [`Error::Padding`](crate::error::Error::Padding) if `width * nrows` exceeds the limit
     /// relative to the nonzeros (one long row makes ELL enormous).
     pub fn from_csr(a: &Csr<Cpu, V>, limits: &FormatLimits) -> Result<Self> {
         let (n, width) = (a.nrows, a.stats.max);
@@ -71,7 +71,7 @@ impl<V: Element> Ell<Cpu, V> {
     /// Converts back to CSR (exact).
     ///
     /// # Errors
-    /// Never for a valid ELL matrix; [`Error::InvalidMatrix`](crate::Error::InvalidMatrix)
+    /// Never for a valid ELL matrix; [`Error::InvalidMatrix`](crate::error::Error::InvalidMatrix)
     /// otherwise.
     pub fn to_csr(&self) -> Result<Csr<Cpu, V>> {
         let n = self.nrows;
@@ -130,7 +130,7 @@ impl<B: BackendCore, V: Element> Ell<B, V> {
     /// A copy on another backend.
     ///
     /// # Errors
-    /// [`Error::Unsupported`](crate::Error::Unsupported) if that device lacks `V`, or an
+    /// [`Error::Unsupported`](crate::error::Error::Unsupported) if that device lacks `V`, or an
     /// allocation error.
     pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Ell<B2, V>> {
         backend.require::<V>("sparse matrices")?;
@@ -148,7 +148,7 @@ impl<B: BackendCore, V: Element> Ell<B, V> {
     /// A copy in host memory.
     ///
     /// # Errors
-    /// [`Error::Device`](crate::Error::Device) if reading the device fails.
+    /// [`Error::Device`](crate::error::Error::Device) if reading the device fails.
     pub fn to_host(&self) -> Result<Ell<Cpu, V>> {
         self.to_backend(&Cpu::new())
     }

@@ -367,7 +367,7 @@ fn mix(mut x: u64) -> u64 {
 /// A random permutation of `0..n` (Fisher–Yates), for shuffling test matrices.
 #[cfg(test)]
 pub(crate) fn shuffled(n: usize, seed: u64) -> Vec<u32> {
-    let mut rng = crate::verify::Rng::new(seed);
+    let mut rng = crate::random::Rng::new(seed);
     let mut p: Vec<u32> = (0..n as u32).collect();
     for i in (1..n).rev() {
         p.swap(i, rng.below(i + 1));

@@ -5,17 +5,17 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use crate::backend::bundle::Backend;
 use crate::backend::cpu::Cpu;
 use crate::error::{Error, Result};
+use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::{Element, Scalar};
-use crate::solver::{LinearOperator, OperatorCost};
 use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
 pub use crate::sparse::choose::{choose_format, detect_block_size};
 use crate::sparse::coo::Coo;
 use crate::sparse::csr::{Csr, CsrKernel};
 use crate::sparse::dia::Dia;
 use crate::sparse::ell::Ell;
+use crate::sparse::ops::SparseOps;
 use crate::sparse::ops::{sparse_cost, SparseStorage};
 use crate::sparse::sell::{Sell, SellParams};
 use crate::sparse::split::RowSplit;
@@ -150,7 +150,7 @@ impl fmt::Display for FormatChoice {
 
 /// A sparse matrix in any format. SpMV works in the original numbering for every format
 /// (Staircase SELL permutes `x` in and `y` out around its permuted-space product).
-pub enum SparseMatrix<B: Backend, V: Element> {
+pub enum SparseMatrix<B: SparseOps, V: Element> {
     /// COO.
     Coo(Coo<B, V>),
     /// CSR (with its kernel choice inside).
@@ -186,7 +186,7 @@ macro_rules! each_format {
     };
 }
 
-impl<B: Backend, V: Element> SparseMatrix<B, V> {
+impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
     /// Converts a host CSR matrix to `format` and moves it to `backend`. A matrix whose
     /// arrays exceed the device's largest buffer (or `options.max_part_bytes`) is stored as
     /// blocks of rows ([`SparseMatrix::Split`]), each block in `format`.
@@ -308,7 +308,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
     /// # Errors
     /// Allocation errors.
     pub fn auto(backend: &B, a: &Csr<Cpu, V>) -> Result<(Self, FormatChoice)> {
-        let choice = if backend.kind() == crate::BackendKind::Cpu {
+        let choice = if backend.kind() == crate::backend::BackendKind::Cpu {
             FormatChoice {
                 format: Format::Csr,
                 params: "rayon, one task per 2048 rows".into(),
@@ -511,7 +511,7 @@ impl<B: Backend, V: Element> SparseMatrix<B, V> {
 
 /// Staircase SELL's fused products stay in its permuted numbering, so it uses the plain
 /// SpMV and a dot; the other formats use their own.
-impl<B: Backend, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B, V> {
+impl<B: SparseOps, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B, V> {
     fn nrows(&self) -> usize {
         SparseMatrix::nrows(self)
     }

@@ -3,8 +3,8 @@
 //!
 //! # Formats
 //! Every container is generic over the backend `B` and the value type `V` (any
-//! [`Element`](crate::Element): f16, bf16, f32, f64). Indices are `u32`. A matrix on the
-//! [`Cpu`](crate::Cpu) backend is the host representation: build, validate and convert there,
+//! [`Element`](crate::scalar::Element): f16, bf16, f32, f64). Indices are `u32`. A matrix on the
+//! [`Cpu`](crate::backend::Cpu) backend is the host representation: build, validate and convert there,
 //! then move it to a device with `to_backend(&device)`.
 //!
 //! | format | layout | SpMV thread mapping |
@@ -30,12 +30,12 @@
 //! invariants, a [`FormatKernels`] implementation (CPU kernel and CubeCL launch; the fused
 //! SpMV + dot default to SpMV and a dot), a [`SparseStorage`] implementation (sizes; the
 //! checked SpMV comes with it) and one `sparse_operator!` line for
-//! [`LinearOperator`](crate::solver::LinearOperator). [`SparseMatrix`] lists the formats it
+//! [`LinearOperator`](crate::operator::LinearOperator). [`SparseMatrix`] lists the formats it
 //! chooses among.
 //!
 //! # Mixed precision
 //! `spmv` computes `y = α A x + β y` with `x`, `y`, `α`, `β` and the accumulation in a
-//! [`Scalar`](crate::Scalar) `T` and the matrix values in any element type `V`: f32 values
+//! [`Scalar`](crate::scalar::Scalar) `T` and the matrix values in any element type `V`: f32 values
 //! with f64 vectors move 12 instead of 16 bytes per nonzero. When `β = 0`, `y` is not read
 //! (as in BLAS): NaN in `y` does not propagate.
 
@@ -136,7 +136,7 @@ impl RowStats {
 pub struct FormatLimits {
     /// Largest accepted `stored slots / nonzeros` (default 3): a conversion that would pad
     /// more — one long row turning ELL into gigabytes — is refused with
-    /// [`Error::Padding`](crate::Error::Padding).
+    /// [`Error::Padding`](crate::error::Error::Padding).
     pub max_padding_ratio: f64,
 }
 
@@ -159,11 +159,11 @@ impl FormatLimits {
     /// Checks that storing `stored` slots for `nnz` nonzeros is within the limit.
     ///
     /// # Errors
-    /// [`Error::Padding`](crate::Error::Padding) when it is not.
+    /// [`Error::Padding`](crate::error::Error::Padding) when it is not.
     pub fn check(&self, format: &'static str, stored: u64, nnz: u64) -> Result<()> {
         let ratio = stored as f64 / (nnz.max(1)) as f64;
         if stored > nnz && ratio > self.max_padding_ratio {
-            return Err(crate::Error::Padding {
+            return Err(crate::error::Error::Padding {
                 format,
                 stored,
                 nnz,
@@ -177,7 +177,7 @@ impl FormatLimits {
 
 /// Converts a count to a `u32` index, or reports which quantity overflows.
 pub(crate) fn to_u32(value: usize, format: &'static str, what: &str) -> Result<u32> {
-    u32::try_from(value).map_err(|_| crate::Error::InvalidMatrix {
+    u32::try_from(value).map_err(|_| crate::error::Error::InvalidMatrix {
         format,
         reason: format!("{what} = {value} does not fit the 32-bit indices galerkin uses"),
     })

@@ -8,7 +8,7 @@
 //! - [`SparseStorage`] on its container: sizes and the storage footprint. Its provided
 //!   methods are the checked, safe SpMV of the format (`spmv`, `spmv_dot`, `spmv_dot_device`)
 //!   and the only way to the unchecked kernels;
-//! - [`LinearOperator`](crate::solver::LinearOperator), with the one-line
+//! - [`LinearOperator`](crate::operator::LinearOperator), with the one-line
 //!   `sparse_operator!` macro.
 //!
 //! [`SparseOps`], implemented once by each backend, dispatches to the format's kernels: a
@@ -17,10 +17,12 @@
 use cubecl::prelude::*;
 use rayon::prelude::*;
 
+use crate::backend::core::check_device;
 use crate::backend::core::{sealed::Sealed, BackendCore};
 use crate::backend::cpu::Cpu;
+pub(crate) use crate::backend::cube::{AlphaBeta, AlphaBetaLaunch};
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
-use crate::error::{check_device, check_len, Result};
+use crate::error::{check_len, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::Format;
 use crate::vector::cube::reduce::{finish, finish_sum, Finish};
@@ -297,8 +299,8 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized {
     /// `y = α A x + β y` (`y` not read when `β = 0`).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `x` does not have
-    /// `ncols` or `y` `nrows` entries; [`Error::DeviceMismatch`](crate::Error::DeviceMismatch)
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `x` does not have
+    /// `ncols` or `y` `nrows` entries; [`Error::DeviceMismatch`](crate::error::Error::DeviceMismatch)
     /// if they live on another device than the matrix; device errors.
     fn spmv<T: Scalar>(
         &self,
@@ -325,7 +327,7 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized {
     ///
     /// # Errors
     /// As [`spmv`](Self::spmv), and
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the matrix is not
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the matrix is not
     /// square.
     fn spmv_dot<T: Scalar>(&self, x: &Vector<B, T>, y: &mut Vector<B, T>) -> Result<T> {
         check_operands(Self::FORMAT, self, x, y, true)?;
@@ -340,7 +342,7 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized {
     ///
     /// # Errors
     /// As [`spmv_dot`](Self::spmv_dot), and
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `slot` is not below
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if `slot` is not below
     /// `scalars.len()` (checked before anything is written).
     fn spmv_dot_device<T: Scalar>(
         &self,
@@ -393,10 +395,10 @@ fn check_operands<B: SparseOps, V: Element, M: SparseStorage<B, V>, T: Scalar>(
 macro_rules! sparse_operator {
     ($matrix:ident) => {
         impl<
-                B: $crate::backend::Backend,
+                B: $crate::sparse::SparseOps,
                 V: $crate::scalar::Element,
                 S: $crate::scalar::Scalar,
-            > $crate::solver::LinearOperator<B, S> for $matrix<B, V>
+            > $crate::operator::LinearOperator<B, S> for $matrix<B, V>
         {
             fn nrows(&self) -> usize {
                 $crate::sparse::SparseStorage::nrows(self)
@@ -429,7 +431,7 @@ macro_rules! sparse_operator {
             ) -> $crate::error::Result<()> {
                 $crate::sparse::SparseStorage::spmv_dot_device(self, x, y, scalars, slot)
             }
-            fn cost(&self) -> $crate::solver::OperatorCost {
+            fn cost(&self) -> $crate::operator::OperatorCost {
                 $crate::sparse::ops::sparse_cost::<B, V, S, Self>(self)
             }
         }
@@ -440,18 +442,11 @@ pub(crate) use sparse_operator;
 /// Cost of a sparse product: its flops; the stored arrays, `x` and `y` once.
 pub(crate) fn sparse_cost<B: SparseOps, V: Element, S: Scalar, M: SparseStorage<B, V>>(
     a: &M,
-) -> crate::solver::OperatorCost {
-    crate::solver::OperatorCost {
+) -> crate::operator::OperatorCost {
+    crate::operator::OperatorCost {
         flops: a.spmv_flops(),
         bytes: (a.storage_bytes() + (a.nrows() + a.ncols()) * S::DTYPE.size()) as f64,
     }
-}
-
-/// `α` and `β` of `y = α A x + β y`, as one kernel argument.
-#[derive(CubeType, CubeLaunch)]
-pub(crate) struct AlphaBeta {
-    pub(crate) alpha: InputScalar,
-    pub(crate) beta: InputScalar,
 }
 
 /// `y = α acc + β y` with `y` not read when `β = 0` (as in BLAS): the end of a row of every

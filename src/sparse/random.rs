@@ -74,7 +74,7 @@ impl RandomPattern {
 /// diagonally dominant).
 ///
 /// # Errors
-/// [`Error::InvalidMatrix`](crate::Error::InvalidMatrix) if the size overflows 32-bit indices.
+/// [`Error::InvalidMatrix`](crate::error::Error::InvalidMatrix) if the size overflows 32-bit indices.
 pub fn random_csr<V: Element>(pattern: &RandomPattern, seed: u64) -> Result<Csr<Cpu, V>> {
     let p = pattern;
     let mut rng = Rng::new(seed);

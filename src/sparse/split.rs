@@ -14,16 +14,14 @@
 //! Staircase SELL, which renumbers a square matrix as a whole, is split into SELL-C-σ
 //! blocks.
 
-use crate::backend::Backend;
+use crate::backend::Cpu;
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
+use crate::sparse::ops::SparseOps;
 use crate::vector::Vector;
-use crate::Cpu;
 
-/// Block boundaries are multiples of this many rows: a view of `y` starting there is
-/// aligned for every element type (wgpu binds storage at multiples of 256 bytes).
-pub const SPLIT_ROW_ALIGN: usize = 256;
+pub use crate::backend::core::SPLIT_ROW_ALIGN;
 
 /// One block: rows `start..start + rows` and columns `col_start..col_start + cols` of the
 /// whole matrix, numbered from 0 in the block.
@@ -147,7 +145,7 @@ impl<M> RowSplit<M> {
     ///
     /// # Errors
     /// Length mismatches; the errors of `spmv`.
-    pub(crate) fn spmv<B: Backend, T: Scalar>(
+    pub(crate) fn spmv<B: SparseOps, T: Scalar>(
         &self,
         alpha: T,
         x: &Vector<B, T>,
@@ -215,7 +213,7 @@ impl<M> RowSplit<M> {
 /// `y_rows = α A_rows x + β y_rows` for the blocks of one row range (in column order: the
 /// first with `β`, the others adding; none: `y_rows = β y_rows`), each with its columns of `x`
 /// (a view, or on the CPU backend a copy out of `host_x`, the host copy of `x` made once).
-fn apply_blocks<M, B: Backend, T: Scalar>(
+fn apply_blocks<M, B: SparseOps, T: Scalar>(
     blocks: &[RowBlock<M>],
     alpha: T,
     x: &Vector<B, T>,

@@ -9,7 +9,8 @@
 use nalgebra::{DMatrix, SymmetricEigen};
 
 use crate::error::{Error, Result};
-use crate::hdg::reference::gauss_legendre;
+use crate::quadrature::gauss_legendre;
+pub use crate::quadrature::gauss_lobatto;
 
 /// The largest polynomial degree of the `Q_k` spaces.
 pub const MAX_DEGREE: usize = 10;
@@ -28,31 +29,6 @@ pub fn check_degree(op: &'static str, degree: usize) -> Result<()> {
             reason: format!("the degree k must be in 1..={MAX_DEGREE}, got {degree}"),
         })
     }
-}
-
-/// Gauss–Lobatto points on `[0, 1]` (`k + 1` of them, increasing, with both ends): the
-/// interior ones are the eigenvalues of the Jacobi matrix of the Jacobi polynomials
-/// `P^{(1,1)}` (the zeros of `P'_k`), found by Golub–Welsch.
-pub fn gauss_lobatto(k: usize) -> Vec<f64> {
-    let m = k.saturating_sub(1);
-    let mut j = DMatrix::<f64>::zeros(m, m);
-    for n in 1..m {
-        let nf = n as f64;
-        let b = (nf * (nf + 2.0) / ((2.0 * nf + 1.0) * (2.0 * nf + 3.0))).sqrt();
-        j[(n, n - 1)] = b;
-        j[(n - 1, n)] = b;
-    }
-    let mut inner: Vec<f64> = if m == 0 {
-        Vec::new()
-    } else {
-        SymmetricEigen::new(j).eigenvalues.iter().copied().collect()
-    };
-    inner.sort_by(f64::total_cmp);
-    let mut t = Vec::with_capacity(k + 1);
-    t.push(0.0);
-    t.extend(inner.iter().map(|x| 0.5 * (x + 1.0)));
-    t.push(1.0);
-    t
 }
 
 /// The Lagrange basis on `nodes`: values and derivatives of every basis function at `x`.

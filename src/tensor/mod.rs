@@ -2,10 +2,11 @@
 //! matrix-free: the 1D bases ([`Basis1d`]), the tensor-product kernel family
 //! ([`TensorOps`]: sum factorization on chip, the fused vertex-patch smoothing step, banded
 //! 1D matrices along one direction), and the mass and Laplace operators
-//! ([`TensorOperator`]) that the solvers take as [`LinearOperator`](crate::solver::LinearOperator)s.
+//! ([`TensorOperator`]) that the solvers take as [`LinearOperator`](crate::operator::LinearOperator)s.
 //! The multigrid built on them is in [`multigrid`](crate::multigrid) (seed 003).
 
 pub mod basis;
+mod cpu;
 pub(crate) mod cube;
 pub(crate) mod operator;
 pub mod ops;

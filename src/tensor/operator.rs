@@ -1,12 +1,12 @@
 //! [`TensorOperator`]: the matrix-free `Q_k` mass and Laplace operators (CEED BP1/BP3
 //! class) with homogeneous Dirichlet boundary conditions, as [`LinearOperator`]s.
 
-use crate::backend::bundle::Backend;
+use crate::bundle::Backend;
 use crate::error::{check_len, Error, Result};
+use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::Scalar;
-use crate::solver::{LinearOperator, OperatorCost};
-use crate::tensor::basis::{check_degree, Basis1d};
-use crate::tensor::ops::{Grid, Scatter};
+use crate::tensor::basis::Basis1d;
+use crate::tensor::ops::{boundary, check_grid, CellMatrices, Grid, Scatter, TensorOps};
 use crate::vector::Vector;
 
 /// Which operator a [`TensorOperator`] applies.
@@ -59,39 +59,16 @@ impl OperatorKind {
 /// assert!(x.dot(&y)? > 0.0);
 /// # Ok::<(), galerkin::Error>(())
 /// ```
-pub struct TensorOperator<B: Backend, T: Scalar> {
+pub struct TensorOperator<B: Backend + TensorOps, T: Scalar> {
     backend: B,
     grid: Grid,
     kind: OperatorKind,
     coef: [T; 2],
-    cell: B::Buffer<T>,
+    cell: CellMatrices<B, T>,
     atomic: bool,
 }
 
-/// Checks a grid: dimension 2 or 3, degree in range, at least one cell.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] naming `op`.
-pub(crate) fn check_grid(op: &'static str, grid: Grid) -> Result<()> {
-    if grid.dim != 2 && grid.dim != 3 {
-        return Err(Error::InvalidArgument {
-            op,
-            name: "dim",
-            reason: format!("the dimension must be 2 or 3, got {}", grid.dim),
-        });
-    }
-    check_degree(op, grid.degree)?;
-    if grid.cells == 0 {
-        return Err(Error::InvalidArgument {
-            op,
-            name: "cells",
-            reason: "a grid needs at least one cell per direction".into(),
-        });
-    }
-    Ok(())
-}
-
-impl<B: Backend, T: Scalar> TensorOperator<B, T> {
+impl<B: Backend + TensorOps, T: Scalar> TensorOperator<B, T> {
     /// The operator `kind` on `grid`.
     ///
     /// # Errors
@@ -101,12 +78,6 @@ impl<B: Backend, T: Scalar> TensorOperator<B, T> {
         check_grid("TensorOperator::new", grid)?;
         backend.require::<T>("TensorOperator")?;
         let basis = Basis1d::new(grid.degree)?;
-        let mats: Vec<T> = basis
-            .mass
-            .iter()
-            .chain(&basis.stiffness)
-            .map(|&v| T::from_f64(v))
-            .collect();
         let h = 1.0 / grid.cells as f64;
         let (a, c) = kind.coefficients();
         let d = grid.dim as i32;
@@ -115,7 +86,7 @@ impl<B: Backend, T: Scalar> TensorOperator<B, T> {
             grid,
             kind,
             coef: [T::from_f64(a * h.powi(d - 2)), T::from_f64(c * h.powi(d))],
-            cell: backend.upload(&mats)?,
+            cell: CellMatrices::new(backend, &basis)?,
             atomic: backend.tensor_atomic_add::<T>(),
         })
     }
@@ -198,37 +169,20 @@ impl<B: Backend, T: Scalar> TensorOperator<B, T> {
         check_len("TensorOperator::apply", "x", self.grid.len(), x.len())?;
         check_len("TensorOperator::apply", "y", self.grid.len(), y.len())?;
         y.fill(T::ZERO)?;
-        let b = &self.backend;
-        // SAFETY: x and y are grid vectors of this backend (checked above; `Vector` keeps
-        // its buffer on its backend), `cell` holds [M̂ | Â].
-        unsafe {
-            if self.atomic {
-                b.tensor_cell_apply(
-                    self.grid,
-                    self.coef,
-                    &self.cell,
-                    x.buffer()?,
-                    y.buffer_mut()?,
-                    Scatter::Atomic,
-                )?;
-            } else {
-                for c in 0..self.grid.colours() {
-                    b.tensor_cell_apply(
-                        self.grid,
-                        self.coef,
-                        &self.cell,
-                        x.buffer()?,
-                        y.buffer_mut()?,
-                        Scatter::Colour(c),
-                    )?;
-                }
+        if self.atomic {
+            self.cell
+                .apply(self.grid, self.coef, x, y, Scatter::Atomic)?;
+        } else {
+            for c in 0..self.grid.colours() {
+                self.cell
+                    .apply(self.grid, self.coef, x, y, Scatter::Colour(c))?;
             }
-            b.tensor_boundary(self.grid, Some(x.buffer()?), y.buffer_mut()?)
         }
+        boundary(self.grid, Some(x), y)
     }
 }
 
-impl<B: Backend, T: Scalar> LinearOperator<B, T> for TensorOperator<B, T> {
+impl<B: Backend + TensorOps, T: Scalar> LinearOperator<B, T> for TensorOperator<B, T> {
     fn nrows(&self) -> usize {
         self.grid.len()
     }

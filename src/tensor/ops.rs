@@ -11,15 +11,22 @@
 //! `c_lap (A⊗M⊗M + M⊗A⊗M + M⊗M⊗A) + c_mass M⊗M⊗M` (2D: two factors), restricted to the
 //! rows `r0 .. r0 + m` in every direction (all rows for a cell; the `2k − 1` interior rows
 //! for a vertex patch, whose closure has `n = 2k + 1` nodes).
+//!
+//! # Checked entry points
+//! The trait's methods are `unsafe` (a kernel indexes its operands by the grid); the safe way
+//! to them is below: [`boundary`], [`CellMatrices`], [`PatchData`] and [`Banded`] own their
+//! device data and check every vector's length and device before a launch. The operators
+//! and multigrid call only these.
 
-use rayon::prelude::*;
+use std::collections::BTreeMap;
 
-use crate::backend::core::sealed::Sealed;
-use crate::backend::cpu::Cpu;
-use crate::error::Result;
+use crate::backend::core::{check_device, sealed::Sealed, BackendCore};
+use crate::error::{check_len, Error, Result};
+use crate::quadrature::gauss_lobatto;
 use crate::scalar::Scalar;
-use crate::tensor::basis::gauss_lobatto;
-use crate::vector::VectorOps;
+use crate::tensor::basis::check_degree;
+use crate::tensor::basis::Basis1d;
+use crate::vector::{Vector, VectorOps};
 
 /// The shape of one level: dimension (2 or 3), degree `k`, cells per direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -236,270 +243,383 @@ pub(crate) fn patch_fixed_values(grid: Grid) -> usize {
     2 * n * n + m * m + m
 }
 
-/// `mat` (`ncols` columns, rows `r0 .. r0 + m`) applied along `dir` of `data` (extents
-/// `ext`), the result with `ext[dir] = m`.
-fn contract(
-    mat: &[f64],
-    ncols: usize,
-    r0: usize,
-    m: usize,
-    data: &[f64],
-    ext: [usize; 3],
-    dir: usize,
-) -> (Vec<f64>, [usize; 3]) {
-    let inner: usize = ext[..dir].iter().product();
-    let outer: usize = ext[dir + 1..].iter().product();
-    let n = ext[dir];
-    let mut out = vec![0.0; inner * m * outer];
-    for o in 0..outer {
-        for i in 0..m {
-            for j in 0..n {
-                let a = mat[(r0 + i) * ncols + j];
-                if a == 0.0 {
-                    continue;
-                }
-                let src = &data[(o * n + j) * inner..(o * n + j + 1) * inner];
-                let dst = &mut out[(o * m + i) * inner..(o * m + i + 1) * inner];
-                for (d, s) in dst.iter_mut().zip(src) {
-                    *d += a * s;
-                }
-            }
-        }
+/// Checks a grid: dimension 2 or 3, degree in range, at least one cell.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming `op`.
+pub(crate) fn check_grid(op: &'static str, grid: Grid) -> Result<()> {
+    if grid.dim != 2 && grid.dim != 3 {
+        return Err(Error::invalid(
+            op,
+            "dim",
+            format!("the dimension must be 2 or 3, got {}", grid.dim),
+        ));
     }
-    let mut e = ext;
-    e[dir] = m;
-    (out, e)
-}
-
-/// The local operator (module docs) on `u` (`n^d` values), rows `r0 .. r0 + m`.
-#[allow(clippy::too_many_arguments)]
-fn local_operator(
-    dim: usize,
-    n: usize,
-    r0: usize,
-    m: usize,
-    mass: &[f64],
-    stiff: &[f64],
-    coef: [f64; 2],
-    u: &[f64],
-) -> Vec<f64> {
-    let ext = [n, n, if dim == 3 { n } else { 1 }];
-    let mut out = vec![0.0; m.pow(dim as u32)];
-    for term in 0..=dim {
-        let c = if term < dim { coef[0] } else { coef[1] };
-        if c == 0.0 {
-            continue;
-        }
-        let (mut v, mut e) = (u.to_vec(), ext);
-        for dir in 0..dim {
-            let mat = if dir == term { stiff } else { mass };
-            (v, e) = contract(mat, n, r0, m, &v, e, dir);
-        }
-        for (o, x) in out.iter_mut().zip(&v) {
-            *o += c * x;
-        }
+    check_degree(op, grid.degree)?;
+    if grid.cells == 0 {
+        return Err(Error::invalid(
+            op,
+            "cells",
+            "a grid needs at least one cell per direction",
+        ));
     }
-    out
+    Ok(())
 }
 
-/// Global node of local node `l` (`n^d` block, x fastest) of the block at `origin`.
-fn global_node(grid: Grid, n: usize, origin: [usize; 3], l: usize) -> usize {
-    let n1 = grid.n1();
-    let (x, y, z) = (l % n, (l / n) % n, l / (n * n));
-    ((origin[2] + z) * n1 + origin[1] + y) * n1 + origin[0] + x
+/// On the boundary nodes of `grid`: `y = src` (or `y = 0` without `src`); the interior of
+/// `y` untouched.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a bad grid, [`Error::DimensionMismatch`] for vectors that
+/// are not grid vectors, [`Error::DeviceMismatch`] for `src` on another device.
+pub(crate) fn boundary<B: TensorOps, T: Scalar>(
+    grid: Grid,
+    src: Option<&Vector<B, T>>,
+    y: &mut Vector<B, T>,
+) -> Result<()> {
+    const OP: &str = "tensor boundary";
+    check_grid(OP, grid)?;
+    check_len(OP, "y", grid.len(), y.len())?;
+    if let Some(src) = src {
+        check_len(OP, "src", grid.len(), src.len())?;
+        check_device(OP, y.backend(), src.backend())?;
+    }
+    let backend = y.backend().clone();
+    let src = src.map(|s| s.buffer()).transpose()?;
+    // SAFETY: y (and src) hold grid.len() values of this backend (checked above).
+    unsafe { backend.tensor_boundary(grid, src, y.buffer_mut()?) }
 }
 
-/// The block at `origin` of `x`, boundary nodes read as zero (homogeneous Dirichlet).
-fn load_block<T: Scalar>(grid: Grid, n: usize, origin: [usize; 3], x: &[T]) -> Vec<f64> {
-    (0..n.pow(grid.dim as u32))
-        .map(|l| {
-            let g = global_node(grid, n, origin, l);
-            if grid.on_boundary(g) {
-                0.0
-            } else {
-                x[g].as_f64()
-            }
+/// The reference-cell matrices `[M̂ | Â]` of degree `k` on a device: the data of the
+/// cell-wise operator.
+pub(crate) struct CellMatrices<B: TensorOps, T: Scalar> {
+    backend: B,
+    degree: usize,
+    data: B::Buffer<T>,
+}
+
+impl<B: TensorOps, T: Scalar> CellMatrices<B, T> {
+    /// Uploads the cell matrices of `basis`.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] if the backend lacks `T`; device errors.
+    pub(crate) fn new(backend: &B, basis: &Basis1d) -> Result<Self> {
+        backend.require::<T>("tensor-product operators")?;
+        let mats: Vec<T> = basis
+            .mass
+            .iter()
+            .chain(&basis.stiffness)
+            .map(|&v| T::from_f64(v))
+            .collect();
+        Ok(CellMatrices {
+            backend: backend.clone(),
+            degree: basis.degree,
+            data: backend.upload(&mats)?,
         })
-        .collect()
-}
-
-/// Splits a linear index over `counts` into coordinates (x fastest).
-fn coords(mut i: usize, counts: [usize; 3]) -> [usize; 3] {
-    let mut c = [0; 3];
-    for d in 0..3 {
-        c[d] = i % counts[d].max(1);
-        i /= counts[d].max(1);
     }
-    c
-}
 
-impl TensorOps for Cpu {
-    unsafe fn tensor_cell_apply<T: Scalar>(
+    /// `y += Σ over the cells chosen by `scatter` of the local operator applied to x`
+    /// (`coef = [c_lap, c_mass]`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a grid of another degree or a colour out of range,
+    /// [`Error::Unsupported`] for atomics the device lacks for `T`, and the errors of
+    /// [`boundary`] for the vectors.
+    pub(crate) fn apply(
         &self,
         grid: Grid,
         coef: [T; 2],
-        cell: &Vec<T>,
-        x: &Vec<T>,
-        y: &mut Vec<T>,
+        x: &Vector<B, T>,
+        y: &mut Vector<B, T>,
         scatter: Scatter,
     ) -> Result<()> {
-        let (k, n) = (grid.degree, grid.degree + 1);
-        let mats: Vec<f64> = cell.iter().map(|v| v.as_f64()).collect();
-        let (mass, stiff) = mats.split_at(n * n);
-        let coef = [coef[0].as_f64(), coef[1].as_f64()];
-        let colours: Vec<usize> = match scatter {
-            Scatter::Atomic => (0..grid.colours()).collect(),
-            Scatter::Colour(c) => vec![c],
-        };
-        for c in colours {
-            let counts = grid.cell_blocks(Some(c));
-            let count = grid.cell_count(Some(c));
-            let results: Vec<(usize, Vec<f64>)> = (0..count)
-                .into_par_iter()
-                .map(|i| {
-                    let ci = coords(i, counts);
-                    let origin: [usize; 3] = std::array::from_fn(|d| {
-                        if d < grid.dim {
-                            (2 * ci[d] + grid.colour_bit(c, d)) * k
-                        } else {
-                            0
-                        }
-                    });
-                    let origin_node = global_node(grid, n, origin, 0);
-                    let u = load_block(grid, n, origin, x);
-                    (
-                        origin_node,
-                        local_operator(grid.dim, n, 0, n, mass, stiff, coef, &u),
-                    )
+        const OP: &str = "TensorOperator::apply";
+        check_grid(OP, grid)?;
+        check_degree_matches(OP, self.degree, grid)?;
+        check_grid_vectors(OP, &self.backend, grid, x, y)?;
+        match scatter {
+            Scatter::Atomic if !self.backend.tensor_atomic_add::<T>() => {
+                return Err(Error::Unsupported {
+                    backend: self.backend.info().device.clone(),
+                    what: format!("atomic add of {} values", T::DTYPE.name()),
+                    reason: "the device or its runtime has no such atomic; use colouring".into(),
                 })
-                .collect();
-            for (origin_node, v) in results {
-                let n1 = grid.n1();
-                let origin = [
-                    origin_node % n1,
-                    (origin_node / n1) % n1,
-                    origin_node / (n1 * n1),
-                ];
-                for (l, value) in v.iter().enumerate() {
-                    let g = global_node(grid, n, origin, l);
-                    y[g] = T::from_f64(y[g].as_f64() + value);
-                }
             }
+            Scatter::Colour(c) if c >= grid.colours() => {
+                return Err(Error::invalid(
+                    OP,
+                    "scatter",
+                    format!("colour {c} of {} colours", grid.colours()),
+                ))
+            }
+            _ => {}
         }
-        Ok(())
+        // SAFETY: x and y hold grid.len() values of this backend, `data` holds [M̂ | Â] of
+        // the grid's degree, atomics exist where asked for (all checked above).
+        unsafe {
+            self.backend.tensor_cell_apply(
+                grid,
+                coef,
+                &self.data,
+                x.buffer()?,
+                y.buffer_mut()?,
+                scatter,
+            )
+        }
+    }
+}
+
+/// `[M_p | A_p | S | λ]` of the reference vertex patch (patch matrices, generalized
+/// eigenvectors and eigenvalues) on a device: the data of the fused patch-smoothing step.
+pub(crate) struct PatchData<B: TensorOps, T: Scalar> {
+    backend: B,
+    dim: usize,
+    degree: usize,
+    data: B::Buffer<T>,
+}
+
+impl<B: TensorOps, T: Scalar> PatchData<B, T> {
+    /// The patch data of `basis` for grids of dimension `dim`.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] where the fused patch kernel of this dimension and degree
+    /// exceeds the device's on-chip memory for `T` (with the bytes it needs), or the
+    /// backend lacks `T`; device errors.
+    pub(crate) fn new(backend: &B, dim: usize, basis: &Basis1d) -> Result<Self> {
+        backend.require::<T>("the vertex-patch smoother")?;
+        let grid = Grid {
+            dim,
+            degree: basis.degree,
+            cells: 2,
+        };
+        if let Err(bytes) = backend.tensor_patch_fits::<T>(grid) {
+            return Err(Error::Unsupported {
+                backend: backend.info().device.clone(),
+                what: format!(
+                    "the vertex-patch smoother for Q{} in {dim}D in {}",
+                    basis.degree,
+                    T::DTYPE.name()
+                ),
+                reason: format!(
+                    "its fused kernel needs {bytes} bytes of shared memory per patch, the device \
+                     allows {}; use the Chebyshev smoother or a lower degree",
+                    backend.info().max_shared_bytes
+                ),
+            });
+        }
+        let (pm, pa) = basis.patch_matrices();
+        let (s, lambda) = basis.patch_eigen()?;
+        let values: Vec<T> = pm
+            .iter()
+            .chain(&pa)
+            .chain(&s)
+            .chain(&lambda)
+            .map(|&v| T::from_f64(v))
+            .collect();
+        Ok(PatchData {
+            backend: backend.clone(),
+            dim,
+            degree: basis.degree,
+            data: backend.upload(&values)?,
+        })
     }
 
-    fn tensor_atomic_add<T: Scalar>(&self) -> bool {
-        true
-    }
-
-    fn tensor_patch_fits<T: Scalar>(&self, _grid: Grid) -> std::result::Result<(), usize> {
-        Ok(())
-    }
-
-    unsafe fn tensor_boundary<T: Scalar>(
-        &self,
-        grid: Grid,
-        src: Option<&Vec<T>>,
-        y: &mut Vec<T>,
-    ) -> Result<()> {
-        y.par_iter_mut().enumerate().for_each(|(g, v)| {
-            if grid.on_boundary(g) {
-                *v = src.map_or(T::ZERO, |s| s[g]);
-            }
-        });
-        Ok(())
-    }
-
-    unsafe fn tensor_patch_smooth<T: Scalar>(
+    /// One colour of the multiplicative vertex-patch smoother on `grid`: for every patch `j`
+    /// of `colour`, `x_j += A_j⁻¹ (b_j − Ā_j x̄_j)`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a grid of another dimension or degree, or a colour out
+    /// of range; [`Error::DimensionMismatch`] and [`Error::DeviceMismatch`] for `b` and `x`.
+    pub(crate) fn smooth(
         &self,
         grid: Grid,
         colour: usize,
         coef: [T; 2],
-        patch: &Vec<T>,
-        b: &Vec<T>,
-        x: &mut Vec<T>,
+        b: &Vector<B, T>,
+        x: &mut Vector<B, T>,
     ) -> Result<()> {
-        let (k, dim) = (grid.degree, grid.dim);
-        let (n, m) = (2 * k + 1, 2 * k - 1);
-        let data: Vec<f64> = patch.iter().map(|v| v.as_f64()).collect();
-        let (mass, rest) = data.split_at(n * n);
-        let (stiff, rest) = rest.split_at(n * n);
-        let (s, lambda) = rest.split_at(m * m);
-        let st: Vec<f64> = (0..m * m).map(|i| s[(i % m) * m + i / m]).collect();
-        let coef = [coef[0].as_f64(), coef[1].as_f64()];
-        let counts = grid.patch_blocks(colour);
-        let count = grid.patch_count(colour);
-        let xs: &Vec<T> = x;
-        let corrections: Vec<([usize; 3], Vec<f64>)> = (0..count)
-            .into_par_iter()
-            .map(|i| {
-                let pi = coords(i, counts);
-                // Vertex v = 1 + bit + 2 i; the closure starts at node (v − 1) k.
-                let origin: [usize; 3] = std::array::from_fn(|d| {
-                    if d < dim {
-                        (2 * pi[d] + grid.colour_bit(colour, d)) * k
-                    } else {
-                        0
-                    }
-                });
-                let u = load_block(grid, n, origin, xs);
-                let au = local_operator(dim, n, 1, m, mass, stiff, coef, &u);
-                let inner: [usize; 3] = std::array::from_fn(|d| origin[d] + usize::from(d < dim));
-                let mut r: Vec<f64> = au
-                    .iter()
-                    .enumerate()
-                    .map(|(l, v)| b[global_node(grid, m, inner, l)].as_f64() - v)
-                    .collect();
-                let mut e = [m, m, if dim == 3 { m } else { 1 }];
-                for dir in 0..dim {
-                    (r, e) = contract(&st, m, 0, m, &r, e, dir);
-                }
-                for (l, v) in r.iter_mut().enumerate() {
-                    let c = coords(l, e);
-                    let ls: f64 = (0..dim).map(|d| lambda[c[d]]).sum();
-                    *v /= coef[0] * ls + coef[1];
-                }
-                for dir in 0..dim {
-                    (r, e) = contract(s, m, 0, m, &r, e, dir);
-                }
-                (inner, r)
-            })
-            .collect();
-        for (inner, r) in corrections {
-            for (l, v) in r.iter().enumerate() {
-                let g = global_node(grid, m, inner, l);
-                x[g] = T::from_f64(x[g].as_f64() + v);
-            }
+        const OP: &str = "patch smoother";
+        check_grid(OP, grid)?;
+        check_degree_matches(OP, self.degree, grid)?;
+        if grid.dim != self.dim {
+            return Err(Error::invalid(
+                OP,
+                "grid",
+                format!("a {}D grid for {}D patch data", grid.dim, self.dim),
+            ));
         }
-        Ok(())
+        if colour >= grid.colours() {
+            return Err(Error::invalid(
+                OP,
+                "colour",
+                format!("colour {colour} of {}", grid.colours()),
+            ));
+        }
+        check_grid_vectors(OP, &self.backend, grid, b, x)?;
+        // SAFETY: b and x hold grid.len() values of this backend; `data` is the patch data of
+        // the grid's dimension and degree (checked above).
+        unsafe {
+            self.backend.tensor_patch_smooth(
+                grid,
+                colour,
+                coef,
+                &self.data,
+                b.buffer()?,
+                x.buffer_mut()?,
+            )
+        }
+    }
+}
+
+/// A banded 1D matrix on a device: `rows` rows of `width` values, row `i` starting at column
+/// `starts[i]`, every band inside `cols` columns. Applied along one direction of a
+/// tensor-product array (the multigrid transfers, right-hand sides).
+pub(crate) struct Banded<B: TensorOps, T: Scalar> {
+    backend: B,
+    rows: usize,
+    cols: usize,
+    width: usize,
+    starts: B::Buffer<u32>,
+    values: B::Buffer<T>,
+}
+
+impl<B: TensorOps, T: Scalar> Banded<B, T> {
+    /// From sparse rows (`(column, value)` pairs, columns increasing), keeping each row's
+    /// band; starts are clamped so that every band stays inside the `cols` columns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a column at or past `cols`, or a band wider than
+    /// `cols`; device errors.
+    pub(crate) fn from_rows(
+        backend: &B,
+        rows: &[BTreeMap<usize, f64>],
+        cols: usize,
+    ) -> Result<Self> {
+        const OP: &str = "Banded::from_rows";
+        let band = |r: &BTreeMap<usize, f64>| {
+            let lo = r.keys().next().copied().unwrap_or(0);
+            let hi = r.keys().next_back().copied().unwrap_or(0);
+            (lo, hi)
+        };
+        if let Some(c) = rows
+            .iter()
+            .filter_map(|r| r.keys().next_back())
+            .find(|&&c| c >= cols)
+        {
+            return Err(Error::invalid(
+                OP,
+                "rows",
+                format!("column {c} of a matrix of {cols} columns"),
+            ));
+        }
+        let width = rows
+            .iter()
+            .map(|r| band(r).1 + 1 - band(r).0)
+            .max()
+            .unwrap_or(1);
+        if width > cols {
+            return Err(Error::invalid(
+                OP,
+                "rows",
+                format!("a band of {width} columns in a matrix of {cols}"),
+            ));
+        }
+        let mut starts = Vec::with_capacity(rows.len());
+        let mut values = Vec::with_capacity(rows.len() * width);
+        for r in rows {
+            let s = band(r).0.min(cols - width);
+            starts.push(s as u32);
+            values.extend((s..s + width).map(|j| T::from_f64(r.get(&j).copied().unwrap_or(0.0))));
+        }
+        Ok(Banded {
+            backend: backend.clone(),
+            rows: rows.len(),
+            cols,
+            width,
+            starts: backend.upload(&starts)?,
+            values: backend.upload(&values)?,
+        })
     }
 
-    unsafe fn tensor_line_apply<T: Scalar>(
+    /// `y = B x` along `dir` of `x` with extents `ext` (`ext[dir] = cols`); `y` gets the
+    /// extents of `x` with `ext[dir] = rows`. `x` and `y` may be longer than their arrays
+    /// (scratch vectors).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `dir` ≥ 3 or vectors shorter than their arrays,
+    /// [`Error::DimensionMismatch`] if `ext[dir]` is not `cols`, [`Error::DeviceMismatch`].
+    pub(crate) fn apply(
         &self,
         ext: [usize; 3],
         dir: usize,
-        rows: usize,
-        width: usize,
-        starts: &Vec<u32>,
-        values: &Vec<T>,
-        x: &Vec<T>,
-        y: &mut Vec<T>,
+        x: &Vector<B, T>,
+        y: &mut Vector<B, T>,
     ) -> Result<()> {
-        let inner: usize = ext[..dir].iter().product();
-        let outer: usize = ext[dir + 1..].iter().product();
-        let n = ext[dir];
-        let total = (inner * rows * outer).min(y.len());
-        y[..total].par_iter_mut().enumerate().for_each(|(u, out)| {
-            let (lo, rest) = (u % inner, u / inner);
-            let (i, o) = (rest % rows, rest / rows);
-            let s = starts[i] as usize;
-            let mut acc = 0.0;
-            for w in 0..width {
-                acc += values[i * width + w].as_f64() * x[(o * n + s + w) * inner + lo].as_f64();
+        const OP: &str = "Banded::apply";
+        if dir >= 3 {
+            return Err(Error::invalid(
+                OP,
+                "dir",
+                format!("{dir}: must be 0, 1 or 2"),
+            ));
+        }
+        check_len(OP, "ext[dir]", self.cols, ext[dir])?;
+        let input: usize = ext.iter().product();
+        let output = input / self.cols.max(1) * self.rows;
+        for (name, need, len) in [("x", input, x.len()), ("y", output, y.len())] {
+            if len < need {
+                return Err(Error::invalid(
+                    OP,
+                    name,
+                    format!("{len} values, fewer than the {need} of its array"),
+                ));
             }
-            *out = T::from_f64(acc);
-        });
-        Ok(())
+        }
+        check_device(OP, &self.backend, x.backend())?;
+        check_device(OP, &self.backend, y.backend())?;
+        // SAFETY: every band lies inside `cols = ext[dir]` columns (from_rows), x holds at
+        // least Π ext values and y the same with ext[dir] = rows, on this backend (checked).
+        unsafe {
+            self.backend.tensor_line_apply(
+                ext,
+                dir,
+                self.rows,
+                self.width,
+                &self.starts,
+                &self.values,
+                x.buffer()?,
+                y.buffer_mut()?,
+            )
+        }
     }
+}
+
+/// Checks that `grid` has the degree its data was made for.
+fn check_degree_matches(op: &'static str, degree: usize, grid: Grid) -> Result<()> {
+    if grid.degree == degree {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            op,
+            "grid",
+            format!("degree {} for data of degree {degree}", grid.degree),
+        ))
+    }
+}
+
+/// Checks that `x` and `y` are grid vectors on `backend`'s device.
+fn check_grid_vectors<B: BackendCore, T: Scalar>(
+    op: &'static str,
+    backend: &B,
+    grid: Grid,
+    x: &Vector<B, T>,
+    y: &Vector<B, T>,
+) -> Result<()>
+where
+    B: VectorOps,
+{
+    check_len(op, "x", grid.len(), x.len())?;
+    check_len(op, "y", grid.len(), y.len())?;
+    check_device(op, backend, x.backend())?;
+    check_device(op, backend, y.backend())
 }

@@ -3,7 +3,8 @@
 //! of the scalars per part, summed on the device, see the [module documentation](super)).
 
 use super::{agree, Vector, VectorOps};
-use crate::error::{check_device, Result};
+use crate::backend::core::check_device;
+use crate::error::Result;
 use crate::scalar::Scalar;
 
 /// Adds the results of `f` over `parts` in f64, in order (one part: its result as it is).
@@ -47,7 +48,7 @@ fn per_part<B: VectorOps, T: Scalar, P>(
 ) -> Result<()> {
     scalars.buffer()?;
     let (parts, len) = (items.len(), scalars.len());
-    let stride = crate::sparse::SPLIT_ROW_ALIGN;
+    let stride = crate::backend::core::SPLIT_ROW_ALIGN;
     let backend = scalars.backend.clone();
     let stage = Vector::<B, T>::zeros(&backend, parts * stride)?;
     let views = if len <= stride && stage.parts() == 1 {
@@ -122,7 +123,7 @@ pub mod cg_scalars {
 /// The fused CG update in one pass: `x += alpha p; r -= alpha q`, returning the new `r · r`.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths differ.
 pub fn cg_update<B: VectorOps, T: Scalar>(
     alpha: T,
     p: &Vector<B, T>,
@@ -146,8 +147,8 @@ pub fn cg_update<B: VectorOps, T: Scalar>(
 /// device-resident scalars.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths of `x` and
-/// `y` differ; [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `slot` is not
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths of `x` and
+/// `y` differ; [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if `slot` is not
 /// below `scalars.len()`.
 pub fn dot_into<B: VectorOps, T: Scalar>(
     x: &Vector<B, T>,
@@ -177,7 +178,7 @@ pub fn dot_into<B: VectorOps, T: Scalar>(
 /// `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `s[BETA] = r·r / s[RR]`; `s[RR] = r·r`.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the vector lengths
 /// differ or `scalars` has fewer than [`cg_scalars::LEN`] entries.
 pub fn cg_update_device<B: VectorOps, T: Scalar>(
     scalars: &mut Vector<B, T>,
@@ -218,7 +219,7 @@ pub fn cg_update_device<B: VectorOps, T: Scalar>(
 /// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`].
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths differ or
 /// `scalars` has fewer than [`cg_scalars::LEN`] entries.
 pub fn xpay_device<B: VectorOps, T: Scalar>(
     scalars: &Vector<B, T>,
@@ -243,11 +244,11 @@ pub fn xpay_device<B: VectorOps, T: Scalar>(
 /// `s[RR] = s[RZ_NEW]` (the numerator of the next `α` in [`cg_update_device`]).
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `scalars` has fewer than
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `scalars` has fewer than
 /// [`cg_scalars::PCG_LEN`] entries.
 pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) -> Result<()> {
     if scalars.len() < cg_scalars::PCG_LEN {
-        return Err(crate::Error::dims(
+        return Err(crate::error::Error::dims(
             "pcg_rotate_device",
             "scalars (at least cg_scalars::PCG_LEN)",
             cg_scalars::PCG_LEN,
@@ -267,7 +268,7 @@ pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) ->
 /// [`pcg_rotate_device`] (identical results on the CPU backend).
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the vector lengths
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the vector lengths
 /// differ or `scalars` has fewer than [`cg_scalars::PCG_LEN`] entries.
 pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
     scalars: &mut Vector<B, T>,
@@ -284,7 +285,7 @@ pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
     agree(OP, "r", x, r)?;
     if scalars.len() < cg_scalars::PCG_LEN {
         let what = "scalars (at least cg_scalars::PCG_LEN)";
-        return Err(crate::Error::dims(
+        return Err(crate::error::Error::dims(
             OP,
             what,
             cg_scalars::PCG_LEN,
@@ -327,7 +328,7 @@ pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
 /// `p = d ∘ r + s[BETA] p`, the direction of PCG-Jacobi after [`pcg_jacobi_update_device`].
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ or
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths differ or
 /// `scalars` has fewer than [`cg_scalars::LEN`] entries.
 pub fn jacobi_xpay_device<B: VectorOps, T: Scalar>(
     scalars: &Vector<B, T>,
@@ -354,7 +355,7 @@ pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()
     if slot < len {
         Ok(())
     } else {
-        Err(crate::Error::InvalidArgument {
+        Err(crate::error::Error::InvalidArgument {
             op,
             name: "slot",
             reason: format!("slot {slot} is not below the {len} device scalars"),
@@ -364,7 +365,7 @@ pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()
 
 fn check_scalars(op: &'static str, len: usize) -> Result<()> {
     if len < cg_scalars::LEN {
-        return Err(crate::Error::dims(
+        return Err(crate::error::Error::dims(
             op,
             "scalars (at least cg_scalars::LEN)",
             cg_scalars::LEN,
@@ -377,7 +378,7 @@ fn check_scalars(op: &'static str, len: usize) -> Result<()> {
 /// The fused diagonal preconditioner step in one pass: `z = d ∘ r`, returning `r · z`.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths differ.
 pub fn pointwise_mul_dot<B: VectorOps, T: Scalar>(
     d: &Vector<B, T>,
     r: &Vector<B, T>,

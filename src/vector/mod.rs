@@ -35,7 +35,7 @@
 //! squares overflows or underflows. `amax` returns NaN when any element is NaN.
 //!
 //! # Vectors longer than one buffer
-//! A device binds at most [`BackendInfo::max_buffer_bytes`](crate::BackendInfo) per buffer
+//! A device binds at most [`BackendInfo::max_buffer_bytes`](crate::backend::BackendInfo) per buffer
 //! (wgpu: 2 GiB on NVIDIA, 128 MiB on lavapipe). A longer vector is stored in parts of
 //! [`vector_part_len`] values (the last shorter), each a buffer of its own, and every
 //! operation above runs part by part: element-wise operations one launch per part,
@@ -48,7 +48,7 @@
 //! scalars through the host instead. The sparse products accept split vectors (their
 //! matrix is stored in blocks that match the parts, see
 //! [`RowSplit`](crate::sparse::RowSplit)), and so do the Krylov solvers; the other operator
-//! families need a vector in one buffer and return [`Error::Unsupported`](crate::Error) for
+//! families need a vector in one buffer and return [`Error::Unsupported`](crate::error::Error) for
 //! a split one ([`Vector::buffer`]). [`BackendCore::with_buffer_limit`] lowers the limit, to
 //! run these paths on small problems.
 
@@ -56,13 +56,15 @@ use std::fmt;
 
 use ndarray::{Array1, ArrayBase, Data, Ix1};
 
+use crate::backend::core::check_device;
 use crate::backend::core::{vector_part_len, BackendCore};
-use crate::error::{check_device, check_len, Error, Result};
+use crate::error::{check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 
 pub(crate) mod cpu;
 pub(crate) mod cube;
 mod fused;
+mod index;
 mod ops;
 
 pub(crate) use fused::check_slot;
@@ -70,6 +72,7 @@ pub use fused::{
     cg_scalars, cg_update, cg_update_device, dot_into, jacobi_xpay_device,
     pcg_jacobi_update_device, pcg_rotate_device, pointwise_mul_dot, xpay_device,
 };
+pub use index::DeviceIndex;
 pub use ops::VectorOps;
 
 /// Checks that `other` has the length of `this`, lives on its device and is split into the
@@ -242,7 +245,7 @@ impl<B: BackendCore, T: Element> Vector<B, T> {
 
     /// A vector over values `start..start + len`, sharing this vector's memory, where they
     /// lie in one part and the backend can bind part of a buffer (`start` a multiple of
-    /// [`SPLIT_ROW_ALIGN`](crate::sparse::SPLIT_ROW_ALIGN)); `None` otherwise.
+    /// [`SPLIT_ROW_ALIGN`](crate::backend::SPLIT_ROW_ALIGN)); `None` otherwise.
     ///
     /// # Safety
     /// As [`BackendCore::view`]: the view aliases `self`.

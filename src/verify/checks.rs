@@ -1,12 +1,13 @@
 //! The built-in checks: one [`StandardCheck`] per operator of the library, with its
 //! inputs, its run on any backend and precision, and its f64 reference.
 
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
+use crate::random::random_vec;
 use crate::random::Rng;
 use crate::scalar::{DType, Element, Scalar};
 use crate::vector::{self, Vector};
-use crate::verify::compare::{poison, random_vec, round_to, Check};
+use crate::verify::compare::{poison, round_to, Check, CheckOn};
 
 /// The checks of every operator in the library, at a size that exercises the tail handling
 /// (not a multiple of any vector width or block size).
@@ -225,8 +226,10 @@ impl Check for StandardCheck {
             _ => None,
         }
     }
+}
 
-    fn run<B: Backend, T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
+impl<B: Backend> CheckOn<B> for StandardCheck {
+    fn run<T: Scalar>(&self, b: &B, inputs: DType) -> Result<Vec<T>> {
         let (len, seed) = self.len_seed();
         let xs = random_vec::<f64>(len, seed);
         let ys = random_vec::<f64>(len, seed + 1);

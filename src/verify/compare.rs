@@ -3,25 +3,10 @@
 
 use std::fmt;
 
-use crate::backend::{Backend, Cpu};
+use crate::backend::Cpu;
+use crate::bundle::Backend;
 use crate::error::{check_len, Result};
 use crate::scalar::{tolerance, ulp_distance, DType, Element, Scalar};
-
-use crate::random::Rng;
-
-/// `len` values uniform in `[-1, 1)`, rounded to `T`.
-pub fn random_vec<T: Element>(len: usize, seed: u64) -> Vec<T> {
-    let mut rng = Rng::new(seed);
-    (0..len)
-        .map(|_| T::from_f64(rng.range(-1.0, 1.0)))
-        .collect()
-}
-
-/// `len` values uniform in `[lo, hi)`, rounded to `T`.
-pub fn random_range<T: Element>(len: usize, lo: f64, hi: f64, seed: u64) -> Vec<T> {
-    let mut rng = Rng::new(seed);
-    (0..len).map(|_| T::from_f64(rng.range(lo, hi))).collect()
-}
 
 /// `len` NaNs: the value outputs are poisoned with before an operation writes them.
 pub fn poison<T: Element>(len: usize) -> Vec<T> {
@@ -90,7 +75,7 @@ impl fmt::Display for Comparison {
 /// Compares `result` with `reference` by relative norm, `‖y − y_ref‖₂ / ‖y_ref‖₂`.
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths differ.
 pub fn compare<T: Element>(result: &[T], reference: &[f64], tolerance: f64) -> Result<Comparison> {
     let norm = reference.iter().map(|r| r * r).sum::<f64>().sqrt();
     compare_scaled(result, reference, norm, tolerance)
@@ -100,7 +85,7 @@ pub fn compare<T: Element>(result: &[T], reference: &[f64], tolerance: f64) -> R
 /// results that cancel (use e.g. `Σ|xᵢ yᵢ|` for an inner product).
 ///
 /// # Errors
-/// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if the lengths differ.
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths differ.
 pub fn compare_scaled<T: Element>(
     result: &[T],
     reference: &[f64],
@@ -140,21 +125,13 @@ pub fn compare_scaled<T: Element>(
     })
 }
 
-/// An operation with its inputs that can run on any backend, in any precision.
+/// An operation with its inputs, to run on a backend in any precision ([`CheckOn`]).
 pub trait Check {
     /// A short name for tables (`"axpy n=1000"`).
     fn name(&self) -> String;
 
     /// Rounded operations accumulated per output entry, for the tolerance.
     fn terms(&self) -> usize;
-
-    /// Runs the operation on `backend` in precision `T` and returns its output, with every
-    /// input first rounded to `inputs` (so that the f64 reference sees the same numbers as
-    /// the run being checked).
-    ///
-    /// # Errors
-    /// Whatever the operation returns.
-    fn run<B: Backend, T: Scalar>(&self, backend: &B, inputs: DType) -> Result<Vec<T>>;
 
     /// The magnitude to measure the error against, if not `‖y_ref‖₂` (for results that
     /// cancel). Computed on the inputs rounded to `inputs`.
@@ -163,15 +140,32 @@ pub trait Check {
     }
 }
 
+/// A [`Check`] that runs on backend `B`: a check of the core families runs on every
+/// [`Backend`]; a discretisation's on the backends with its family
+/// (`impl<B: Backend + HdgOps> CheckOn<B> for HdgCheck`). Every check runs on [`Cpu`], the
+/// reference.
+pub trait CheckOn<B: Backend>: Check {
+    /// Runs the operation on `backend` in precision `T` and returns its output, with every
+    /// input first rounded to `inputs` (so that the f64 reference sees the same numbers as
+    /// the run being checked).
+    ///
+    /// # Errors
+    /// Whatever the operation returns.
+    fn run<T: Scalar>(&self, backend: &B, inputs: DType) -> Result<Vec<T>>;
+}
+
 /// Runs `c` on `backend` in precision `T` and on the CPU in f64, and compares.
 ///
 /// # Errors
-/// [`Error::Unsupported`](crate::Error::Unsupported) if the backend lacks `T`, and any
+/// [`Error::Unsupported`](crate::error::Error::Unsupported) if the backend lacks `T`, and any
 /// error of the operation.
-pub fn check<B: Backend, T: Scalar, C: Check>(backend: &B, c: &C) -> Result<Comparison> {
+pub fn check<B: Backend, T: Scalar, C: CheckOn<B> + CheckOn<Cpu>>(
+    backend: &B,
+    c: &C,
+) -> Result<Comparison> {
     backend.require::<T>(&c.name())?;
-    let result = c.run::<B, T>(backend, T::DTYPE)?;
-    let reference = c.run::<Cpu, f64>(&Cpu::new(), T::DTYPE)?;
+    let result = CheckOn::<B>::run::<T>(c, backend, T::DTYPE)?;
+    let reference = CheckOn::<Cpu>::run::<f64>(c, &Cpu::new(), T::DTYPE)?;
     let tol = tolerance::<T>(c.terms());
     match c.scale(T::DTYPE) {
         Some(scale) => compare_scaled(&result, &reference, scale, tol),

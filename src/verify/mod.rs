@@ -2,7 +2,7 @@
 //! reference, and compare.
 //!
 //! A [`Check`] is an operation with its inputs (generated from a seed). [`check`] runs it on
-//! a backend in precision `T` and on [`Cpu`](crate::Cpu) in f64 — with the inputs rounded to `T` first,
+//! a backend in precision `T` and on [`Cpu`](crate::backend::Cpu) in f64 — with the inputs rounded to `T` first,
 //! so both runs see the same numbers — and returns a [`Comparison`]: the relative norm error,
 //! the largest error in units in the last place (ULP) of `T` and where it occurs, and a
 //! verdict against the precision-scaled [`tolerance`](crate::scalar::tolerance).
@@ -22,8 +22,6 @@
 mod checks;
 mod compare;
 
-pub use crate::random::Rng;
+pub use crate::random::{random_range, random_vec, Rng};
 pub use checks::{standard_checks, StandardCheck};
-pub use compare::{
-    check, compare, compare_scaled, poison, random_range, random_vec, round_to, Check, Comparison,
-};
+pub use compare::{check, compare, compare_scaled, poison, round_to, Check, CheckOn, Comparison};

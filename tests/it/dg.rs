@@ -4,6 +4,7 @@
 //! fused and unfused stages, absorbing boundaries on a real Gmsh mesh, cavity convergence,
 //! the autotune cache and bad input.
 
+use galerkin::dg::DgOps;
 use galerkin::dg::{cavity_mode, check_mode, DgParams, Flux, Maxwell, MaxwellHost, TetMesh};
 use galerkin::mesh::gmsh;
 use galerkin::verify::{poison, random_vec};
@@ -33,7 +34,7 @@ fn max_abs(v: &[f64]) -> f64 {
 }
 
 /// `L(q)` by the volume, flux and lift kernels, outputs poisoned first.
-fn apply<B: Backend, T: Scalar>(dg: &Maxwell<B, T>, q: &Vector<B, T>) -> Vec<T> {
+fn apply<B: Backend + DgOps, T: Scalar>(dg: &Maxwell<B, T>, q: &Vector<B, T>) -> Vec<T> {
     let be = q.backend();
     let mut out = Vector::from_slice(be, &poison::<T>(dg.dofs())).unwrap();
     dg.volume(q, &mut out).unwrap();
@@ -44,7 +45,7 @@ fn apply<B: Backend, T: Scalar>(dg: &Maxwell<B, T>, q: &Vector<B, T>) -> Vec<T> 
     out.to_vec().unwrap()
 }
 
-fn kernels_match_the_cpu_and_host<B: Backend, T: Scalar>(backend: &B) {
+fn kernels_match_the_cpu_and_host<B: Backend + DgOps, T: Scalar>(backend: &B) {
     for (flux, absorbing) in [
         (Flux::Upwind, false),
         (Flux::Central, false),
@@ -197,7 +198,7 @@ fn kernels_match_the_cpu_and_host<B: Backend, T: Scalar>(backend: &B) {
     }
 }
 
-fn curl_of_a_polynomial_is_exact<B: Backend, T: Scalar>(backend: &B) {
+fn curl_of_a_polynomial_is_exact<B: Backend + DgOps, T: Scalar>(backend: &B) {
     let mesh = TetMesh::unit_cube(2, 0.12, 9).unwrap();
     let mut dg = Maxwell::<B, T>::new(backend, &mesh, 3, Flux::Upwind).unwrap();
     let field = |p: [f64; 3]| {
@@ -259,7 +260,7 @@ fn curl_of_a_polynomial_is_exact<B: Backend, T: Scalar>(backend: &B) {
     }
 }
 
-fn central_is_skew_and_upwind_dissipates<B: Backend, T: Scalar>(backend: &B) {
+fn central_is_skew_and_upwind_dissipates<B: Backend + DgOps, T: Scalar>(backend: &B) {
     let mesh = TetMesh::unit_cube(2, 0.1, 11).unwrap();
     for flux in [Flux::Central, Flux::Upwind] {
         let dg = Maxwell::<B, T>::new(backend, &mesh, 2, flux).unwrap();
@@ -283,7 +284,7 @@ fn central_is_skew_and_upwind_dissipates<B: Backend, T: Scalar>(backend: &B) {
     }
 }
 
-fn cavity_mode_converges_fused_and_unfused<B: Backend, T: Scalar>(backend: &B) {
+fn cavity_mode_converges_fused_and_unfused<B: Backend + DgOps, T: Scalar>(backend: &B) {
     let mode = [1, 1, 0];
     let final_time = 0.2;
     for order in [2, 3] {
@@ -324,7 +325,7 @@ fn cavity_mode_converges_fused_and_unfused<B: Backend, T: Scalar>(backend: &B) {
     }
 }
 
-fn autotune_keeps_and_caches_a_fitting_choice<B: Backend, T: Scalar>(backend: &B) {
+fn autotune_keeps_and_caches_a_fitting_choice<B: Backend + DgOps, T: Scalar>(backend: &B) {
     let mesh = TetMesh::unit_cube(2, 0.0, 1).unwrap();
     let mut dg = Maxwell::<B, T>::new(backend, &mesh, 2, Flux::Upwind).unwrap();
     dg.set_fields(|x| cavity_mode([1, 2, 0], 0.0, x)).unwrap();
@@ -346,7 +347,7 @@ fn autotune_keeps_and_caches_a_fitting_choice<B: Backend, T: Scalar>(backend: &B
         .is_err());
 }
 
-fn absorbing_faces_of_a_gmsh_mesh<B: Backend, T: Scalar>(backend: &B) {
+fn absorbing_faces_of_a_gmsh_mesh<B: Backend + DgOps, T: Scalar>(backend: &B) {
     let Some(dir) = std::env::var_os("GALERKIN_DATA_DIR") else {
         announce("[galerkin tests] skipping dg gmsh: GALERKIN_DATA_DIR is not set");
         return;

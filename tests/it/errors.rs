@@ -77,7 +77,7 @@ fn backends_not_compiled_in_say_which_feature() {
     struct Len;
     impl galerkin::BackendTask for Len {
         type Output = usize;
-        fn run<B: galerkin::Backend>(self, b: B) -> galerkin::Result<usize> {
+        fn run<B: galerkin::FullBackend>(self, b: B) -> galerkin::Result<usize> {
             Ok(Vector::<B, f32>::zeros(&b, 7)?.len())
         }
     }

@@ -2,6 +2,7 @@
 //! Krylov solves preconditioned by the V-cycle in f64 and in f32, the L2 error's rate, and
 //! bad input.
 
+use galerkin::tensor::TensorOps;
 use std::f64::consts::PI;
 
 use galerkin::multigrid::{fmg, l2_error, level_rhs, Multigrid, MultigridParams, SmootherKind};
@@ -13,7 +14,7 @@ use crate::backend_tests;
 use crate::harness::announce;
 
 /// The right-hand sides of every level for `f = scale Π g(x_d)`.
-fn rhs_levels<B: Backend, T: Scalar>(
+fn rhs_levels<B: Backend + TensorOps, T: Scalar>(
     b: &B,
     mg: &Multigrid<B, T>,
     scale: f64,
@@ -26,7 +27,7 @@ fn rhs_levels<B: Backend, T: Scalar>(
 
 /// FMG V-cycles after the FMG pass for `f ≡ 1` to a relative residual of 1e-9, all in
 /// `T = S = f64` on backend `b`.
-fn fmg_cycles<B: Backend>(b: &B, dim: usize, k: usize, levels: usize) -> usize {
+fn fmg_cycles<B: Backend + TensorOps>(b: &B, dim: usize, k: usize, levels: usize) -> usize {
     let mg = Multigrid::<B, f64>::new(b, dim, k, levels, MultigridParams::default()).unwrap();
     let rhs = rhs_levels(b, &mg, 1.0, |_| 1.0);
     let mut x = Vector::zeros(b, mg.grid().len()).unwrap();
@@ -79,7 +80,7 @@ fn fmg_iterations_equal_the_seed() {
 
 /// FMG on every backend: 2D and 3D, the cycles within the seed's counts, the same
 /// solution as the CPU in f64.
-fn fmg_on_every_backend<B: Backend, T: Scalar>(b: &B) {
+fn fmg_on_every_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
     for (dim, k, levels, seed) in [
         (2, 1, 4, 9),
         (2, 3, 4, 3),
@@ -148,7 +149,7 @@ fn fmg_on_every_backend<B: Backend, T: Scalar>(b: &B) {
 
 /// GMRES and CG preconditioned by one V-cycle in `T` inside an f64 solve: converged to
 /// 1e-9 in the true f64 residual within a few iterations.
-fn krylov_with_vcycle<B: Backend, T: Scalar>(b: &B) {
+fn krylov_with_vcycle<B: Backend + TensorOps, T: Scalar>(b: &B) {
     if !b.supports(galerkin::DType::F64) {
         announce("[multigrid] no f64 on this device: the f64 Krylov test is skipped");
         return;
@@ -298,7 +299,7 @@ fn chebyshev_smoother_preconditions_gmres() {
 
 /// Out-of-range sizes are typed errors; a patch kernel too big for the device is refused
 /// with the bytes it needs.
-fn bad_input<B: Backend, T: Scalar>(b: &B) {
+fn bad_input<B: Backend + TensorOps, T: Scalar>(b: &B) {
     let p = MultigridParams::default();
     for (dim, k, levels) in [
         (1, 2, 3),

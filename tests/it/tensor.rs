@@ -1,6 +1,7 @@
 //! Matrix-free `Q_k` operators, the patch smoother and the transfers on every backend,
 //! against matrices assembled on the host in f64 (NaN-poisoned outputs).
 
+use galerkin::tensor::TensorOps;
 use std::collections::BTreeMap;
 
 use galerkin::solver::LinearOperator;
@@ -87,7 +88,7 @@ fn host_apply(entries: &BTreeMap<(usize, usize), f64>, x: &[f64]) -> Vec<f64> {
 
 /// Both operators (and a Helmholtz mix) against the assembled matrix, every scatter mode
 /// the backend has, 2D and 3D, odd and even cell counts.
-fn operator_matches_assembled<B: Backend, T: Scalar>(b: &B) {
+fn operator_matches_assembled<B: Backend + TensorOps, T: Scalar>(b: &B) {
     let cases = [
         (2, 1, 3),
         (2, 2, 2),
@@ -232,7 +233,7 @@ fn sequential_schwarz(
 
 /// One step of the coloured parallel patch smoother equals the sequential multiplicative
 /// Schwarz method in colour order; on level 1 (one patch) it is the exact solve.
-fn patch_smoother_is_sequential_schwarz<B: Backend, T: Scalar>(b: &B) {
+fn patch_smoother_is_sequential_schwarz<B: Backend + TensorOps, T: Scalar>(b: &B) {
     use galerkin::multigrid::{Multigrid, MultigridParams};
     for (dim, degree, cells) in [
         (2, 1, 4),
@@ -285,7 +286,7 @@ fn patch_smoother_is_sequential_schwarz<B: Backend, T: Scalar>(b: &B) {
 }
 
 /// Prolongation reproduces polynomials of degree k; restriction is its transpose.
-fn transfers_interpolate_and_are_adjoint<B: Backend, T: Scalar>(b: &B) {
+fn transfers_interpolate_and_are_adjoint<B: Backend + TensorOps, T: Scalar>(b: &B) {
     use galerkin::multigrid::{Multigrid, MultigridParams};
     for (dim, degree) in [(2, 1), (2, 4), (3, 2), (3, 3)] {
         let mg = Multigrid::<B, T>::new(b, dim, degree, 3, MultigridParams::default()).unwrap();

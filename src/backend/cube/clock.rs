@@ -14,7 +14,7 @@
 //! `GALERKIN_WGPU_CLOCK_HOLD=0` to do without it. When the driver library or the matching
 //! device is missing, wgpu runs as it would anyway; [`BackendInfo::clock_held`] says which.
 //!
-//! [`BackendInfo::clock_held`]: crate::BackendInfo::clock_held
+//! [`BackendInfo::clock_held`]: crate::backend::BackendInfo::clock_held
 
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::mem::ManuallyDrop;

@@ -226,8 +226,8 @@ mod tests {
     use super::DIRECT_READS;
     use crate::backend::cube::on_test_device;
     use crate::backend::BackendCore;
+    use crate::backend::Wgpu;
     use crate::scalar::Storable;
-    use crate::Wgpu;
 
     /// `download` and `download_later` of `data` return it, both through wgpu's own read.
     fn round_trip<T: Storable + PartialEq + std::fmt::Debug>(b: &Wgpu, data: &[T], what: &str) {

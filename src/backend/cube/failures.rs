@@ -5,7 +5,7 @@
 //! and no client call reports it. So a panic hook, installed once when the first device
 //! connects, records every panic of a runner thread here; [`take`] hands them to whoever
 //! waits for the device next ([`Cube::flush`](super::Cube::flush)), which returns them as
-//! [`Error::KernelCompilation`](crate::Error::KernelCompilation). Errors that cubecl does
+//! [`Error::KernelCompilation`](crate::error::Error::KernelCompilation). Errors that cubecl does
 //! return (WGSL validation, NVRTC, resource limits) come back from `client.flush()` itself.
 
 use std::sync::{Mutex, Once};

@@ -164,6 +164,13 @@ pub(crate) fn scalar<T: Element>(value: T) -> InputScalar {
     InputScalar::new(value.as_f64(), T::cube_type())
 }
 
+/// `α` and `β` of `y = α A x + β y` (SpMV, GEMM), as one kernel argument.
+#[derive(CubeType, CubeLaunch)]
+pub(crate) struct AlphaBeta {
+    pub(crate) alpha: InputScalar,
+    pub(crate) beta: InputScalar,
+}
+
 /// `⌈a / b⌉` inside a kernel (`usize::div_ceil` is not available to `#[cube]` code).
 #[cube]
 #[allow(clippy::manual_div_ceil)]
@@ -432,7 +439,7 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         start: usize,
         len: usize,
     ) -> Option<CubeBuffer<T>> {
-        let aligned = start.is_multiple_of(crate::sparse::SPLIT_ROW_ALIGN);
+        let aligned = start.is_multiple_of(crate::backend::core::SPLIT_ROW_ALIGN);
         if !aligned || start + len > buffer.len || buffer.device != self.inner.id {
             return None;
         }

@@ -19,10 +19,10 @@ use super::DirectIo;
 pub struct Connection<R: Runtime> {
     /// The runtime's client of the device.
     pub client: ComputeClient<R>,
-    /// A human-readable device name ([`BackendInfo::device`](crate::BackendInfo::device)).
+    /// A human-readable device name ([`BackendInfo::device`](crate::backend::BackendInfo::device)).
     pub name: String,
     /// Whether the connection holds the GPU's clock up
-    /// ([`BackendInfo::clock_held`](crate::BackendInfo::clock_held)).
+    /// ([`BackendInfo::clock_held`](crate::backend::BackendInfo::clock_held)).
     pub clock_held: bool,
     /// Kept for as long as the connection lives and dropped with it (a retained CUDA
     /// context that holds the clock of an NVIDIA GPU for wgpu).

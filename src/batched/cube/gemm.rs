@@ -5,11 +5,11 @@
 use cubecl::prelude::*;
 
 use crate::backend::cube::{ceil_div, Cube, CubeRuntime};
+use crate::backend::cube::{AlphaBeta, AlphaBetaLaunch};
 use crate::batched::cube::stage::{groups_shape, in_flight, shared_budget, IN_FLIGHT, SMALL};
 use crate::batched::{Batch, GemmParams, Op};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
-use crate::sparse::ops::{AlphaBeta, AlphaBetaLaunch};
 
 /// The run-time sizes of [`gemm_kernel`]: `count` products of `m x k` by `k x n`, the
 /// stored row lengths of A and B.

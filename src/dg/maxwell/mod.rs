@@ -3,15 +3,15 @@
 //! fused kernel per stage, or four), the energy and the error, the kernels one by one, and
 //! the autotuned launch parameters.
 
-use crate::backend::bundle::Backend;
-use crate::backend::core::BackendCore;
-use crate::error::{check_len, Error, Result};
+use crate::bundle::Backend;
+use crate::dg::ops::DgOps;
+use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::vector::Vector;
 
 use super::geometry::DgGeometry;
 use super::host::{Fields, Flux, MaxwellHost, LSRK4};
-use super::ops::{DgMesh, DgParams, DgShape, FACE_INTERIOR};
+use super::ops::{DgMesh, DgMeshArrays, DgParams, DgShape, FACE_INTERIOR};
 use super::reference::{check_order, ReferenceTet};
 use super::setup::TetMesh;
 
@@ -47,7 +47,7 @@ pub struct StageCost {
 /// assert!(err < 1e-2 && dg.energy()? <= e0);
 /// # Ok::<(), galerkin::Error>(())
 /// ```
-pub struct Maxwell<B: Backend, T: Scalar> {
+pub struct Maxwell<B: Backend + DgOps, T: Scalar> {
     backend: B,
     geo: DgGeometry,
     re: ReferenceTet,
@@ -61,15 +61,7 @@ pub struct Maxwell<B: Backend, T: Scalar> {
     time: f64,
 }
 
-fn upload<B: BackendCore, D: crate::scalar::Storable>(b: &B, v: &[D]) -> Result<B::Buffer<D>> {
-    if v.is_empty() {
-        b.alloc(1)
-    } else {
-        b.upload(v)
-    }
-}
-
-impl<B: Backend, T: Scalar> Maxwell<B, T> {
+impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// The order-`order` DG discretisation of `mesh` with `flux`, fields zero, on `backend`.
     ///
     /// # Errors
@@ -88,15 +80,8 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
             np: geo.np,
             nfp: geo.nfp,
         };
-        let len = 6 * shape.len();
-        if len > u32::MAX as usize / 2 {
-            return Err(Error::InvalidArgument {
-                op: "Maxwell::new",
-                name: "mesh",
-                reason: format!("{len} field values need 32-bit indices of more than 2^31"),
-            });
-        }
         let dev = Self::device_mesh(backend, &geo, &re, &kinds, shape)?;
+        let len = dev.dofs();
         let params = backend.dg_default_params::<T>(shape);
         Ok(Maxwell {
             backend: backend.clone(),
@@ -169,18 +154,17 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
             pair_face.push(face as u32);
             pair_slot.extend(re.face_nodes[face % 4].iter().map(|&i| local[i]));
         }
-        Ok(DgMesh {
-            shape,
-            ops: upload(backend, &ops)?,
-            elem: upload(backend, &elem)?,
-            face: upload(backend, &face)?,
-            fmask: upload(backend, &fmask)?,
-            vmap_p: upload(backend, &geo.vmap_p)?,
-            kind: upload(backend, kinds)?,
-            pairs: pair_face.len(),
-            pair_face: upload(backend, &pair_face)?,
-            pair_slot: upload(backend, &pair_slot)?,
-        })
+        let arrays = DgMeshArrays {
+            ops,
+            elem,
+            face,
+            fmask,
+            vmap_p: geo.vmap_p.clone(),
+            kind: kinds.to_vec(),
+            pair_face,
+            pair_slot,
+        };
+        DgMesh::new(backend, shape, arrays)
     }
 
     /// The mesh's sizes.
@@ -228,18 +212,7 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
     /// [`Error::InvalidArgument`] if they do not fit the device (units or shared memory per
     /// cube).
     pub fn set_params(&mut self, params: DgParams) -> Result<()> {
-        if !self.backend.dg_params_fit::<T>(self.mesh.shape, params) {
-            return Err(Error::InvalidArgument {
-                op: "Maxwell::set_params",
-                name: "params",
-                reason: format!(
-                    "{params:?} does not fit {} for order {} in {}",
-                    self.backend.info(),
-                    self.mesh.shape.order,
-                    T::DTYPE
-                ),
-            });
-        }
+        self.mesh.check_params("Maxwell::set_params", params)?;
         self.params = params;
         Ok(())
     }
@@ -341,52 +314,26 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         let c = coef.map(T::from_f64);
         let alpha = self.alpha();
         if self.params.fused {
-            // SAFETY: every buffer was sized for the mesh; next is not q; params fit.
-            unsafe {
-                self.backend.dg_stage(
-                    &self.mesh,
-                    alpha,
-                    c,
-                    self.q.buffer()?,
-                    self.res.buffer_mut()?,
-                    self.next.buffer_mut()?,
-                    self.params,
-                )?;
-            }
+            self.mesh.stage(
+                alpha,
+                c,
+                &self.q,
+                &mut self.res,
+                &mut self.next,
+                self.params,
+            )?;
             std::mem::swap(&mut self.q, &mut self.next);
             return Ok(());
         }
         if self.face_flux.is_none() {
-            self.face_flux = Some(Vector::zeros(
-                &self.backend,
-                6 * self.mesh.shape.face_len(),
-            )?);
+            self.face_flux = Some(Vector::zeros(&self.backend, self.mesh.flux_len())?);
         }
         let flux = self.face_flux.as_mut().expect("allocated above");
-        // SAFETY: as above; `next` serves as the right-hand side.
-        unsafe {
-            let be = &self.backend;
-            be.dg_volume(
-                &self.mesh,
-                self.q.buffer()?,
-                self.next.buffer_mut()?,
-                self.params,
-            )?;
-            be.dg_flux(&self.mesh, alpha, self.q.buffer()?, flux.buffer_mut()?)?;
-            be.dg_lift(
-                &self.mesh,
-                flux.buffer()?,
-                self.next.buffer_mut()?,
-                self.params,
-            )?;
-            be.dg_update(
-                self.q.len(),
-                c,
-                self.next.buffer()?,
-                self.res.buffer_mut()?,
-                self.q.buffer_mut()?,
-            )
-        }
+        // `next` serves as the right-hand side.
+        self.mesh.volume(&self.q, &mut self.next, self.params)?;
+        self.mesh.flux(alpha, &self.q, flux)?;
+        self.mesh.lift(flux, &mut self.next, self.params)?;
+        self.mesh.update(c, &self.next, &mut self.res, &mut self.q)
     }
 
     /// Runs `steps` steps of `dt`, calling `observe(step)` after each.
@@ -406,36 +353,13 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         Ok(())
     }
 
-    fn check(
-        &self,
-        op: &'static str,
-        name: &'static str,
-        v: &Vector<B, T>,
-        len: usize,
-    ) -> Result<()> {
-        if !self.backend.same_device(v.backend()) {
-            return Err(Error::DeviceMismatch {
-                op,
-                left: self.backend.info().to_string(),
-                right: format!("`{name}` on {}", v.backend().info()),
-            });
-        }
-        check_len(op, name, len, v.len())
-    }
-
     /// `out = (∇×H, −∇×E)` of `q`: the volume kernel alone.
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`] unless both hold [`dofs`](Self::dofs) values; device
     /// errors.
     pub fn volume(&self, q: &Vector<B, T>, out: &mut Vector<B, T>) -> Result<()> {
-        self.check("Maxwell::volume", "q", q, self.dofs())?;
-        self.check("Maxwell::volume", "out", out, self.dofs())?;
-        // SAFETY: sizes checked above; the mesh is consistent.
-        unsafe {
-            self.backend
-                .dg_volume(&self.mesh, q.buffer()?, out.buffer_mut()?, self.params)
-        }
+        self.mesh.volume(q, out, self.params)
     }
 
     /// The surface fluxes of `q` at every face node (`6 · 4 K Nfp` values, scaled by
@@ -444,14 +368,7 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`] for wrong lengths; device errors.
     pub fn surface_flux(&self, q: &Vector<B, T>, flux: &mut Vector<B, T>) -> Result<()> {
-        self.check("Maxwell::surface_flux", "q", q, self.dofs())?;
-        let fl = 6 * self.mesh.shape.face_len();
-        self.check("Maxwell::surface_flux", "flux", flux, fl)?;
-        // SAFETY: sizes checked above.
-        unsafe {
-            self.backend
-                .dg_flux(&self.mesh, self.alpha(), q.buffer()?, flux.buffer_mut()?)
-        }
+        self.mesh.flux(self.alpha(), q, flux)
     }
 
     /// `out += Lift · flux`.
@@ -459,14 +376,7 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
     /// # Errors
     /// [`Error::DimensionMismatch`] for wrong lengths; device errors.
     pub fn lift(&self, flux: &Vector<B, T>, out: &mut Vector<B, T>) -> Result<()> {
-        let fl = 6 * self.mesh.shape.face_len();
-        self.check("Maxwell::lift", "flux", flux, fl)?;
-        self.check("Maxwell::lift", "out", out, self.dofs())?;
-        // SAFETY: sizes checked above.
-        unsafe {
-            self.backend
-                .dg_lift(&self.mesh, flux.buffer()?, out.buffer_mut()?, self.params)
-        }
+        self.mesh.lift(flux, out, self.params)
     }
 
     /// The fused stage on given vectors: `res = a res + dt L(q)`, `q_next = q + b res`.
@@ -480,21 +390,9 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         res: &mut Vector<B, T>,
         q_next: &mut Vector<B, T>,
     ) -> Result<()> {
-        for (name, v) in [("q", q), ("res", &*res), ("q_next", &*q_next)] {
-            self.check("Maxwell::fused_stage", name, v, self.dofs())?;
-        }
-        // SAFETY: sizes checked; q_next and q are distinct (one is borrowed mutably).
-        unsafe {
-            self.backend.dg_stage(
-                &self.mesh,
-                self.alpha(),
-                coef.map(T::from_f64),
-                q.buffer()?,
-                res.buffer_mut()?,
-                q_next.buffer_mut()?,
-                self.params,
-            )
-        }
+        let c = coef.map(T::from_f64);
+        self.mesh
+            .stage(self.alpha(), c, q, res, q_next, self.params)
     }
 
     /// The RK update alone: `res = a res + dt rhs; q += b res`.
@@ -508,19 +406,7 @@ impl<B: Backend, T: Scalar> Maxwell<B, T> {
         res: &mut Vector<B, T>,
         q: &mut Vector<B, T>,
     ) -> Result<()> {
-        for (name, v) in [("rhs", rhs), ("res", &*res), ("q", &*q)] {
-            self.check("Maxwell::update", name, v, self.dofs())?;
-        }
-        // SAFETY: sizes checked above.
-        unsafe {
-            self.backend.dg_update(
-                self.dofs(),
-                coef.map(T::from_f64),
-                rhs.buffer()?,
-                res.buffer_mut()?,
-                q.buffer_mut()?,
-            )
-        }
+        self.mesh.update(coef.map(T::from_f64), rhs, res, q)
     }
 
     /// The work and traffic of one stage.

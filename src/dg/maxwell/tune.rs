@@ -5,8 +5,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
-use crate::backend::bundle::Backend;
 use crate::backend::core::BackendKind;
+use crate::bundle::Backend;
+use crate::dg::ops::DgOps;
 use crate::error::Result;
 use crate::scalar::{DType, Scalar};
 
@@ -21,7 +22,7 @@ fn tune_cache() -> &'static Mutex<HashMap<TuneKey, DgParams>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-impl<B: Backend, T: Scalar> Maxwell<B, T> {
+impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// Times the candidate launch parameters (elements per cube; fused with 1, 2 or 4
     /// elements per unit, or four kernels) on the device with stages of `dt = 0` (the fields
     /// do not change), keeps the fastest and caches it per device, order and precision: a

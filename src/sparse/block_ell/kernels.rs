@@ -280,7 +280,7 @@ impl FormatKernels for BlockEllFormat {
             BlockEllKernel::InflateContract => {
                 let q = a.slots * m;
                 let total = (padded_rows / m) * q;
-                let inflated = crate::BackendCore::alloc::<T>(b, total)?;
+                let inflated = crate::backend::BackendCore::alloc::<T>(b, total)?;
                 let (count, dim) = b.config().grid(total);
                 // `inflated` holds r q entries, one per unit of the inflation.
                 b.launch::<(V, T)>(m, || unsafe {

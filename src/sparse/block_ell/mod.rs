@@ -324,46 +324,6 @@ impl<B: BackendCore, V: Element> BlockEll<B, V> {
     }
 }
 
-impl<B: crate::vector::VectorOps, V: Element> BlockEll<B, V> {
-    /// The block-diagonal matrix of the square matrices of `blocks`, built on their device
-    /// (a gather into the block-ELL layout).
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for non-square blocks or blocks above 64; allocation
-    /// errors.
-    pub fn block_diagonal(blocks: &crate::batched::Batch<B, V>) -> Result<Self> {
-        let (r, m) = (blocks.count(), blocks.nrows());
-        if blocks.ncols() != m || !(1..=MAX_BLOCK_SIZE).contains(&m) {
-            return Err(Error::InvalidArgument {
-                op: "BlockEll::block_diagonal",
-                name: "blocks",
-                reason: format!(
-                    "{m} x {}: must be square with 1 <= m <= {MAX_BLOCK_SIZE}",
-                    blocks.ncols()
-                ),
-            });
-        }
-        to_u32(r * m * m, "BlockEll", "stored values")?;
-        let backend = blocks.backend();
-        let big_m = r * m;
-        let mut index = vec![0u32; big_m * m];
-        for l in 0..r {
-            for i in 0..m {
-                for j in 0..m {
-                    index[(l * m + i) + big_m * j] = (l * m * m + i * m + j) as u32;
-                }
-            }
-        }
-        let index = backend.upload(&index)?;
-        let mut values = backend.alloc::<V>(big_m * m)?;
-        // SAFETY: both buffers belong to the backend; gather checks every index.
-        unsafe { backend.gather(blocks.buffer(), &index, &mut values)? };
-        let neighbours = backend.upload(&(0..r as u32).collect::<Vec<_>>())?;
-        // SAFETY: r entries 0..r (one slot), r m · m values.
-        Ok(unsafe { Self::from_raw_parts(backend, r, m, 1, neighbours, values, r) })
-    }
-}
-
 impl<B: BackendCore, V: Element> BlockEll<B, V> {
     /// The SpMV kernel the matrix uses (default [`BlockEllKernel::Direct`]).
     pub fn kernel(&self) -> BlockEllKernel {

@@ -179,7 +179,7 @@ impl FormatKernels for CsrFormat {
         let s = Scaling::new(alpha, beta);
         match a.kernel.resolve(&a.stats) {
             CsrKernel::Vector { group } => {
-                let info = crate::BackendCore::info(b);
+                let info = crate::backend::BackendCore::info(b);
                 let (count, dim) = b.config().grid(a.nrows * group as usize);
                 let cfg = VectorConfig {
                     group,

@@ -6,8 +6,8 @@ use rayon::prelude::*;
 use super::{build_csr, BlockPattern, PairStream};
 use crate::backend::Cpu;
 use crate::error::{Error, Result};
+use crate::random::Rng;
 use crate::sparse::{Csr, PAD};
-use crate::verify::Rng;
 
 /// Block slots of an HDG trace block row: the edge and the two other edges of each of its
 /// two triangles.

@@ -25,10 +25,11 @@
 use cubecl::prelude::*;
 use rayon::prelude::*;
 
+use crate::backend::core::check_device;
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
-use crate::error::{check_device, check_len, Error, Result};
+use crate::error::{check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{

@@ -1,6 +1,7 @@
 //! What the discretisation delivers: h-rates, patch tests, precision, real meshes, bad input.
 
 use super::*;
+use galerkin::hdg::HdgOps;
 
 // ---------------------------------------------------------------------------------------
 // Convergence
@@ -25,7 +26,7 @@ fn convergence_meshes(n: usize) -> [(&'static str, TriMesh); 3] {
 
 /// h-rates in f64 for P = 1..6 on three meshes: `u`, `q` at least `P + 1 − 0.2`, `u*` at
 /// least `P + 2 − 0.3`; Dirichlet everywhere except the top (Neumann), `λ = 1`.
-fn hdg_convergence<B: Backend, T: Scalar>(b: &B) {
+fn hdg_convergence<B: Backend + HdgOps, T: Scalar>(b: &B) {
     if T::EPS > 1e-10 {
         return; // f64 only: f32 is the subject of hdg_single_precision
     }
@@ -62,7 +63,7 @@ backend_tests!(hdg_convergence);
 
 /// At high P the errors keep falling to ~1e-11 (the seed's rise after P = 5 does not
 /// happen): P = 5..9 on a 6 x 6 perturbed mesh, f64 (u* at P = 9 by blocks: 66 modes).
-fn hdg_high_degree<B: Backend, T: Scalar>(b: &B) {
+fn hdg_high_degree<B: Backend + HdgOps, T: Scalar>(b: &B) {
     if T::EPS > 1e-10 {
         return;
     }
@@ -122,7 +123,7 @@ impl Poly {
 
 /// Polynomial solutions of degree ≤ P are reproduced to round-off (u, q and u*), on a
 /// perturbed mesh with Neumann sides and `λ > 0`.
-fn hdg_patch_test<B: Backend, T: Scalar>(b: &B) {
+fn hdg_patch_test<B: Backend + HdgOps, T: Scalar>(b: &B) {
     let mesh = TriMesh::unit_square(3, Diagonal::Alternating, 0.2, 9).unwrap();
     for p in 1..=4usize {
         for degree in [p - 1, p] {
@@ -158,7 +159,7 @@ backend_tests!(hdg_patch_test);
 /// Mixed precision (element matrices and K in f32, the solve in f64) gives the f64 errors
 /// to a few digits wherever they lie above f32 round-off; plain f32 follows f64 down to
 /// where its round-off takes over, and the test says where that is.
-fn hdg_mixed_precision<B: Backend, T: Scalar>(b: &B) {
+fn hdg_mixed_precision<B: Backend + HdgOps, T: Scalar>(b: &B) {
     if T::EPS < 1e-10 || !b.info().supports_f64() {
         return; // once per backend (the f32 instantiation), where f64 exists
     }
@@ -222,7 +223,7 @@ fn hdg_mixed_precision<B: Backend, T: Scalar>(b: &B) {
 backend_tests!(hdg_mixed_precision);
 
 /// Chebyshev over block-Jacobi solves the same system in fewer PCG iterations.
-fn hdg_chebyshev<B: Backend, T: Scalar>(b: &B) {
+fn hdg_chebyshev<B: Backend + HdgOps, T: Scalar>(b: &B) {
     let mesh = TriMesh::unit_square(6, Diagonal::Up, 0.1, 4).unwrap();
     let m = smooth(0.0);
     let mut solver = TraceSolverParams::for_precision::<T>();
@@ -249,7 +250,7 @@ backend_tests!(hdg_chebyshev);
 /// smooth solution in f64; P = 3 is far more accurate and `u*` beats `u`. The AMfe bow
 /// (7,090 triangles) on every backend, the Gridap geometry (89,180) on the CPU only (minutes
 /// on lavapipe).
-fn hdg_gmsh_meshes<B: Backend, T: Scalar>(b: &B) {
+fn hdg_gmsh_meshes<B: Backend + HdgOps, T: Scalar>(b: &B) {
     if T::EPS > 1e-10 {
         return;
     }

@@ -84,7 +84,7 @@ fn smooth(lambda: f64) -> Manufactured<'static> {
 }
 
 /// Solves and returns the errors and the iteration count (asserting convergence).
-fn solve<B: Backend, V: Scalar, S: Scalar>(
+fn solve<B: Backend + HdgOps, V: Scalar, S: Scalar>(
     backend: &B,
     mesh: &TriMesh,
     params: HdgParams,

@@ -1,6 +1,7 @@
 //! Each HDG kernel and stage on every backend against the CPU in f64.
 
 use super::*;
+use galerkin::hdg::HdgOps;
 
 // ---------------------------------------------------------------------------------------
 // Kernels against the CPU, outputs poisoned
@@ -15,7 +16,7 @@ fn stage_mesh() -> (TriMesh, [i32; 1]) {
 }
 
 /// `HdgOps` on `b` in `T` against the CPU in `f64`, every output poisoned first.
-fn hdg_kernels<B: Backend, T: Scalar>(b: &B) {
+fn hdg_kernels<B: Backend + HdgOps, T: Scalar>(b: &B) {
     let cpu = Cpu::new();
     let (mesh, neumann) = stage_mesh();
     let count = mesh.num_triangles();
@@ -245,7 +246,7 @@ fn assert_rel<T: Element>(result: &[T], reference: &[f64], tol: f64, case: &str)
 
 /// Every stage on `b` in `T` against the CPU in `f64`: local solvers, load, K, the trace
 /// solution, the recovered and post-processed fields.
-fn hdg_stages<B: Backend, T: Scalar>(b: &B) {
+fn hdg_stages<B: Backend + HdgOps, T: Scalar>(b: &B) {
     let (mesh, neumann) = stage_mesh();
     let m = smooth(2.0);
     let prm = params(3, 1.5, 2.0);
@@ -375,7 +376,7 @@ fn hdg_stages<B: Backend, T: Scalar>(b: &B) {
 backend_tests!(hdg_stages);
 
 /// The conformance checks of the HDG stages pass on every backend and precision.
-fn hdg_conformance<B: Backend, T: Scalar>(b: &B) {
+fn hdg_conformance<B: Backend + HdgOps, T: Scalar>(b: &B) {
     for c in galerkin::hdg::HdgCheck::standard() {
         let r = galerkin::verify::check::<B, T, _>(b, &c).unwrap();
         assert!(

@@ -266,12 +266,12 @@ mod tests {
     #[cfg(feature = "wgpu")]
     #[test]
     fn wgpu_refined_division_and_root() {
-        on_test_device("wgpu", crate::Wgpu::new(), refined_against_cpu);
+        on_test_device("wgpu", crate::backend::Wgpu::new(), refined_against_cpu);
     }
 
     #[cfg(feature = "cuda")]
     #[test]
     fn cuda_refined_division_and_root() {
-        on_test_device("cuda", crate::Cuda::new(), refined_against_cpu);
+        on_test_device("cuda", crate::backend::Cuda::new(), refined_against_cpu);
     }
 }

@@ -5,13 +5,14 @@ use super::columns::tests::{close, lu_against_cpu, lu_nan_against_cpu, matrices}
 use super::tiles::{TileShape, FORCE_TILES};
 use super::tiles_lu::LuTileShape;
 use crate::backend::cube::on_test_device;
+use crate::backend::Cpu;
+use crate::batched::BatchedOps;
 use crate::batched::{cholesky, Batch, Pivoting};
-use crate::{Backend, Cpu};
 
 /// LU (both pivotings) and Cholesky through the tile kernels, against the CPU: pivots, codes
 /// and factors, for a batch of three cubes' worth and a partial one, with a singular member
 /// (1), a rounding-level pivot (2, LU) and an indefinite one (1, Cholesky).
-fn tiles_against_cpu<B: Backend>(b: &B) {
+fn tiles_against_cpu<B: BatchedOps>(b: &B) {
     if !b.info().supports_f64() {
         eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
         return;
@@ -57,11 +58,15 @@ fn tiles_against_cpu<B: Backend>(b: &B) {
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_tile_kernels_match_the_cpu() {
-    on_test_device("wgpu", crate::Wgpu::new(), |b| tiles_against_cpu(&b));
+    on_test_device("wgpu", crate::backend::Wgpu::new(), |b| {
+        tiles_against_cpu(&b)
+    });
 }
 
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_tile_kernels_match_the_cpu() {
-    on_test_device("cuda", crate::Cuda::new(), |b| tiles_against_cpu(&b));
+    on_test_device("cuda", crate::backend::Cuda::new(), |b| {
+        tiles_against_cpu(&b)
+    });
 }

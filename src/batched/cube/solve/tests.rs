@@ -5,14 +5,15 @@
 use std::cell::Cell;
 
 use crate::backend::cube::on_test_device;
+use crate::backend::BackendKind;
+use crate::backend::Cpu;
 use crate::batched::cube::factor::columns::tests::close;
+use crate::batched::BatchedOps;
 use crate::batched::{
     cholesky, cholesky_inverse, cholesky_solve, inverse, lu, lu_solve, triangular_solve, Batch,
     Diagonal, Pivoting, Triangle,
 };
 use crate::random::Rng;
-use crate::BackendKind;
-use crate::{Backend, Cpu};
 
 thread_local! {
     /// Force where the solves keep their columns, `(unroll, shared_x)` of `Sweeps` (this
@@ -46,7 +47,7 @@ fn matrices(count: usize, n: usize, spd: bool, weight: f64, seed: u64) -> Vec<f6
 
 /// Every solve (LU with given right-hand sides and the identity, Cholesky's two, the four
 /// triangular ones) of `count` matrices of side `n` on `b`, against the CPU.
-fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
+fn solves_against_cpu<B: BatchedOps>(b: &B, n: usize, count: usize, what: &str) {
     let cpu = Cpu::new();
     let nrhs = 3;
     let general = matrices(count, n, false, 0.0, 11 + n as u64);
@@ -118,7 +119,7 @@ fn solves_against_cpu<B: Backend>(b: &B, n: usize, count: usize, what: &str) {
     }
 }
 
-fn columns_against_cpu<B: Backend>(b: &B) {
+fn columns_against_cpu<B: BatchedOps>(b: &B) {
     if !b.info().supports_f64() {
         eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
         return;
@@ -159,11 +160,15 @@ fn columns_against_cpu<B: Backend>(b: &B) {
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_solve_columns_match_the_cpu() {
-    on_test_device("wgpu", crate::Wgpu::new(), |b| columns_against_cpu(&b));
+    on_test_device("wgpu", crate::backend::Wgpu::new(), |b| {
+        columns_against_cpu(&b)
+    });
 }
 
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_solve_columns_match_the_cpu() {
-    on_test_device("cuda", crate::Cuda::new(), |b| columns_against_cpu(&b));
+    on_test_device("cuda", crate::backend::Cuda::new(), |b| {
+        columns_against_cpu(&b)
+    });
 }

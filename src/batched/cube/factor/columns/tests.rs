@@ -8,9 +8,10 @@ use std::cell::Cell;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::on_test_device;
 use crate::backend::BackendKind;
+use crate::backend::Cpu;
+use crate::batched::BatchedOps;
 use crate::batched::{cholesky, lu, Batch, Pivoting};
 use crate::random::Rng;
-use crate::{Backend, Cpu};
 
 thread_local! {
     /// Unroll the column kernels' steps on every device (this thread's launches).
@@ -82,7 +83,7 @@ pub(in crate::batched::cube) fn close(got: &[f64], want: &[f64], what: &str) {
 /// LU of `count` random `n x n` matrices ([`matrices`], seed `seed`) on `b` against the
 /// CPU: pivots, status codes and every factor (the singular members' too: their flagged
 /// steps are skipped, as on the CPU).
-pub(in crate::batched::cube::factor) fn lu_against_cpu<B: Backend>(
+pub(in crate::batched::cube::factor) fn lu_against_cpu<B: BatchedOps>(
     b: &B,
     count: usize,
     n: usize,
@@ -144,7 +145,7 @@ pub(in crate::batched::cube::factor) fn lu_against_cpu<B: Backend>(
 /// taken. Vulkan compilers need not keep NaN comparisons (no float controls: NVIDIA's and
 /// lavapipe's do not), so on wgpu they are not compared. Member 2's rounding-level pivot
 /// leaves its later pivots to rounding (not compared).
-pub(in crate::batched::cube::factor) fn lu_nan_against_cpu<B: Backend>(
+pub(in crate::batched::cube::factor) fn lu_nan_against_cpu<B: BatchedOps>(
     b: &B,
     n: usize,
     what: &str,
@@ -192,7 +193,7 @@ pub(in crate::batched::cube::factor) fn lu_nan_against_cpu<B: Backend>(
     }
 }
 
-fn unrolled_against_cpu<B: Backend>(b: &B) {
+fn unrolled_against_cpu<B: BatchedOps>(b: &B) {
     if !b.info().supports_f64() {
         eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
         return;
@@ -269,7 +270,7 @@ fn unrolled_against_cpu<B: Backend>(b: &B) {
 /// Cholesky on `b` of the SPD batch `spd` (side `n`) with its upper triangle poisoned (NaN
 /// and 1e300) gives the CPU's factors `want` and codes `codes` of the clean batch: the column
 /// kernel updates a column's rows above its diagonal too and must drop them.
-fn poisoned_upper_changes_nothing<B: Backend>(
+fn poisoned_upper_changes_nothing<B: BatchedOps>(
     b: &B,
     n: usize,
     spd: &[f64],
@@ -325,18 +326,18 @@ fn padded_sides<R: crate::backend::cube::CubeRuntime>(b: &crate::backend::cube::
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_pads_odd_cholesky_sides() {
-    on_test_device("wgpu", crate::Wgpu::new(), |b| padded_sides(&b));
+    on_test_device("wgpu", crate::backend::Wgpu::new(), |b| padded_sides(&b));
 }
 
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_pads_no_cholesky_side() {
-    on_test_device("cuda", crate::Cuda::new(), |b| padded_sides(&b));
+    on_test_device("cuda", crate::backend::Cuda::new(), |b| padded_sides(&b));
 }
 
 /// The library's choice of LU kernel at every side class (register, column or row,
 /// shared-memory, tile kernels), with NaN entries, against the CPU.
-fn nan_pivots_against_cpu<B: Backend>(b: &B) {
+fn nan_pivots_against_cpu<B: BatchedOps>(b: &B) {
     if !b.info().supports_f64() {
         eprintln!("[galerkin tests] skipping: no f64 on {}", b.info());
         return;
@@ -349,23 +350,31 @@ fn nan_pivots_against_cpu<B: Backend>(b: &B) {
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_nan_pivots_match_the_cpu() {
-    on_test_device("wgpu", crate::Wgpu::new(), |b| nan_pivots_against_cpu(&b));
+    on_test_device("wgpu", crate::backend::Wgpu::new(), |b| {
+        nan_pivots_against_cpu(&b)
+    });
 }
 
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_nan_pivots_match_the_cpu() {
-    on_test_device("cuda", crate::Cuda::new(), |b| nan_pivots_against_cpu(&b));
+    on_test_device("cuda", crate::backend::Cuda::new(), |b| {
+        nan_pivots_against_cpu(&b)
+    });
 }
 
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_unrolled_column_and_row_kernels_match_the_cpu() {
-    on_test_device("wgpu", crate::Wgpu::new(), |b| unrolled_against_cpu(&b));
+    on_test_device("wgpu", crate::backend::Wgpu::new(), |b| {
+        unrolled_against_cpu(&b)
+    });
 }
 
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_unrolled_column_and_row_kernels_match_the_cpu() {
-    on_test_device("cuda", crate::Cuda::new(), |b| unrolled_against_cpu(&b));
+    on_test_device("cuda", crate::backend::Cuda::new(), |b| {
+        unrolled_against_cpu(&b)
+    });
 }

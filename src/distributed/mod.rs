@@ -14,23 +14,23 @@
 //! Halos are staged through host memory (device → host → MPI → host → device): it works with
 //! any MPI library and any backend. Everything is collective: every rank calls the same
 //! functions in the same order; an error on one rank is turned into the same
-//! [`Error::Rank`](crate::Error::Rank) on every rank where the library can see it
+//! [`Error::Rank`](crate::error::Error::Rank) on every rank where the library can see it
 //! ([`Communicator::agree`]), so that no rank waits for one that gave up.
 //!
 //! ```
 //! use std::rc::Rc;
-//! use galerkin::dist::{self, Communicator, DistMatrix, DistVector, PartitionMethod};
+//! use galerkin::distributed::{self, Communicator, DistMatrix, DistVector, PartitionMethod};
 //! use galerkin::solver::SolverParams;
 //! use galerkin::sparse::generate::poisson3d_7pt;
 //! use galerkin::Cpu;
 //!
 //! let comm = Communicator::solo(); // Communicator::mpi()? under mpirun (feature `mpi`)
-//! let a = dist::distribute(&comm, &poisson3d_7pt(12)?, PartitionMethod::Contiguous)?;
+//! let a = distributed::distribute(&comm, &poisson3d_7pt(12)?, PartitionMethod::Contiguous)?;
 //! let cpu = Cpu::new();
 //! let m = DistMatrix::<Cpu, f64>::new(&cpu, &a, None)?;
 //! let b = DistVector::from_global(&cpu, a.layout(), &vec![1.0; a.global_len()])?;
 //! let mut x = DistVector::zeros(&cpu, a.layout())?;
-//! let report = dist::cg(&m, None, &b, &mut x, &SolverParams::default())?;
+//! let report = distributed::cg(&m, None, &b, &mut x, &SolverParams::default())?;
 //! assert!(report.converged());
 //! # Ok::<(), galerkin::Error>(())
 //! ```

@@ -13,7 +13,7 @@
 
 use super::matrix::DistOperator;
 use super::vector::DistVector;
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::{check_len, Error, Result};
 use crate::scalar::Scalar;
 use crate::solver::{Preconditioner, SolveReport, SolverParams, StopReason, Tracker};

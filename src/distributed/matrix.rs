@@ -7,12 +7,13 @@ use std::time::{Duration, Instant};
 
 use super::layout::{DistCsr, Layout};
 use super::vector::DistVector;
-use crate::backend::{Backend, Cpu};
+use crate::backend::Cpu;
+use crate::bundle::Backend;
 use crate::error::Result;
+use crate::operator::LinearOperator;
 use crate::scalar::{Element, Scalar};
-use crate::solver::LinearOperator;
 use crate::sparse::{Csr, Format, FormatOptions, SparseMatrix};
-use crate::vector::Vector;
+use crate::vector::{DeviceIndex, Vector};
 
 /// Time and count of a distributed operator's applications on this rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -36,7 +37,7 @@ pub struct DistMatrix<B: Backend, V: Element> {
     layout: Rc<Layout>,
     local: Option<SparseMatrix<B, V>>,
     remote: Option<SparseMatrix<B, V>>,
-    send_index: B::Buffer<u32>,
+    send_index: DeviceIndex<B>,
     backend: B,
     times: Cell<HaloTimes>,
     exact_timing: Cell<bool>,
@@ -61,7 +62,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
     /// rows). Collective: a rank whose upload fails makes every rank fail with the same error.
     ///
     /// # Errors
-    /// [`Error::Rank`](crate::Error::Rank) naming the failing rank and its error.
+    /// [`Error::Rank`](crate::error::Error::Rank) naming the failing rank and its error.
     pub fn new(backend: &B, a: &DistCsr, format: Option<Format>) -> Result<Self> {
         let comm = a.layout.comm.clone();
         let made = (|| -> Result<Self> {
@@ -75,7 +76,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
                 layout: a.layout.clone(),
                 local,
                 remote,
-                send_index: backend.upload(&a.layout.send_index)?,
+                send_index: DeviceIndex::upload(backend, &a.layout.send_index)?,
                 backend: backend.clone(),
                 times: Cell::new(HaloTimes::default()),
                 exact_timing: Cell::new(false),
@@ -167,12 +168,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         // Pack the rows others read.
         let packed: Vec<S> = if n_send > 0 {
             let mut send = Vector::<B, S>::zeros(&self.backend, n_send)?;
-            // SAFETY: `send_index` and both vectors belong to `self.backend` (the vectors'
-            // layout is the matrix's, checked above); any index values are safe for gather.
-            unsafe {
-                self.backend
-                    .gather(x.owned().buffer()?, &self.send_index, send.buffer_mut()?)?;
-            }
+            send.gather_from(x.owned(), &self.send_index)?;
             send.to_vec()?
         } else {
             Vec::new()

@@ -1,26 +1,24 @@
-//! [`Backend`]: the bundle of every operator family, and choosing a backend at run time.
+//! Choosing a backend at run time: [`with_backend`] runs a generic [`BackendTask`] on the
+//! backend a string names (`"cpu" | "wgpu" | "cuda"`), the front door of the examples and of
+//! command-line tools.
+//!
+//! A task may use every operator family of this crate: it is generic over [`FullBackend`],
+//! the core [`Backend`] plus the discretisations' families, which every backend galerkin
+//! ships implements.
 
-use crate::backend::core::{BackendCore, BackendKind};
+use crate::backend::core::BackendKind;
 use crate::backend::cpu::Cpu;
-use crate::batched::BatchedOps;
+use crate::bundle::Backend;
 use crate::dg::DgOps;
 use crate::error::{Error, Result};
 use crate::hdg::HdgOps;
-use crate::sparse::SparseOps;
 use crate::tensor::TensorOps;
-use crate::vector::VectorOps;
 
-/// A backend: buffers plus every operator family. Implemented by [`Cpu`] and
-/// [`Cube<R>`](crate::Cube).
-pub trait Backend:
-    BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps + DgOps
-{
-}
+/// A [`Backend`] with every discretisation family too (HDG, tensor-product, nodal DG): what
+/// [`with_backend`] hands a task. [`Cpu`] and [`Cube<R>`](crate::Cube) implement it.
+pub trait FullBackend: Backend + HdgOps + TensorOps + DgOps {}
 
-impl<B: BackendCore + VectorOps + SparseOps + BatchedOps + HdgOps + TensorOps + DgOps> Backend
-    for B
-{
-}
+impl<B: Backend + HdgOps + TensorOps + DgOps> FullBackend for B {}
 
 /// A computation generic over the backend, for [`with_backend`]: the way to call generic
 /// code with a backend chosen at run time.
@@ -28,18 +26,18 @@ pub trait BackendTask {
     /// What the task returns.
     type Output;
     /// Runs the task on `backend`.
-    fn run<B: Backend>(self, backend: B) -> Result<Self::Output>;
+    fn run<B: FullBackend>(self, backend: B) -> Result<Self::Output>;
 }
 
 /// Creates the backend of `kind` on its default device and runs `task` on it.
 ///
 /// ```
-/// use galerkin::{Backend, BackendKind, BackendTask, Result, Vector};
+/// use galerkin::{BackendKind, BackendTask, FullBackend, Result, Vector};
 ///
 /// struct Norm;
 /// impl BackendTask for Norm {
 ///     type Output = f64;
-///     fn run<B: Backend>(self, backend: B) -> Result<f64> {
+///     fn run<B: FullBackend>(self, backend: B) -> Result<f64> {
 ///         Vector::from_slice(&backend, &[3.0f64, 4.0])?.nrm2()
 ///     }
 /// }
@@ -72,7 +70,7 @@ pub fn with_backend<T: BackendTask>(kind: BackendKind, task: T) -> Result<T::Out
 
 /// As [`with_backend`], on device `device` of the kind (the index among the CUDA devices, or
 /// among wgpu's discrete GPUs; 0 is the default device; ignored for the CPU). With MPI, a
-/// rank usually takes `node_rank % device_count(kind)`.
+/// rank usually takes `node_rank % device_count(kind)` ([`device_count`](crate::device_count)).
 ///
 /// # Errors
 /// As [`with_backend`], and [`Error::BackendUnavailable`] for a device that does not exist.
@@ -89,7 +87,7 @@ pub fn with_backend_on<T: BackendTask>(
         )?),
         #[cfg(feature = "cuda")]
         (BackendKind::Cuda, i) => {
-            let count = device_count(kind);
+            let count = crate::backend::device_count(kind);
             if i >= count {
                 return Err(Error::BackendUnavailable {
                     backend: "cuda".into(),
@@ -102,24 +100,5 @@ pub fn with_backend_on<T: BackendTask>(
         }
         #[allow(unreachable_patterns)]
         (other, _) => with_backend(other, task),
-    }
-}
-
-/// The devices of `kind` on this machine: the CUDA device count (0 if the driver is
-/// missing); 1 for the CPU and for wgpu (whose adapters are not counted here).
-pub fn device_count(kind: BackendKind) -> usize {
-    match kind {
-        #[cfg(feature = "cuda")]
-        BackendKind::Cuda => {
-            use cudarc::driver::result;
-            if !crate::backend::cube::cuda_driver_present() {
-                return 0;
-            }
-            result::init()
-                .and_then(|_| result::device::get_count())
-                .map(|n| n.max(0) as usize)
-                .unwrap_or(0)
-        }
-        _ => 1,
     }
 }

@@ -12,7 +12,7 @@ use crate::sparse::Csr;
 /// the matrix); the rows a rank owns are numbered locally in increasing global order.
 ///
 /// ```
-/// use galerkin::dist::Partition;
+/// use galerkin::distributed::Partition;
 ///
 /// let p = Partition::contiguous(10, 3)?;
 /// assert_eq!(p.counts(), &[4, 3, 3]);

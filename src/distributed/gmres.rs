@@ -7,7 +7,7 @@
 use super::matrix::DistOperator;
 use super::solver::{check, drive, residual, DistPreconditioner};
 use super::vector::DistVector;
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::solver::gmres::{arnoldi_cycles, System};

@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use galerkin::dist::{
+use galerkin::distributed::{
     self, BlockJacobi, Communicator, DistCsr, DistMatrix, DistPreconditioner, DistVector, InnerCg,
     Partition, PartitionMethod,
 };
@@ -60,7 +60,7 @@ pub fn run() {
     match galerkin::Wgpu::new() {
         Ok(w) => {
             say(&comm, &format!("wgpu: {}", galerkin::BackendCore::info(&w)));
-            let d = dist::distribute(&comm, &a, PartitionMethod::Metis).unwrap();
+            let d = distributed::distribute(&comm, &a, PartitionMethod::Metis).unwrap();
             check_spmv::<galerkin::Wgpu, f64, f64>(&w, &a, &d, seed, 1e-13);
             check_spmv::<galerkin::Wgpu, f32, f32>(&w, &a, &d, seed, 1e-5);
             check_solvers(&comm, &w, &a, &d, false);
@@ -80,7 +80,7 @@ pub fn run() {
     match galerkin::Cuda::new() {
         Ok(c) => {
             say(&comm, &format!("cuda: {}", galerkin::BackendCore::info(&c)));
-            let d = dist::distribute(&comm, &a, PartitionMethod::Metis).unwrap();
+            let d = distributed::distribute(&comm, &a, PartitionMethod::Metis).unwrap();
             check_spmv::<galerkin::Cuda, f64, f64>(&c, &a, &d, seed, 1e-13);
             check_spmv::<galerkin::Cuda, f32, f64>(&c, &a, &d, seed, 1e-6);
             check_spmv::<galerkin::Cuda, f32, f32>(&c, &a, &d, seed, 1e-5);
@@ -279,7 +279,7 @@ fn check_solvers<B: Backend>(
     let bj = jacobi_block::<B, f64>(backend, d);
     let b = DistVector::from_global(backend, d.layout(), &bg).unwrap();
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
-    let r = dist::cg(
+    let r = distributed::cg(
         &m,
         Some(&bj as &dyn DistPreconditioner<B, f64>),
         &b,
@@ -308,7 +308,7 @@ fn check_solvers<B: Backend>(
     let m32 = DistMatrix::<B, f32>::new(backend, d, None).unwrap();
     let bd32 = DistVector::from_global(backend, d.layout(), &cast::<f32>(&bg)).unwrap();
     let mut xd32 = DistVector::zeros(backend, d.layout()).unwrap();
-    let rd32 = dist::cg(&m32, None, &bd32, &mut xd32, &p32).unwrap();
+    let rd32 = distributed::cg(&m32, None, &bd32, &mut xd32, &p32).unwrap();
     close(comm, "CG f32", &rd32, &r32, 2);
     if !all {
         return;
@@ -318,7 +318,7 @@ fn check_solvers<B: Backend>(
     let mut x1 = Vector::zeros(backend, n).unwrap();
     let r1 = gmres(&single, Some(&jac), &b1, &mut x1, &p).unwrap();
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
-    let r = dist::gmres(
+    let r = distributed::gmres(
         &m,
         Some(&bj as &dyn DistPreconditioner<B, f64>),
         &b,
@@ -330,7 +330,7 @@ fn check_solvers<B: Backend>(
     let mut x1 = Vector::zeros(backend, n).unwrap();
     let r1 = bicgstab(&single, Some(&jac), &b1, &mut x1, &p).unwrap();
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
-    let r = dist::bicgstab(
+    let r = distributed::bicgstab(
         &m,
         Some(&bj as &dyn DistPreconditioner<B, f64>),
         &b,
@@ -355,7 +355,7 @@ fn check_solvers<B: Backend>(
     let bj32 = jacobi_block::<B, f32>(backend, d);
     let inner = InnerCg::new(&m32, Some(&bj32), 1e-3, 200);
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
-    let r = dist::mixed_cg(&m, &inner, &b, &mut x, &p).unwrap();
+    let r = distributed::mixed_cg(&m, &inner, &b, &mut x, &p).unwrap();
     close(comm, "mixed f64/f32", &r, &r1, 1);
 }
 
@@ -374,7 +374,7 @@ fn check_matrix_market(comm: &Communicator, cpu: &Cpu) {
         .to_csr()
         .unwrap();
     for method in [PartitionMethod::Contiguous, PartitionMethod::Metis] {
-        let d = dist::read_matrix_market(comm, &path, method).unwrap();
+        let d = distributed::read_matrix_market(comm, &path, method).unwrap();
         assert_eq!(d.global_len(), whole.nrows());
         say(
             comm,
@@ -399,7 +399,8 @@ fn check_read_errors(comm: &Communicator, seed: u64) {
     }
     text += "40 x 2.0\n";
     std::fs::write(&path, text).unwrap();
-    let err = dist::read_matrix_market(comm, &path, PartitionMethod::Contiguous).unwrap_err();
+    let err =
+        distributed::read_matrix_market(comm, &path, PartitionMethod::Contiguous).unwrap_err();
     std::fs::remove_file(&path).ok();
     let last = comm.size() - 1;
     match &err {
@@ -416,8 +417,9 @@ fn check_read_errors(comm: &Communicator, seed: u64) {
         }
         other => panic!("expected Error::Rank, got {other}"),
     }
-    let missing = dist::read_matrix_market(comm, "/nonexistent/a.mtx", PartitionMethod::Contiguous)
-        .unwrap_err();
+    let missing =
+        distributed::read_matrix_market(comm, "/nonexistent/a.mtx", PartitionMethod::Contiguous)
+            .unwrap_err();
     assert!(
         matches!(&missing, Error::Rank { rank: 0, ranks, .. } if *ranks == comm.size()),
         "{missing}"

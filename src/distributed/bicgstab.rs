@@ -3,7 +3,7 @@
 use super::matrix::DistOperator;
 use super::solver::{check, drive, DistPreconditioner};
 use super::vector::DistVector;
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::space::Apply;

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use super::comm::{from_bytes, to_bytes};
 use super::layout::Layout;
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::{check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::vector::Vector;

@@ -1,9 +1,11 @@
-//! [`LinearOperator`]: anything that computes `y = α A x + β y`.
+//! [`LinearOperator`]: anything that computes `y = α A x + β y` — sparse matrices,
+//! matrix-free operators, preconditioners, multigrid cycles. It sits between the vectors and
+//! the containers that implement it, so a sparse format or a discretisation implements it
+//! without depending on the solvers that take it.
 
-use crate::backend::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::vector::Vector;
+use crate::vector::{Vector, VectorOps};
 
 /// Work of one application, for roofline reporting.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -16,9 +18,9 @@ pub struct OperatorCost {
 
 /// A linear operator on vectors of `S` on backend `B`: sparse matrices in any format (with
 /// values in any element type — f32 values inside an f64 solver is mixed precision),
-/// preconditioners, and later matrix-free operators and multigrid cycles. Solvers take
+/// preconditioners, matrix-free operators and multigrid cycles. Solvers take
 /// `&dyn LinearOperator<B, S>`.
-pub trait LinearOperator<B: Backend, S: Scalar> {
+pub trait LinearOperator<B: VectorOps, S: Scalar> {
     /// Rows (length of `y`).
     fn nrows(&self) -> usize;
 
@@ -28,7 +30,7 @@ pub trait LinearOperator<B: Backend, S: Scalar> {
     /// `y = alpha A x + beta y` (`y` not read when `beta = 0`).
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) for wrong vector
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for wrong vector
     /// lengths; device errors.
     fn apply_add(&self, alpha: S, x: &Vector<B, S>, beta: S, y: &mut Vector<B, S>) -> Result<()>;
 
@@ -55,7 +57,7 @@ pub trait LinearOperator<B: Backend, S: Scalar> {
     ///
     /// # Errors
     /// As [`apply_add`](Self::apply_add), and
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `slot` is not below
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if `slot` is not below
     /// `scalars.len()` (checked before anything is written).
     fn apply_dot_device(
         &self,
@@ -75,7 +77,7 @@ pub trait LinearOperator<B: Backend, S: Scalar> {
     }
 }
 
-impl<B: Backend, S: Scalar, T: LinearOperator<B, S> + ?Sized> LinearOperator<B, S> for &T {
+impl<B: VectorOps, S: Scalar, T: LinearOperator<B, S> + ?Sized> LinearOperator<B, S> for &T {
     fn nrows(&self) -> usize {
         (**self).nrows()
     }

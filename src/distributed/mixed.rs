@@ -5,7 +5,7 @@ use std::cell::Cell;
 use super::matrix::DistOperator;
 use super::solver::{cg, DistPreconditioner};
 use super::vector::DistVector;
-use crate::backend::Backend;
+use crate::bundle::Backend;
 use crate::error::Result;
 use crate::solver::{Progress, SolveReport, SolverParams};
 

@@ -44,7 +44,7 @@ pub(crate) trait Transport {
 /// ([`reduction_time`](Self::reduction_time)).
 ///
 /// ```
-/// use galerkin::dist::Communicator;
+/// use galerkin::distributed::Communicator;
 ///
 /// let comm = Communicator::solo();
 /// assert_eq!((comm.rank(), comm.size()), (0, 1));
