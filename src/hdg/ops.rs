@@ -19,8 +19,10 @@
 
 use crate::backend::core::{check_device, sealed::Sealed, BackendCore};
 use crate::batched::Batch;
+use crate::bundle::Backend;
 use crate::error::{check_len, Error, Result};
 use crate::hdg::coefficients::CoefficientKind;
+use crate::hdg::stages::TraceSystem;
 use crate::hdg::topology::TraceTopology;
 use crate::mesh::tri::{TriMesh, NO_ELEMENT};
 use crate::scalar::{Element, Scalar};
@@ -143,7 +145,7 @@ pub(crate) fn slot_source(
 /// trace vectors — checked when made (every free-edge index below the free edges or
 /// [`PAD`]), so its methods, the safe way to the [`HdgOps`] kernels, check only what they
 /// are given.
-pub(crate) struct HdgMesh<B: HdgOps, V: Element> {
+pub(crate) struct HdgMesh<B: Backend + HdgOps, V: Element> {
     backend: B,
     count: usize,
     nl: usize,
@@ -161,7 +163,7 @@ pub(crate) struct HdgMesh<B: HdgOps, V: Element> {
     diag_index: DeviceIndex<B>,
 }
 
-impl<B: HdgOps, V: Element> HdgMesh<B, V> {
+impl<B: Backend + HdgOps, V: Element> HdgMesh<B, V> {
     /// Uploads the mesh and its trace topology and builds the edge-to-element lists on the
     /// device.
     ///
@@ -307,7 +309,7 @@ impl<B: HdgOps, V: Element> HdgMesh<B, V> {
         &self,
         ke: &Batch<B, V>,
         g: &Batch<B, V>,
-    ) -> Result<(BlockEll<B, V>, Vector<B, S>, Batch<B, V>)> {
+    ) -> Result<TraceSystem<B, V, S>> {
         const OP: &str = "hdg assemble";
         let (nfree, nl, w) = (self.nfree, self.nl, 3 * self.nl);
         for (name, m, cols) in [("element matrices", ke, w), ("element loads", g, 1)] {
@@ -343,7 +345,11 @@ impl<B: HdgOps, V: Element> HdgMesh<B, V> {
         let k = unsafe {
             BlockEll::from_raw_parts(b, nfree, nl, TRACE_SLOTS, neighbours, values, self.blocks)
         };
-        Ok((k, rhs, Batch::from_buffer(b, nfree, nl, nl, diagonal)))
+        Ok(TraceSystem {
+            k,
+            rhs,
+            diagonal: Batch::from_buffer(b, nfree, nl, nl, diagonal),
+        })
     }
 }
 

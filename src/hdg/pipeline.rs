@@ -307,9 +307,9 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
             name: "local",
             reason: "the local solvers were released: assemble before release()".into(),
         })?;
-        let (k, mut rhs, diagonal) = self.device.assemble::<S>(ke, &load.g)?;
-        rhs.axpy(S::ONE, &load.neumann)?;
-        Ok(TraceSystem { k, rhs, diagonal })
+        let mut system = self.device.assemble::<S>(ke, &load.g)?;
+        system.rhs.axpy(S::ONE, &load.neumann)?;
+        Ok(system)
     }
 
     /// Stage "solve": PCG on `K λ = F` with block-Jacobi (or Chebyshev over block-Jacobi).

@@ -17,12 +17,11 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::ops::{
-    axpby_row, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling, SparseOps,
-    SparseStorage,
-};
-use crate::sparse::Format;
-use crate::vector::Vector;
+use crate::sparse::csr::Csr;
+use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, Scaling, SparseOps};
+use crate::sparse::ops::{sealed, FormatKernels, Mover};
+use crate::sparse::options::FormatOptions;
+use crate::sparse::storage::{sparse_operator, SparseStorage};
 
 /// A sparse matrix as `(row, col, value)` triplets. See the [module docs](self).
 pub struct Coo<B: BackendCore, V: Element> {
@@ -126,92 +125,12 @@ impl<V: Element> Coo<Cpu, V> {
     }
 }
 
-impl<B: BackendCore, V: Element> Coo<B, V> {
-    /// Rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Stored entries (duplicates counted separately).
-    pub fn nnz(&self) -> usize {
-        B::len(&self.values)
-    }
-
-    /// The backend the matrix lives on.
-    pub fn backend(&self) -> &B {
-        &self.backend
-    }
-
-    /// A copy on another backend, with the entries stably sorted by row (the order device
-    /// SpMV needs; entries of a row keep their relative order, duplicates are kept).
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
-    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Coo<B2, V>> {
-        backend.require::<V>("sparse matrices")?;
-        let (rows, cols, values) = (
-            self.backend.download(&self.rows)?,
-            self.backend.download(&self.cols)?,
-            self.backend.download(&self.values)?,
-        );
-        let (rows, cols, values) = if rows.windows(2).all(|w| w[0] <= w[1]) {
-            (rows, cols, values)
-        } else {
-            let mut order: Vec<usize> = (0..rows.len()).collect();
-            order.sort_by_key(|&k| rows[k]);
-            (
-                order.iter().map(|&k| rows[k]).collect(),
-                order.iter().map(|&k| cols[k]).collect(),
-                order.iter().map(|&k| values[k]).collect(),
-            )
-        };
-        Ok(Coo {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            rows: backend.upload(&rows)?,
-            cols: backend.upload(&cols)?,
-            values: backend.upload(&values)?,
-            backend: backend.clone(),
-        })
-    }
-
-    /// A copy in host memory.
-    ///
-    /// # Errors
-    /// [`Error::Device`] if reading the device fails.
-    pub fn to_host(&self) -> Result<Coo<Cpu, V>> {
-        self.to_backend(&Cpu::new())
-    }
-}
-
-impl<B: SparseOps, V: Element> Coo<B, V> {
-    /// `y = alpha A x + beta y`, duplicates included (`y` not read when `beta = 0`).
-    ///
-    /// On the CPU the entries are added in their stored order; on devices the matrix is
-    /// row-sorted (see [`to_backend`](Self::to_backend)) and each unit finds its row's
-    /// entries by binary search, so no atomics are needed.
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        SparseStorage::spmv(self, alpha, x, beta, y)
-    }
-}
-
+/// On the CPU the entries are added in their stored order; on devices the matrix is
+/// row-sorted ([`to_backend`](SparseStorage::to_backend) sorts the entries stably by row:
+/// entries of a row keep their relative order, duplicates are kept) and each unit finds its
+/// row's entries by binary search, so no atomics are needed.
 impl<B: SparseOps, V: Element> SparseStorage<B, V> for Coo<B, V> {
     type Kernels = CooFormat;
-    const FORMAT: Format = Format::Coo;
 
     fn backend(&self) -> &B {
         &self.backend
@@ -222,6 +141,7 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for Coo<B, V> {
     fn ncols(&self) -> usize {
         self.ncols
     }
+    /// Stored entries (duplicates counted separately).
     fn nnz(&self) -> usize {
         B::len(&self.values)
     }
@@ -229,6 +149,8 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for Coo<B, V> {
         B::len(&self.values) * (V::DTYPE.size() + 8)
     }
 }
+
+impl<B: BackendCore, V: Element> sealed::Format for Coo<B, V> {}
 
 sparse_operator!(Coo);
 
@@ -287,8 +209,52 @@ fn coo_kernel<V: Float, T: Float>(
 /// The COO kernels.
 pub struct CooFormat;
 
+impl sealed::Format for CooFormat {}
+
 impl FormatKernels for CooFormat {
     type Matrix<B: BackendCore, V: Element> = Coo<B, V>;
+    const NAME: &'static str = "coo";
+    const LABEL: &'static str = "coo";
+    const SPMV_NAME: &'static str = "Coo::spmv";
+
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        _options: &FormatOptions,
+    ) -> Result<Coo<B, V>> {
+        a.to_coo().to_backend(backend)
+    }
+
+    /// Sorts the entries stably by row on the way (the order device SpMV needs).
+    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+        a: &Coo<B, V>,
+        mover: &Mover<'_, B, B2>,
+    ) -> Result<Coo<B2, V>> {
+        let (rows, cols, values) = (
+            mover.download(&a.rows)?,
+            mover.download(&a.cols)?,
+            mover.download(&a.values)?,
+        );
+        let (rows, cols, values) = if rows.windows(2).all(|w| w[0] <= w[1]) {
+            (rows, cols, values)
+        } else {
+            let mut order: Vec<usize> = (0..rows.len()).collect();
+            order.sort_by_key(|&k| rows[k]);
+            (
+                order.iter().map(|&k| rows[k]).collect(),
+                order.iter().map(|&k| cols[k]).collect(),
+                order.iter().map(|&k| values[k]).collect(),
+            )
+        };
+        Ok(Coo {
+            nrows: a.nrows,
+            ncols: a.ncols,
+            rows: mover.upload(&rows)?,
+            cols: mover.upload(&cols)?,
+            values: mover.upload(&values)?,
+            backend: mover.backend(),
+        })
+    }
 
     /// One pass over the entries in stored order.
     fn spmv_cpu<V: Element, T: Scalar>(a: &Coo<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {

@@ -31,12 +31,12 @@ use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    add_if, rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling,
-    SparseOps, SparseStorage,
+    add_if, rows_cpu, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
 };
-use crate::sparse::{to_u32, Format, FormatLimits, RowStats};
+use crate::sparse::options::{FormatLimits, FormatOptions};
+use crate::sparse::storage::{sparse_operator, SparseStorage};
+use crate::sparse::{to_u32, RowStats};
 use crate::vector::cube::reduce::{cube_sum_to, partials};
-use crate::vector::Vector;
 
 /// A sparse matrix in DIA format. See the [module docs](self).
 pub struct Dia<B: BackendCore, V: Element> {
@@ -176,82 +176,21 @@ impl<V: Element> Dia<Cpu, V> {
 }
 
 impl<B: BackendCore, V: Element> Dia<B, V> {
-    /// Rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
     /// The stored diagonals, `column - row`, increasing.
     pub fn offsets(&self) -> &[i64] {
         &self.offsets
-    }
-
-    /// Nonzeros of the CSR matrix this was converted from.
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
     }
 
     /// Row-length statistics of the matrix.
     pub fn stats(&self) -> &RowStats {
         &self.stats
     }
-
-    /// Bytes of the stored arrays (padding included).
-    pub fn storage_bytes(&self) -> usize {
-        self.offsets.len() * (self.nrows * V::DTYPE.size() + 4)
-    }
-
-    /// A copy on another backend.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] if that device lacks `V`, or an
-    /// allocation error.
-    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Dia<B2, V>> {
-        backend.require::<V>("sparse matrices")?;
-        Ok(Dia {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            offsets: self.offsets.clone(),
-            offsets_dev: backend.upload(&self.backend.download(&self.offsets_dev)?)?,
-            values: backend.upload(&self.backend.download(&self.values)?)?,
-            stats: self.stats,
-            backend: backend.clone(),
-        })
-    }
-
-    /// A copy in host memory.
-    ///
-    /// # Errors
-    /// [`Error::Device`] if reading the device fails.
-    pub fn to_host(&self) -> Result<Dia<Cpu, V>> {
-        self.to_backend(&Cpu::new())
-    }
 }
 
-impl<B: SparseOps, V: Element> Dia<B, V> {
-    /// `y = alpha A x + beta y` (`y` not read when `beta = 0`).
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        SparseStorage::spmv(self, alpha, x, beta, y)
-    }
-}
+impl<B: SparseOps, V: Element> Dia<B, V> {}
 
 impl<B: SparseOps, V: Element> SparseStorage<B, V> for Dia<B, V> {
     type Kernels = DiaFormat;
-    const FORMAT: Format = Format::Dia;
 
     fn backend(&self) -> &B {
         &self.backend
@@ -265,10 +204,13 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for Dia<B, V> {
     fn nnz(&self) -> usize {
         self.stats.nnz
     }
+    /// Padding included.
     fn storage_bytes(&self) -> usize {
-        Dia::storage_bytes(self)
+        self.offsets.len() * (self.nrows * V::DTYPE.size() + 4)
     }
 }
+
+impl<B: BackendCore, V: Element> sealed::Format for Dia<B, V> {}
 
 sparse_operator!(Dia);
 
@@ -468,8 +410,43 @@ unsafe fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
 /// The DIA kernels.
 pub struct DiaFormat;
 
+impl sealed::Format for DiaFormat {}
+
 impl FormatKernels for DiaFormat {
     type Matrix<B: BackendCore, V: Element> = Dia<B, V>;
+    const NAME: &'static str = "dia";
+    const ALIASES: &'static [&'static str] = &["diagonal"];
+    const LABEL: &'static str = "dia";
+    const SPMV_NAME: &'static str = "Dia::spmv";
+    const FEW_DIAGONALS: bool = true;
+
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Dia<B, V>> {
+        Dia::from_csr(a, &options.limits)?.to_backend(backend)
+    }
+
+    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+        a: &Dia<B, V>,
+        mover: &Mover<'_, B, B2>,
+    ) -> Result<Dia<B2, V>> {
+        Ok(Dia {
+            nrows: a.nrows,
+            ncols: a.ncols,
+            offsets: a.offsets.clone(),
+            offsets_dev: mover.buffer(&a.offsets_dev)?,
+            values: mover.buffer(&a.values)?,
+            stats: a.stats,
+            backend: mover.backend(),
+        })
+    }
+
+    /// One candidate (refused, and skipped, unless a few diagonals hold the matrix).
+    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        vec![(FormatOptions::default(), "diagonals".into())]
+    }
 
     fn spmv_cpu<V: Element, T: Scalar>(a: &Dia<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
         let (n, m) = (a.nrows, a.ncols as i64);

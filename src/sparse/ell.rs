@@ -19,12 +19,11 @@ use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
-use crate::sparse::ops::{
-    add_slot, rows_cpu, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling,
-    SparseOps, SparseStorage,
-};
-use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
-use crate::vector::Vector;
+use crate::sparse::ops::{add_slot, rows_cpu, AlphaBeta, AlphaBetaLaunch, Scaling, SparseOps};
+use crate::sparse::ops::{sealed, FormatKernels, Mover};
+use crate::sparse::options::{FormatLimits, FormatOptions};
+use crate::sparse::storage::{sparse_operator, SparseStorage};
+use crate::sparse::{to_u32, RowStats, PAD};
 
 /// A sparse matrix in ELLPACK format. See the [module docs](self).
 pub struct Ell<B: BackendCore, V: Element> {
@@ -97,82 +96,19 @@ impl<V: Element> Ell<Cpu, V> {
 }
 
 impl<B: BackendCore, V: Element> Ell<B, V> {
-    /// Rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
     /// Slots per row (the longest row).
     pub fn width(&self) -> usize {
         self.width
-    }
-
-    /// Stored nonzeros (padding excluded).
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
     }
 
     /// Row-length statistics of the matrix.
     pub fn stats(&self) -> &RowStats {
         &self.stats
     }
-
-    /// Bytes of the stored arrays (padding included).
-    pub fn storage_bytes(&self) -> usize {
-        self.width * self.nrows * (V::DTYPE.size() + 4)
-    }
-
-    /// A copy on another backend.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`](crate::error::Error::Unsupported) if that device lacks `V`, or an
-    /// allocation error.
-    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Ell<B2, V>> {
-        backend.require::<V>("sparse matrices")?;
-        Ok(Ell {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            width: self.width,
-            col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
-            values: backend.upload(&self.backend.download(&self.values)?)?,
-            stats: self.stats,
-            backend: backend.clone(),
-        })
-    }
-
-    /// A copy in host memory.
-    ///
-    /// # Errors
-    /// [`Error::Device`](crate::error::Error::Device) if reading the device fails.
-    pub fn to_host(&self) -> Result<Ell<Cpu, V>> {
-        self.to_backend(&Cpu::new())
-    }
-}
-
-impl<B: SparseOps, V: Element> Ell<B, V> {
-    /// `y = alpha A x + beta y` (`y` not read when `beta = 0`).
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        SparseStorage::spmv(self, alpha, x, beta, y)
-    }
 }
 
 impl<B: SparseOps, V: Element> SparseStorage<B, V> for Ell<B, V> {
     type Kernels = EllFormat;
-    const FORMAT: Format = Format::Ell;
 
     fn backend(&self) -> &B {
         &self.backend
@@ -187,9 +123,11 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for Ell<B, V> {
         self.stats.nnz
     }
     fn storage_bytes(&self) -> usize {
-        Ell::storage_bytes(self)
+        self.width * self.nrows * (V::DTYPE.size() + 4)
     }
 }
+
+impl<B: BackendCore, V: Element> sealed::Format for Ell<B, V> {}
 
 sparse_operator!(Ell);
 
@@ -232,8 +170,36 @@ fn ell_kernel<V: Float, T: Float>(
 /// The ELL kernels.
 pub struct EllFormat;
 
+impl sealed::Format for EllFormat {}
+
 impl FormatKernels for EllFormat {
     type Matrix<B: BackendCore, V: Element> = Ell<B, V>;
+    const NAME: &'static str = "ell";
+    const LABEL: &'static str = "ell";
+    const SPMV_NAME: &'static str = "Ell::spmv";
+
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Ell<B, V>> {
+        Ell::from_csr(a, &options.limits)?.to_backend(backend)
+    }
+
+    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+        a: &Ell<B, V>,
+        mover: &Mover<'_, B, B2>,
+    ) -> Result<Ell<B2, V>> {
+        Ok(Ell {
+            nrows: a.nrows,
+            ncols: a.ncols,
+            width: a.width,
+            col_idx: mover.buffer(&a.col_idx)?,
+            values: mover.buffer(&a.values)?,
+            stats: a.stats,
+            backend: mover.backend(),
+        })
+    }
 
     fn spmv_cpu<V: Element, T: Scalar>(a: &Ell<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
         let n = a.nrows;

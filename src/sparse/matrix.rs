@@ -1,5 +1,10 @@
 //! [`SparseMatrix`]: any format behind one type, format selection from the matrix
 //! statistics ([`SparseMatrix::auto`]) and by timing on the device ([`SparseMatrix::tune`]).
+//!
+//! The list of formats is [`formats!`]'s one invocation below: a new format is its file and
+//! one line there. The [`Format`] enum, its names and parsing, the variants of
+//! [`SparseMatrix`] and their dispatch, the tune candidates and the verification rows all
+//! follow from the list and each format's [`FormatKernels`].
 
 use std::fmt;
 use std::str::FromStr;
@@ -9,76 +14,139 @@ use crate::backend::cpu::Cpu;
 use crate::error::{Error, Result};
 use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::{Element, Scalar};
-use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
+use crate::sparse::block_ell::{BlockEll, BlockEllFormat};
 pub use crate::sparse::choose::{choose_format, detect_block_size};
-use crate::sparse::coo::Coo;
-use crate::sparse::csr::{Csr, CsrKernel};
-use crate::sparse::dia::Dia;
-use crate::sparse::ell::Ell;
-use crate::sparse::ops::SparseOps;
-use crate::sparse::ops::{sparse_cost, SparseStorage};
-use crate::sparse::sell::{Sell, SellParams};
+use crate::sparse::coo::{Coo, CooFormat};
+use crate::sparse::csr::{Csr, CsrFormat};
+use crate::sparse::dia::{Dia, DiaFormat};
+use crate::sparse::ell::{Ell, EllFormat};
+use crate::sparse::ops::{FormatKernels, SparseOps};
+use crate::sparse::options::FormatOptions;
+use crate::sparse::sell::{Sell, SellFormat};
 use crate::sparse::split::RowSplit;
-use crate::sparse::staircase::{StaircaseParams, StaircaseSell};
-use crate::sparse::FormatLimits;
+use crate::sparse::staircase::{StaircaseFormat, StaircaseSell};
+use crate::sparse::storage::{sparse_cost, SparseStorage};
 use crate::vector::Vector;
 
-/// The storage formats, as a run-time value (`"csr"`, `"ell"`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Format {
-    /// [`Coo`].
-    Coo,
-    /// [`Csr`].
-    Csr,
-    /// [`Ell`].
-    Ell,
-    /// [`Sell`] (SELL-C-σ).
-    Sell,
-    /// [`StaircaseSell`].
-    Staircase,
-    /// [`BlockEll`].
-    BlockEll,
-    /// [`Dia`].
-    Dia,
+/// Generates, from the list of formats (variant, container, kernels), the [`Format`] enum
+/// with its names, the [`SparseMatrix`] enum, the conversion into any format, and
+/// `each_format!`, which runs an expression on the matrix of whichever format a
+/// [`SparseMatrix`] holds. `$d` is a `$` for the inner macro.
+macro_rules! formats {
+    ($d:tt $( $(#[$doc:meta])* $variant:ident($container:ident, $kernels:ty) ),* $(,)?) => {
+        /// The storage formats, as a run-time value (`"csr"`, `"ell"`, ...).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Format {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Format {
+            /// Every format.
+            pub const ALL: [Format; 0 $(+ { let _ = Format::$variant; 1 })*] =
+                [$(Format::$variant),*];
+
+            /// The name accepted by [`FromStr`].
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Format::$variant => <$kernels as FormatKernels>::NAME,)*
+                }
+            }
+
+            /// What the format is, for tables (`"sell-c-sigma"`).
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(Format::$variant => <$kernels as FormatKernels>::LABEL,)*
+                }
+            }
+
+            /// Whether the format holds only matrices whose nonzeros lie on a few diagonals.
+            pub const fn few_diagonals(self) -> bool {
+                match self {
+                    $(Format::$variant => <$kernels as FormatKernels>::FEW_DIAGONALS,)*
+                }
+            }
+
+            /// The other names the parser accepts.
+            fn aliases(self) -> &'static [&'static str] {
+                match self {
+                    $(Format::$variant => <$kernels as FormatKernels>::ALIASES,)*
+                }
+            }
+
+            /// The parameter sets [`SparseMatrix::tune`] times for `a` in this format.
+            fn tune_candidates<V: Element>(self, a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+                match self {
+                    $(Format::$variant => <$kernels as FormatKernels>::tune_candidates(a),)*
+                }
+            }
+        }
+
+        /// A sparse matrix in any format. SpMV works in the original numbering for every
+        /// format (Staircase SELL permutes `x` in and `y` out around its permuted-space
+        /// product).
+        pub enum SparseMatrix<B: SparseOps, V: Element> {
+            $( $(#[$doc])* $variant($container<B, V>), )*
+            /// Blocks of rows, each in one of the formats above: a matrix larger than one
+            /// device buffer (see [`RowSplit`]).
+            Split(RowSplit<SparseMatrix<B, V>>),
+        }
+
+        impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
+            /// [`from_csr`](Self::from_csr) without splitting.
+            pub(crate) fn from_csr_single(
+                backend: &B,
+                a: &Csr<Cpu, V>,
+                format: Format,
+                options: &FormatOptions,
+            ) -> Result<Self> {
+                Ok(match format {
+                    $(Format::$variant => SparseMatrix::$variant(
+                        <$kernels as FormatKernels>::from_csr(backend, a, options)?,
+                    ),)*
+                })
+            }
+
+            /// The format (a split matrix's largest block's: a minor piece cut at a part of
+            /// `x` may be CSR).
+            pub fn format(&self) -> Format {
+                match self {
+                    SparseMatrix::Split(s) => {
+                        let largest = s.blocks.iter().max_by_key(|b| b.matrix.nnz());
+                        largest.map_or(Format::Sell, |b| b.matrix.format())
+                    }
+                    $(SparseMatrix::$variant(_) => Format::$variant,)*
+                }
+            }
+        }
+
+        /// `$body` with `$m` bound to the matrix of whichever format `$matrix` holds (a
+        /// split matrix is handled before).
+        macro_rules! each_format {
+            ($d matrix:expr, $d m:ident => $d body:expr) => {
+                match $d matrix {
+                    $(SparseMatrix::$variant($d m) => $d body,)*
+                    SparseMatrix::Split(_) => unreachable!("row-split matrices are handled first"),
+                }
+            };
+        }
+    };
 }
 
-impl Format {
-    /// Every format.
-    pub const ALL: [Format; 7] = [
-        Format::Coo,
-        Format::Csr,
-        Format::Ell,
-        Format::Sell,
-        Format::Staircase,
-        Format::BlockEll,
-        Format::Dia,
-    ];
-
-    /// The name of the format's SpMV, for error messages.
-    pub(crate) const fn spmv_name(self) -> &'static str {
-        match self {
-            Format::Coo => "Coo::spmv",
-            Format::Csr => "Csr::spmv",
-            Format::Ell => "Ell::spmv",
-            Format::Sell => "Sell::spmv",
-            Format::Staircase => "StaircaseSell::spmv",
-            Format::BlockEll => "BlockEll::spmv",
-            Format::Dia => "Dia::spmv",
-        }
-    }
-
-    /// The name accepted by [`FromStr`].
-    pub const fn name(self) -> &'static str {
-        match self {
-            Format::Coo => "coo",
-            Format::Csr => "csr",
-            Format::Ell => "ell",
-            Format::Sell => "sell",
-            Format::Staircase => "staircase",
-            Format::BlockEll => "bell",
-            Format::Dia => "dia",
-        }
-    }
+formats! {$
+    /// [`Coo`].
+    Coo(Coo, CooFormat),
+    /// [`Csr`] (with its kernel choice inside).
+    Csr(Csr, CsrFormat),
+    /// [`Ell`] (ELLPACK).
+    Ell(Ell, EllFormat),
+    /// [`Sell`] (SELL-C-σ).
+    Sell(Sell, SellFormat),
+    /// [`StaircaseSell`].
+    Staircase(StaircaseSell, StaircaseFormat),
+    /// [`BlockEll`] (with its kernel choice inside).
+    BlockEll(BlockEll, BlockEllFormat),
+    /// [`Dia`].
+    Dia(Dia, DiaFormat),
 }
 
 impl fmt::Display for Format {
@@ -90,45 +158,22 @@ impl fmt::Display for Format {
 impl FromStr for Format {
     type Err = Error;
 
-    /// Parses `coo`, `csr`, `ell`, `sell`, `staircase`, `bell` (or `block-ell`), `dia`.
+    /// Parses a format's name or one of its aliases, ignoring case (`coo`, `csr`, `ell`,
+    /// `sell`, `staircase`, `bell` or `block-ell`, `dia`, ...).
     fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "coo" => Ok(Format::Coo),
-            "csr" => Ok(Format::Csr),
-            "ell" => Ok(Format::Ell),
-            "sell" | "sell-c-sigma" => Ok(Format::Sell),
-            "staircase" | "staircase-sell" => Ok(Format::Staircase),
-            "bell" | "block-ell" | "blockell" | "dbf" => Ok(Format::BlockEll),
-            "dia" | "diagonal" => Ok(Format::Dia),
-            _ => Err(Error::InvalidArgument {
-                op: "Format::from_str",
-                name: "format",
-                reason: format!("`{s}`: expected one of coo, csr, ell, sell, staircase, bell, dia"),
-            }),
-        }
+        let want = s.trim().to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == want || f.aliases().contains(&want.as_str()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                Error::invalid(
+                    "Format::from_str",
+                    "format",
+                    format!("`{s}`: expected one of {}", names.join(", ")),
+                )
+            })
     }
-}
-
-/// Format parameters for [`SparseMatrix::from_csr`]; `None` fields take the defaults
-/// derived from the matrix statistics.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FormatOptions {
-    /// CSR kernel.
-    pub csr_kernel: CsrKernel,
-    /// SELL-C-σ parameters.
-    pub sell: Option<SellParams>,
-    /// Staircase SELL parameters.
-    pub staircase: Option<StaircaseParams>,
-    /// Block size of the block-ELL format (`None`: detected).
-    pub block_size: Option<usize>,
-    /// Block-ELL kernel.
-    pub block_kernel: BlockEllKernel,
-    /// Padding limits of the conversions.
-    pub limits: FormatLimits,
-    /// Store the matrix as blocks of rows of about this many bytes each ([`RowSplit`]) when
-    /// its arrays exceed it. `None`: split only where the device's largest buffer
-    /// (`BackendInfo::max_buffer_bytes`, e.g. wgpu's binding limit) requires it.
-    pub max_part_bytes: Option<usize>,
 }
 
 /// What [`SparseMatrix::auto`] chose and why.
@@ -146,44 +191,6 @@ impl fmt::Display for FormatChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}): {}", self.format, self.params, self.reason)
     }
-}
-
-/// A sparse matrix in any format. SpMV works in the original numbering for every format
-/// (Staircase SELL permutes `x` in and `y` out around its permuted-space product).
-pub enum SparseMatrix<B: SparseOps, V: Element> {
-    /// COO.
-    Coo(Coo<B, V>),
-    /// CSR (with its kernel choice inside).
-    Csr(Csr<B, V>),
-    /// ELLPACK.
-    Ell(Ell<B, V>),
-    /// SELL-C-σ.
-    Sell(Sell<B, V>),
-    /// Staircase SELL.
-    Staircase(StaircaseSell<B, V>),
-    /// Block ELL (with its kernel choice inside).
-    BlockEll(BlockEll<B, V>),
-    /// [`Dia`].
-    Dia(Dia<B, V>),
-    /// Blocks of rows, each in one of the formats above: a matrix larger than one device
-    /// buffer (see [`RowSplit`]).
-    Split(RowSplit<SparseMatrix<B, V>>),
-}
-
-/// `$body` with `$m` bound to the matrix of whichever format `$matrix` holds.
-macro_rules! each_format {
-    ($matrix:expr, $m:ident => $body:expr) => {
-        match $matrix {
-            SparseMatrix::Coo($m) => $body,
-            SparseMatrix::Csr($m) => $body,
-            SparseMatrix::Ell($m) => $body,
-            SparseMatrix::Sell($m) => $body,
-            SparseMatrix::Staircase($m) => $body,
-            SparseMatrix::BlockEll($m) => $body,
-            SparseMatrix::Dia($m) => $body,
-            SparseMatrix::Split(_) => unreachable!("row-split matrices are handled first"),
-        }
-    };
 }
 
 impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
@@ -260,47 +267,6 @@ impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
         }
     }
 
-    /// [`from_csr`](Self::from_csr) without splitting.
-    pub(crate) fn from_csr_single(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        format: Format,
-        options: &FormatOptions,
-    ) -> Result<Self> {
-        let limits = &options.limits;
-        Ok(match format {
-            Format::Coo => SparseMatrix::Coo(a.to_coo().to_backend(backend)?),
-            Format::Csr => {
-                SparseMatrix::Csr(a.to_backend(backend)?.with_kernel(options.csr_kernel)?)
-            }
-            Format::Ell => SparseMatrix::Ell(Ell::from_csr(a, limits)?.to_backend(backend)?),
-            Format::Dia => SparseMatrix::Dia(Dia::from_csr(a, limits)?.to_backend(backend)?),
-            Format::Sell => {
-                let params = options
-                    .sell
-                    .unwrap_or_else(|| SellParams::default_for(a.stats()));
-                SparseMatrix::Sell(Sell::from_csr(a, params, limits)?.to_backend(backend)?)
-            }
-            Format::Staircase => {
-                let params = options.staircase.unwrap_or_default();
-                SparseMatrix::Staircase(
-                    StaircaseSell::from_csr(a, params, limits)?.to_backend(backend)?,
-                )
-            }
-            Format::BlockEll => {
-                let m = match options.block_size {
-                    Some(m) => m,
-                    None => detect_block_size(a, f64::INFINITY).unwrap_or(1),
-                };
-                SparseMatrix::BlockEll(
-                    BlockEll::from_csr(a, m, limits)?
-                        .to_backend(backend)?
-                        .with_kernel(options.block_kernel),
-                )
-            }
-        })
-    }
-
     /// Picks a format from the matrix statistics ([`choose_format`]; on the CPU backend
     /// always CSR, whose rayon kernel beats the padded formats there), converts, and moves
     /// the matrix to `backend`; falls back to CSR if the chosen conversion is refused.
@@ -348,53 +314,15 @@ impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
         a: &Csr<Cpu, V>,
         reps: usize,
     ) -> Result<(Self, Vec<(FormatChoice, Duration)>)> {
-        let mut candidates: Vec<(Format, FormatOptions, String)> = Vec::new();
-        let base = FormatOptions::default();
-        for kernel in [
-            CsrKernel::Scalar,
-            CsrKernel::Vector { group: 4 },
-            CsrKernel::Vector { group: 32 },
-        ] {
-            candidates.push((
-                Format::Csr,
-                FormatOptions {
-                    csr_kernel: kernel,
-                    ..base
-                },
-                format!("{kernel:?}"),
-            ));
-        }
-        for c in [32, 128, 512] {
-            for sigma in [1, 64 * c] {
-                let sell = SellParams {
-                    slice_height: c,
-                    sigma,
-                };
-                candidates.push((
-                    Format::Sell,
-                    FormatOptions {
-                        sell: Some(sell),
-                        ..base
-                    },
-                    format!("C = {c}, sigma = {sigma}"),
-                ));
-            }
-        }
-        // DIA (refused, and skipped, unless a few diagonals hold the matrix).
-        candidates.push((Format::Dia, base, "diagonals".into()));
-        if let Some(m) = detect_block_size(a, 1.5) {
-            for kernel in [BlockEllKernel::Direct, BlockEllKernel::InflateContract] {
-                candidates.push((
-                    Format::BlockEll,
-                    FormatOptions {
-                        block_size: Some(m),
-                        block_kernel: kernel,
-                        ..base
-                    },
-                    format!("block size {m}, {kernel:?}"),
-                ));
-            }
-        }
+        let candidates: Vec<(Format, FormatOptions, String)> = Format::ALL
+            .into_iter()
+            .flat_map(|format| {
+                format
+                    .tune_candidates(a)
+                    .into_iter()
+                    .map(move |(options, params)| (format, options, params))
+            })
+            .collect();
         let x = Vector::<B, T>::full(backend, a.ncols(), T::ONE)?;
         let mut y = Vector::<B, T>::zeros(backend, a.nrows())?;
         let mut results = Vec::new();
@@ -437,24 +365,6 @@ impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
                 name: "a",
                 reason: "no format could hold the matrix".into(),
             }),
-        }
-    }
-
-    /// The format.
-    pub fn format(&self) -> Format {
-        match self {
-            SparseMatrix::Split(s) => {
-                // The largest block's (a minor piece cut at a part of x may be CSR).
-                let largest = s.blocks.iter().max_by_key(|b| b.matrix.nnz());
-                largest.map_or(Format::Sell, |b| b.matrix.format())
-            }
-            SparseMatrix::Coo(_) => Format::Coo,
-            SparseMatrix::Csr(_) => Format::Csr,
-            SparseMatrix::Ell(_) => Format::Ell,
-            SparseMatrix::Sell(_) => Format::Sell,
-            SparseMatrix::Staircase(_) => Format::Staircase,
-            SparseMatrix::BlockEll(_) => Format::BlockEll,
-            SparseMatrix::Dia(_) => Format::Dia,
         }
     }
 
@@ -503,14 +413,23 @@ impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
     ) -> Result<()> {
         match self {
             SparseMatrix::Split(s) => s.spmv(alpha, x, beta, y, |m, a, x, b, y| m.spmv(a, x, b, y)),
-            SparseMatrix::Staircase(m) => m.spmv_original(alpha, x, beta, y),
-            other => each_format!(other, m => SparseStorage::spmv(m, alpha, x, beta, y)),
+            other => each_format!(other, m => SparseStorage::spmv_original(m, alpha, x, beta, y)),
+        }
+    }
+
+    /// Whether the fused products of the matrix's format (`spmv_dot`) work in the original
+    /// numbering: every format but Staircase SELL's permuted one, and not across the blocks
+    /// of a split matrix.
+    fn fuses(&self) -> bool {
+        match self {
+            SparseMatrix::Split(_) => false,
+            other => each_format!(other, m => SparseStorage::original_numbering(m)),
         }
     }
 }
 
-/// Staircase SELL's fused products stay in its permuted numbering, so it uses the plain
-/// SpMV and a dot; the other formats use their own.
+/// Formats whose fused products work in another numbering (Staircase SELL) and split
+/// matrices use the plain SpMV and a dot; the other formats use their own.
 impl<B: SparseOps, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B, V> {
     fn nrows(&self) -> usize {
         SparseMatrix::nrows(self)
@@ -522,13 +441,11 @@ impl<B: SparseOps, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<
         self.spmv(alpha, x, beta, y)
     }
     fn apply_dot(&self, x: &Vector<B, S>, y: &mut Vector<B, S>) -> Result<S> {
-        match self {
-            SparseMatrix::Staircase(_) | SparseMatrix::Split(_) => {
-                self.spmv(S::ONE, x, S::ZERO, y)?;
-                x.dot(y)
-            }
-            other => each_format!(other, m => SparseStorage::spmv_dot(m, x, y)),
+        if !self.fuses() {
+            self.spmv(S::ONE, x, S::ZERO, y)?;
+            return x.dot(y);
         }
+        each_format!(self, m => SparseStorage::spmv_dot(m, x, y))
     }
     fn apply_dot_device(
         &self,
@@ -537,16 +454,12 @@ impl<B: SparseOps, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<
         scalars: &mut Vector<B, S>,
         slot: usize,
     ) -> Result<()> {
-        match self {
-            SparseMatrix::Staircase(_) | SparseMatrix::Split(_) => {
-                crate::vector::check_slot("SparseMatrix::apply_dot_device", scalars.len(), slot)?;
-                self.spmv(S::ONE, x, S::ZERO, y)?;
-                crate::vector::dot_into(x, y, scalars, slot)
-            }
-            other => {
-                each_format!(other, m => SparseStorage::spmv_dot_device(m, x, y, scalars, slot))
-            }
+        if !self.fuses() {
+            crate::vector::check_slot("SparseMatrix::apply_dot_device", scalars.len(), slot)?;
+            self.spmv(S::ONE, x, S::ZERO, y)?;
+            return crate::vector::dot_into(x, y, scalars, slot);
         }
+        each_format!(self, m => SparseStorage::spmv_dot_device(m, x, y, scalars, slot))
     }
     fn cost(&self) -> OperatorCost {
         match self {

@@ -26,12 +26,13 @@
 //! (`*` = padding: column [`PAD`], value 0.)
 //!
 //! # Adding a format
-//! A format is one file (see [`ops`]): the container with its host constructors and
-//! invariants, a [`FormatKernels`] implementation (CPU kernel and CubeCL launch; the fused
-//! SpMV + dot default to SpMV and a dot), a [`SparseStorage`] implementation (sizes; the
-//! checked SpMV comes with it) and one `sparse_operator!` line for
-//! [`LinearOperator`](crate::operator::LinearOperator). [`SparseMatrix`] lists the formats it
-//! chooses among.
+//! A format is one file and one line (see [`storage`]): the file holds the container with
+//! its host constructors and invariants, its [`SparseStorage`] (sizes; the device moves and
+//! the checked SpMV come with it), a marker with [`FormatKernels`] (names, conversion from
+//! CSR, the arrays a device move carries, tune candidates, the CPU kernel and the CubeCL
+//! launch) and one `sparse_operator!` line for
+//! [`LinearOperator`](crate::operator::LinearOperator); the line is its entry in the list of
+//! [`matrix`], which gives [`Format`], [`SparseMatrix`] and the verification rows.
 //!
 //! # Mixed precision
 //! `spmv` computes `y = α A x + β y` with `x`, `y`, `α`, `β` and the accumulation in a
@@ -51,11 +52,13 @@ pub mod generate;
 pub mod matrix;
 pub mod mtx;
 pub mod ops;
+pub mod options;
 pub mod random;
 pub mod reorder;
 pub mod sell;
 pub mod split;
 pub mod staircase;
+pub mod storage;
 
 pub use block_ell::{BlockEll, BlockEllFormat, BlockEllKernel};
 pub use choose::{choose_format, detect_block_size};
@@ -63,16 +66,18 @@ pub use coo::{Coo, CooFormat};
 pub use csr::{Csr, CsrFormat, CsrKernel};
 pub use dia::{diagonal_offsets, Dia, DiaFormat};
 pub use ell::{Ell, EllFormat};
-pub use matrix::{Format, FormatChoice, FormatOptions, SparseMatrix};
+pub use matrix::{Format, FormatChoice, SparseMatrix};
 pub use mtx::{
     read_matrix_market, read_matrix_market_from, read_matrix_market_part, write_matrix_market,
     write_matrix_market_to, write_matrix_market_with, MatrixMarket, MatrixMarketHeader,
     MatrixMarketPart,
 };
-pub use ops::{FormatKernels, SparseOps, SparseStorage};
+pub use ops::{FormatKernels, Mover, SparseOps};
+pub use options::{FormatLimits, FormatOptions};
 pub use sell::{Sell, SellFormat, SellParams};
 pub use split::{RowBlock, RowSplit, SPLIT_ROW_ALIGN};
 pub use staircase::{StaircaseFormat, StaircaseParams, StaircaseSell};
+pub use storage::SparseStorage;
 
 /// The column index that marks a padding slot.
 pub const PAD: u32 = u32::MAX;
@@ -128,50 +133,6 @@ impl RowStats {
             std_dev: var.sqrt(),
             empty_rows: empty,
         }
-    }
-}
-
-/// Limits on format conversions.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct FormatLimits {
-    /// Largest accepted `stored slots / nonzeros` (default 3): a conversion that would pad
-    /// more — one long row turning ELL into gigabytes — is refused with
-    /// [`Error::Padding`](crate::error::Error::Padding).
-    pub max_padding_ratio: f64,
-}
-
-impl Default for FormatLimits {
-    fn default() -> Self {
-        FormatLimits {
-            max_padding_ratio: 3.0,
-        }
-    }
-}
-
-impl FormatLimits {
-    /// No limit: accept any padding.
-    pub fn unlimited() -> Self {
-        FormatLimits {
-            max_padding_ratio: f64::INFINITY,
-        }
-    }
-
-    /// Checks that storing `stored` slots for `nnz` nonzeros is within the limit.
-    ///
-    /// # Errors
-    /// [`Error::Padding`](crate::error::Error::Padding) when it is not.
-    pub fn check(&self, format: &'static str, stored: u64, nnz: u64) -> Result<()> {
-        let ratio = stored as f64 / (nnz.max(1)) as f64;
-        if stored > nnz && ratio > self.max_padding_ratio {
-            return Err(crate::error::Error::Padding {
-                format,
-                stored,
-                nnz,
-                ratio,
-                limit: self.max_padding_ratio,
-            });
-        }
-        Ok(())
     }
 }
 

@@ -1,32 +1,73 @@
-//! The sparse operator family: one generic SpMV entry per operation, whatever the format.
-//!
-//! A format is one file. It implements
-//! - [`FormatKernels`] on a marker type: the container type it stores (per backend), its CPU
-//!   kernel and its CubeCL launch; the fused `SpMV + dot` variants fall back to SpMV and a
-//!   separate dot unless the format fuses them (SELL-C-σ and DIA give the partial sums of
-//!   the dot from their product kernel, `spmv_dot_partials_cube`);
-//! - [`SparseStorage`] on its container: sizes and the storage footprint. Its provided
-//!   methods are the checked, safe SpMV of the format (`spmv`, `spmv_dot`, `spmv_dot_device`)
-//!   and the only way to the unchecked kernels;
-//! - [`LinearOperator`](crate::operator::LinearOperator), with the one-line
-//!   `sparse_operator!` macro.
-//!
-//! [`SparseOps`], implemented once by each backend, dispatches to the format's kernels: a
-//! new format touches no backend, and a new backend implements one trait with three methods.
+//! The sparse operator family: [`FormatKernels`], what each format implements on a marker
+//! type (its container type, names, conversion from CSR, the arrays a device move carries,
+//! tune candidates, CPU kernel and CubeCL launch); [`SparseOps`], one generic SpMV entry per
+//! operation that every backend implements once by dispatching to the format's kernels (a
+//! new format touches no backend; a new backend implements one trait with three methods);
+//! and the pieces the formats' kernels share (the scaling arguments, the branch-free padded
+//! slot, the CPU row loop). The container side is [`storage`](super::storage).
 
 use cubecl::prelude::*;
 use rayon::prelude::*;
 
-use crate::backend::core::check_device;
 use crate::backend::core::{sealed::Sealed, BackendCore};
 use crate::backend::cpu::Cpu;
 pub(crate) use crate::backend::cube::{AlphaBeta, AlphaBetaLaunch};
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
-use crate::error::{check_len, Result};
-use crate::scalar::{Element, Scalar};
-use crate::sparse::Format;
+use crate::error::Result;
+use crate::scalar::{Element, Scalar, Storable};
+use crate::sparse::csr::Csr;
+use crate::sparse::options::FormatOptions;
 use crate::vector::cube::reduce::{finish, finish_sum, Finish};
-use crate::vector::{check_slot, Vector, VectorOps};
+use crate::vector::VectorOps;
+
+/// Seals the format traits: only this crate's formats implement them.
+pub(crate) mod sealed {
+    /// Implemented by the containers and kernel markers of this crate's formats.
+    pub trait Format {}
+}
+
+/// Moves the arrays of a container from one backend to another, for
+/// [`FormatKernels::move_to`]: every array through the host.
+pub struct Mover<'a, B: BackendCore, B2: BackendCore> {
+    from: &'a B,
+    to: &'a B2,
+}
+
+impl<'a, B: BackendCore, B2: BackendCore> Mover<'a, B, B2> {
+    /// A move from `from` to `to`.
+    pub(crate) fn new(from: &'a B, to: &'a B2) -> Self {
+        Mover { from, to }
+    }
+
+    /// `buffer`'s values on the target backend.
+    ///
+    /// # Errors
+    /// Device and allocation errors.
+    pub fn buffer<T: Storable>(&self, buffer: &B::Buffer<T>) -> Result<B2::Buffer<T>> {
+        self.to.upload(&self.from.download(buffer)?)
+    }
+
+    /// `buffer`'s values on the host (for a move that reorders them).
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn download<T: Storable>(&self, buffer: &B::Buffer<T>) -> Result<Vec<T>> {
+        self.from.download(buffer)
+    }
+
+    /// `values` on the target backend.
+    ///
+    /// # Errors
+    /// Allocation errors.
+    pub fn upload<T: Storable>(&self, values: &[T]) -> Result<B2::Buffer<T>> {
+        self.to.upload(values)
+    }
+
+    /// The target backend.
+    pub fn backend(&self) -> B2 {
+        self.to.clone()
+    }
+}
 
 /// The kernels of one sparse format, on the CPU and on CubeCL devices.
 ///
@@ -34,9 +75,56 @@ use crate::vector::{check_slot, Vector, VectorOps};
 /// `x` has `ncols` and `y` `nrows` entries (and, for the fused variants, the matrix is
 /// square and `slot` is in range); the matrix satisfies its format's invariants (validated
 /// when it was built on the host and unchanged since); all buffers live on one device.
-pub trait FormatKernels: 'static {
+pub trait FormatKernels: sealed::Format + 'static {
     /// The container, on backend `B` with values `V`.
     type Matrix<B: BackendCore, V: Element>;
+
+    /// The name [`Format`](crate::sparse::Format) prints and parses (`"ell"`).
+    const NAME: &'static str;
+
+    /// Other names the parser accepts (`"block-ell"`, `"dbf"`, ...).
+    const ALIASES: &'static [&'static str] = &[];
+
+    /// What the format is, for tables and check names (`"sell-c-sigma"`).
+    const LABEL: &'static str;
+
+    /// The name of the format's SpMV, for error messages (`"Ell::spmv"`).
+    const SPMV_NAME: &'static str;
+
+    /// Whether the format holds only matrices whose nonzeros lie on a few diagonals (its
+    /// tests and checks then use banded matrices).
+    const FEW_DIAGONALS: bool = false;
+
+    /// Converts a host CSR matrix and moves it to `backend`, with the format's parameters
+    /// from `options` (or derived from the matrix's statistics where `options` leaves them
+    /// open).
+    ///
+    /// # Errors
+    /// The format's conversion errors ([`Error::Padding`](crate::error::Error::Padding)
+    /// where it would pad beyond `options.limits`, ...), device and allocation errors.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Self::Matrix<B, V>>;
+
+    /// The matrix on the backend `mover` moves to: every array of the container moved by
+    /// [`Mover::buffer`] (or by its download and upload where the move reorders them).
+    ///
+    /// # Errors
+    /// Device and allocation errors.
+    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+        a: &Self::Matrix<B, V>,
+        mover: &Mover<'_, B, B2>,
+    ) -> Result<Self::Matrix<B2, V>>;
+
+    /// The parameter sets [`SparseMatrix::tune`](crate::sparse::SparseMatrix::tune) times
+    /// for `a`, each with its description; none (the default) where the format is not a
+    /// candidate.
+    fn tune_candidates<V: Element>(a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        let _ = a;
+        Vec::new()
+    }
 
     /// `y = α A x + β y` on the CPU (`y` not read when `β = 0`).
     fn spmv_cpu<V: Element, T: Scalar>(
@@ -263,189 +351,6 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
     ) -> Result<()> {
         // SAFETY: the caller's contract is the kernels'.
         unsafe { F::spmv_dot_device_cube(self, a, x, y, scalars, slot) }
-    }
-}
-
-/// What every sparse container is: its sizes, its footprint, and its checked SpMV. The
-/// provided methods are the only safe way to the format's kernels.
-pub trait SparseStorage<B: SparseOps, V: Element>: Sized {
-    /// The format's kernels, whose container is `Self`.
-    type Kernels: FormatKernels<Matrix<B, V> = Self>;
-
-    /// The format, as a run-time value.
-    const FORMAT: Format;
-
-    /// The backend the matrix lives on.
-    fn backend(&self) -> &B;
-
-    /// Rows.
-    fn nrows(&self) -> usize;
-
-    /// Columns.
-    fn ncols(&self) -> usize;
-
-    /// Stored nonzeros (padding excluded).
-    fn nnz(&self) -> usize;
-
-    /// Bytes of the stored arrays, padding included.
-    fn storage_bytes(&self) -> usize;
-
-    /// Floating-point operations of one SpMV (`2 nnz` unless the format multiplies stored
-    /// zeros too).
-    fn spmv_flops(&self) -> f64 {
-        2.0 * self.nnz() as f64
-    }
-
-    /// `y = α A x + β y` (`y` not read when `β = 0`).
-    ///
-    /// # Errors
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `x` does not have
-    /// `ncols` or `y` `nrows` entries; [`Error::DeviceMismatch`](crate::error::Error::DeviceMismatch)
-    /// if they live on another device than the matrix; device errors.
-    fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        check_operands(Self::FORMAT, self, x, y, false)?;
-        // SAFETY: x has ncols and y nrows entries on the matrix's device (checked above);
-        // the container upholds its format's invariants.
-        unsafe {
-            self.backend().spmv::<Self::Kernels, V, T>(
-                self,
-                alpha,
-                x.buffer()?,
-                beta,
-                y.buffer_mut()?,
-            )
-        }
-    }
-
-    /// `y = A x` for a square matrix, returning `x · y` (one pass where the format fuses it).
-    ///
-    /// # Errors
-    /// As [`spmv`](Self::spmv), and
-    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the matrix is not
-    /// square.
-    fn spmv_dot<T: Scalar>(&self, x: &Vector<B, T>, y: &mut Vector<B, T>) -> Result<T> {
-        check_operands(Self::FORMAT, self, x, y, true)?;
-        // SAFETY: a square matrix, x and y of its size on its device (checked above).
-        unsafe {
-            self.backend()
-                .spmv_dot::<Self::Kernels, V, T>(self, x.buffer()?, y.buffer_mut()?)
-        }
-    }
-
-    /// `y = A x` for a square matrix, with `x · y` left on the device in `scalars[slot]`.
-    ///
-    /// # Errors
-    /// As [`spmv_dot`](Self::spmv_dot), and
-    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if `slot` is not below
-    /// `scalars.len()` (checked before anything is written).
-    fn spmv_dot_device<T: Scalar>(
-        &self,
-        x: &Vector<B, T>,
-        y: &mut Vector<B, T>,
-        scalars: &mut Vector<B, T>,
-        slot: usize,
-    ) -> Result<()> {
-        check_operands(Self::FORMAT, self, x, y, true)?;
-        check_slot(Self::FORMAT.spmv_name(), scalars.len(), slot)?;
-        check_device(Self::FORMAT.spmv_name(), self.backend(), scalars.backend())?;
-        // SAFETY: as for spmv_dot, and slot < len(scalars) on the same device.
-        unsafe {
-            self.backend().spmv_dot_device::<Self::Kernels, V, T>(
-                self,
-                x.buffer()?,
-                y.buffer_mut()?,
-                scalars.buffer_mut()?,
-                slot,
-            )
-        }
-    }
-}
-
-/// The checks of every SpMV: `x` has `ncols`, `y` `nrows` entries, both on the matrix's
-/// device; with `square`, the matrix is square.
-fn check_operands<B: SparseOps, V: Element, M: SparseStorage<B, V>, T: Scalar>(
-    format: Format,
-    a: &M,
-    x: &Vector<B, T>,
-    y: &Vector<B, T>,
-    square: bool,
-) -> Result<()> {
-    let op = format.spmv_name();
-    if square {
-        check_len(
-            op,
-            "ncols (the matrix must be square)",
-            a.nrows(),
-            a.ncols(),
-        )?;
-    }
-    check_len(op, "x", a.ncols(), x.len())?;
-    check_len(op, "y", a.nrows(), y.len())?;
-    check_device(op, a.backend(), x.backend())?;
-    check_device(op, a.backend(), y.backend())
-}
-
-/// `LinearOperator` for a sparse container: its SpMV, fused variants and cost.
-macro_rules! sparse_operator {
-    ($matrix:ident) => {
-        impl<
-                B: $crate::sparse::SparseOps,
-                V: $crate::scalar::Element,
-                S: $crate::scalar::Scalar,
-            > $crate::operator::LinearOperator<B, S> for $matrix<B, V>
-        {
-            fn nrows(&self) -> usize {
-                $crate::sparse::SparseStorage::nrows(self)
-            }
-            fn ncols(&self) -> usize {
-                $crate::sparse::SparseStorage::ncols(self)
-            }
-            fn apply_add(
-                &self,
-                alpha: S,
-                x: &$crate::vector::Vector<B, S>,
-                beta: S,
-                y: &mut $crate::vector::Vector<B, S>,
-            ) -> $crate::error::Result<()> {
-                $crate::sparse::SparseStorage::spmv(self, alpha, x, beta, y)
-            }
-            fn apply_dot(
-                &self,
-                x: &$crate::vector::Vector<B, S>,
-                y: &mut $crate::vector::Vector<B, S>,
-            ) -> $crate::error::Result<S> {
-                $crate::sparse::SparseStorage::spmv_dot(self, x, y)
-            }
-            fn apply_dot_device(
-                &self,
-                x: &$crate::vector::Vector<B, S>,
-                y: &mut $crate::vector::Vector<B, S>,
-                scalars: &mut $crate::vector::Vector<B, S>,
-                slot: usize,
-            ) -> $crate::error::Result<()> {
-                $crate::sparse::SparseStorage::spmv_dot_device(self, x, y, scalars, slot)
-            }
-            fn cost(&self) -> $crate::operator::OperatorCost {
-                $crate::sparse::ops::sparse_cost::<B, V, S, Self>(self)
-            }
-        }
-    };
-}
-pub(crate) use sparse_operator;
-
-/// Cost of a sparse product: its flops; the stored arrays, `x` and `y` once.
-pub(crate) fn sparse_cost<B: SparseOps, V: Element, S: Scalar, M: SparseStorage<B, V>>(
-    a: &M,
-) -> crate::operator::OperatorCost {
-    crate::operator::OperatorCost {
-        flops: a.spmv_flops(),
-        bytes: (a.storage_bytes() + (a.nrows() + a.ncols()) * S::DTYPE.size()) as f64,
     }
 }
 

@@ -20,7 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::backend::core::{check_device, sealed::Sealed, BackendCore};
+use crate::backend::core::{check_device, sealed::Sealed};
 use crate::error::{check_len, Error, Result};
 use crate::quadrature::gauss_lobatto;
 use crate::scalar::Scalar;
@@ -608,16 +608,13 @@ fn check_degree_matches(op: &'static str, degree: usize, grid: Grid) -> Result<(
 }
 
 /// Checks that `x` and `y` are grid vectors on `backend`'s device.
-fn check_grid_vectors<B: BackendCore, T: Scalar>(
+fn check_grid_vectors<B: VectorOps, T: Scalar>(
     op: &'static str,
     backend: &B,
     grid: Grid,
     x: &Vector<B, T>,
     y: &Vector<B, T>,
-) -> Result<()>
-where
-    B: VectorOps,
-{
+) -> Result<()> {
     check_len(op, "x", grid.len(), x.len())?;
     check_len(op, "y", grid.len(), y.len())?;
     check_device(op, backend, x.backend())?;

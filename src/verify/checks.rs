@@ -159,8 +159,8 @@ impl StandardCheck {
         }
     }
 
-    fn operator(&self) -> &'static str {
-        match self {
+    fn operator(&self) -> String {
+        let name = match self {
             StandardCheck::Fill { .. } => "fill",
             StandardCheck::Copy { .. } => "copy",
             StandardCheck::Scale { .. } => "scale",
@@ -174,21 +174,16 @@ impl StandardCheck {
             StandardCheck::Convert { .. } => "convert f64->T",
             StandardCheck::CgUpdate { .. } => "cg_update (fused)",
             StandardCheck::PointwiseMulDot { .. } => "pointwise_mul_dot (fused)",
-            StandardCheck::Spmv { format, mixed, .. } => match (format, mixed) {
-                (crate::sparse::Format::Coo, _) => "spmv coo",
-                (crate::sparse::Format::Csr, false) => "spmv csr",
-                (crate::sparse::Format::Csr, true) => "spmv csr, f32 values",
-                (crate::sparse::Format::Ell, _) => "spmv ell",
-                (crate::sparse::Format::Sell, _) => "spmv sell-c-sigma",
-                (crate::sparse::Format::Staircase, _) => "spmv staircase sell",
-                (crate::sparse::Format::BlockEll, _) => "spmv block-ell",
-                (crate::sparse::Format::Dia, _) => "spmv dia",
-            },
+            StandardCheck::Spmv { format, mixed, .. } => {
+                let values = if *mixed { ", f32 values" } else { "" };
+                return format!("spmv {}{values}", format.label());
+            }
             StandardCheck::BatchedGemm { .. } => "batched gemm",
             StandardCheck::BatchedLuSolve { .. } => "batched lu + solve",
             StandardCheck::BatchedInverse { .. } => "batched inverse",
             StandardCheck::BatchedCholeskySolve { .. } => "batched cholesky + solve",
-        }
+        };
+        name.into()
     }
 }
 
@@ -314,9 +309,10 @@ impl<B: Backend> CheckOn<B> for StandardCheck {
                 use crate::sparse::random::{random_csr, RandomPattern};
                 use crate::sparse::{FormatLimits, FormatOptions, SparseMatrix};
                 // DIA stores whole diagonals: a banded matrix (an awkward one has ~2·len).
-                let pattern = match format {
-                    crate::sparse::Format::Dia => RandomPattern::banded(len, len, 5),
-                    _ => RandomPattern::awkward(len, len),
+                let pattern = if format.few_diagonals() {
+                    RandomPattern::banded(len, len, 5)
+                } else {
+                    RandomPattern::awkward(len, len)
                 };
                 let a64 = random_csr::<f64>(&pattern, seed)?;
                 // Round the values as the run being checked stores them.

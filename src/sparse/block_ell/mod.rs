@@ -23,11 +23,12 @@ use rayon::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
 use crate::error::{Error, Result};
-use crate::scalar::{Element, Scalar};
+use crate::scalar::Element;
 use crate::sparse::csr::Csr;
-use crate::sparse::ops::{sparse_operator, SparseOps, SparseStorage};
-use crate::sparse::{to_u32, Format, FormatLimits, PAD};
-use crate::vector::Vector;
+use crate::sparse::ops::{sealed, SparseOps};
+use crate::sparse::options::FormatLimits;
+use crate::sparse::storage::{sparse_operator, SparseStorage};
+use crate::sparse::{to_u32, PAD};
 
 mod kernels;
 
@@ -259,16 +260,6 @@ impl<B: BackendCore, V: Element> BlockEll<B, V> {
         }
     }
 
-    /// Rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
     /// The block size `m`.
     pub fn block_size(&self) -> usize {
         self.block_size
@@ -279,48 +270,9 @@ impl<B: BackendCore, V: Element> BlockEll<B, V> {
         self.slots
     }
 
-    /// Nonzeros of the matrix it was built from.
-    pub fn nnz(&self) -> usize {
-        self.nnz
-    }
-
     /// Non-empty blocks.
     pub fn blocks(&self) -> usize {
         self.blocks
-    }
-
-    /// Bytes of the stored arrays (padding blocks included).
-    pub fn storage_bytes(&self) -> usize {
-        let r = self.nrows.div_ceil(self.block_size);
-        r * self.slots * (self.block_size * self.block_size * V::DTYPE.size() + 4)
-    }
-
-    /// A copy on another backend.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
-    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<BlockEll<B2, V>> {
-        backend.require::<V>("sparse matrices")?;
-        Ok(BlockEll {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            block_size: self.block_size,
-            slots: self.slots,
-            neighbours: backend.upload(&self.backend.download(&self.neighbours)?)?,
-            values: backend.upload(&self.backend.download(&self.values)?)?,
-            nnz: self.nnz,
-            blocks: self.blocks,
-            kernel: self.kernel,
-            backend: backend.clone(),
-        })
-    }
-
-    /// A copy in host memory.
-    ///
-    /// # Errors
-    /// [`Error::Device`] if reading the device fails.
-    pub fn to_host(&self) -> Result<BlockEll<Cpu, V>> {
-        self.to_backend(&Cpu::new())
     }
 }
 
@@ -342,25 +294,10 @@ impl<B: BackendCore, V: Element> BlockEll<B, V> {
     }
 }
 
-impl<B: SparseOps, V: Element> BlockEll<B, V> {
-    /// `y = alpha A x + beta y` with the matrix's kernel (`y` not read when `beta = 0`).
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        SparseStorage::spmv(self, alpha, x, beta, y)
-    }
-}
+impl<B: SparseOps, V: Element> BlockEll<B, V> {}
 
 impl<B: SparseOps, V: Element> SparseStorage<B, V> for BlockEll<B, V> {
     type Kernels = BlockEllFormat;
-    const FORMAT: Format = Format::BlockEll;
 
     fn backend(&self) -> &B {
         &self.backend
@@ -374,8 +311,10 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for BlockEll<B, V> {
     fn nnz(&self) -> usize {
         self.nnz
     }
+    /// Padding blocks included.
     fn storage_bytes(&self) -> usize {
-        BlockEll::storage_bytes(self)
+        let r = self.nrows.div_ceil(self.block_size);
+        r * self.slots * (self.block_size * self.block_size * V::DTYPE.size() + 4)
     }
     /// Every stored block value is multiplied, zero or not.
     fn spmv_flops(&self) -> f64 {
@@ -383,5 +322,7 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for BlockEll<B, V> {
         2.0 * (self.nrows.div_ceil(m) * self.slots * m * m) as f64
     }
 }
+
+impl<B: BackendCore, V: Element> sealed::Format for BlockEll<B, V> {}
 
 sparse_operator!(BlockEll);

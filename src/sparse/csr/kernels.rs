@@ -4,12 +4,15 @@
 use cubecl::prelude::*;
 use rayon::prelude::*;
 
+use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
 use crate::backend::cube::{ceil_div, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::{Csr, CsrKernel};
-use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
+use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, Scaling};
+use crate::sparse::ops::{sealed, FormatKernels, Mover, SparseOps};
+use crate::sparse::options::FormatOptions;
 
 /// The CSR arrays, as one kernel argument.
 #[derive(CubeType, CubeLaunch)]
@@ -137,8 +140,56 @@ unsafe fn arrays<R: CubeRuntime, V: Element>(a: &Csr<Cube<R>, V>) -> CsrArraysLa
 /// The CSR kernels.
 pub struct CsrFormat;
 
+impl sealed::Format for CsrFormat {}
+
 impl FormatKernels for CsrFormat {
-    type Matrix<B: crate::backend::BackendCore, V: Element> = Csr<B, V>;
+    type Matrix<B: BackendCore, V: Element> = Csr<B, V>;
+    const NAME: &'static str = "csr";
+    const LABEL: &'static str = "csr";
+    const SPMV_NAME: &'static str = "Csr::spmv";
+
+    /// The matrix with `options.csr_kernel`.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Csr<B, V>> {
+        a.to_backend(backend)?.with_kernel(options.csr_kernel)
+    }
+
+    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+        a: &Csr<B, V>,
+        mover: &Mover<'_, B, B2>,
+    ) -> Result<Csr<B2, V>> {
+        Ok(Csr {
+            nrows: a.nrows,
+            ncols: a.ncols,
+            row_ptr: mover.buffer(&a.row_ptr)?,
+            col_idx: mover.buffer(&a.col_idx)?,
+            values: mover.buffer(&a.values)?,
+            stats: a.stats,
+            kernel: a.kernel,
+            backend: mover.backend(),
+        })
+    }
+
+    /// The unit-per-row kernel and groups of 4 and 32 units per row.
+    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        [
+            CsrKernel::Scalar,
+            CsrKernel::Vector { group: 4 },
+            CsrKernel::Vector { group: 32 },
+        ]
+        .into_iter()
+        .map(|kernel| {
+            let options = FormatOptions {
+                csr_kernel: kernel,
+                ..FormatOptions::default()
+            };
+            (options, format!("{kernel:?}"))
+        })
+        .collect()
+    }
 
     /// `y = alpha A x + beta y`, one row at a time, accumulating in `T` in the order of the
     /// stored entries; rayon tasks of 2048 rows.

@@ -17,11 +17,12 @@
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
 use crate::error::{Error, Result};
-use crate::scalar::{Element, Scalar};
+use crate::scalar::Element;
 use crate::sparse::coo::Coo;
-use crate::sparse::ops::{sparse_operator, SparseOps, SparseStorage};
-use crate::sparse::{to_u32, Format, RowStats};
-use crate::vector::Vector;
+use crate::sparse::ops::sealed;
+use crate::sparse::ops::SparseOps;
+use crate::sparse::storage::{sparse_operator, SparseStorage};
+use crate::sparse::{to_u32, RowStats};
 
 mod kernels;
 
@@ -333,60 +334,9 @@ pub(crate) fn validate(
 }
 
 impl<B: BackendCore, V: Element> Csr<B, V> {
-    /// Rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Stored entries.
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
-    }
-
     /// Row-length statistics.
     pub fn stats(&self) -> &RowStats {
         &self.stats
-    }
-
-    /// The backend the matrix lives on.
-    pub fn backend(&self) -> &B {
-        &self.backend
-    }
-
-    /// Bytes of the stored arrays (values and indices).
-    pub fn storage_bytes(&self) -> usize {
-        self.stats.nnz * (V::DTYPE.size() + 4) + (self.nrows + 1) * 4
-    }
-
-    /// A copy on another backend.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
-    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Csr<B2, V>> {
-        backend.require::<V>("sparse matrices")?;
-        Ok(Csr {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            row_ptr: backend.upload(&self.backend.download(&self.row_ptr)?)?,
-            col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
-            values: backend.upload(&self.backend.download(&self.values)?)?,
-            stats: self.stats,
-            kernel: self.kernel,
-            backend: backend.clone(),
-        })
-    }
-
-    /// A copy in host memory.
-    ///
-    /// # Errors
-    /// [`Error::Device`] if reading the device fails.
-    pub fn to_host(&self) -> Result<Csr<Cpu, V>> {
-        self.to_backend(&Cpu::new())
     }
 }
 
@@ -435,26 +385,8 @@ impl<B: BackendCore, V: Element> Csr<B, V> {
     }
 }
 
-impl<B: SparseOps, V: Element> Csr<B, V> {
-    /// `y = alpha A x + beta y` with the matrix's kernel ([`SparseStorage::spmv`]); `y` is
-    /// not read when `beta = 0`.
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        SparseStorage::spmv(self, alpha, x, beta, y)
-    }
-}
-
 impl<B: SparseOps, V: Element> SparseStorage<B, V> for Csr<B, V> {
     type Kernels = CsrFormat;
-    const FORMAT: Format = Format::Csr;
 
     fn backend(&self) -> &B {
         &self.backend
@@ -468,9 +400,12 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for Csr<B, V> {
     fn nnz(&self) -> usize {
         self.stats.nnz
     }
+    /// Values and indices.
     fn storage_bytes(&self) -> usize {
-        Csr::storage_bytes(self)
+        self.stats.nnz * (V::DTYPE.size() + 4) + (self.nrows + 1) * 4
     }
 }
+
+impl<B: BackendCore, V: Element> sealed::Format for Csr<B, V> {}
 
 sparse_operator!(Csr);

@@ -9,8 +9,13 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
-use crate::sparse::ops::{add_slot, axpby_row, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling};
-use crate::sparse::sell::Sell;
+use crate::sparse::csr::Csr;
+use crate::sparse::ops::{
+    add_slot, axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling,
+    SparseOps,
+};
+use crate::sparse::options::FormatOptions;
+use crate::sparse::sell::{Sell, SellParams};
 use crate::sparse::PAD;
 use crate::vector::cube::reduce::{cube_sum_to, partials};
 
@@ -184,8 +189,67 @@ unsafe fn spmv_dot_partials<R: CubeRuntime, V: Element, T: Scalar>(
 /// The SELL-C-σ kernels.
 pub struct SellFormat;
 
+impl sealed::Format for SellFormat {}
+
 impl FormatKernels for SellFormat {
     type Matrix<B: BackendCore, V: Element> = Sell<B, V>;
+    const NAME: &'static str = "sell";
+    const ALIASES: &'static [&'static str] = &["sell-c-sigma"];
+    const LABEL: &'static str = "sell-c-sigma";
+    const SPMV_NAME: &'static str = "Sell::spmv";
+
+    /// `options.sell`, or C and σ from the row statistics.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Sell<B, V>> {
+        let params = options
+            .sell
+            .unwrap_or_else(|| SellParams::default_for(a.stats()));
+        Sell::from_csr(a, params, &options.limits)?.to_backend(backend)
+    }
+
+    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+        a: &Sell<B, V>,
+        mover: &Mover<'_, B, B2>,
+    ) -> Result<Sell<B2, V>> {
+        let row_perm = match &a.row_perm {
+            Some(p) => Some(mover.buffer(p)?),
+            None => None,
+        };
+        Ok(Sell {
+            nrows: a.nrows,
+            ncols: a.ncols,
+            params: a.params,
+            slice_ptr: mover.buffer(&a.slice_ptr)?,
+            col_idx: mover.buffer(&a.col_idx)?,
+            values: mover.buffer(&a.values)?,
+            row_perm,
+            stored: a.stored,
+            stats: a.stats,
+            backend: mover.backend(),
+        })
+    }
+
+    /// Slices of C = 32, 128, 512 rows, unsorted (σ = 1) and sorted over 64 slices.
+    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        let mut candidates = Vec::new();
+        for c in [32, 128, 512] {
+            for sigma in [1, 64 * c] {
+                let sell = SellParams {
+                    slice_height: c,
+                    sigma,
+                };
+                let options = FormatOptions {
+                    sell: Some(sell),
+                    ..FormatOptions::default()
+                };
+                candidates.push((options, format!("C = {c}, sigma = {sigma}")));
+            }
+        }
+        candidates
+    }
 
     /// Slices in parallel; without sorting (σ = 1) each task writes its own slice of `y`,
     /// with sorting the products are scattered through the permutation.

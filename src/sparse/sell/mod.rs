@@ -19,11 +19,12 @@ use rayon::prelude::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
 use crate::error::{Error, Result};
-use crate::scalar::{Element, Scalar};
+use crate::scalar::Element;
 use crate::sparse::csr::Csr;
-use crate::sparse::ops::{sparse_operator, SparseOps, SparseStorage};
-use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
-use crate::vector::Vector;
+use crate::sparse::ops::{sealed, SparseOps};
+use crate::sparse::options::FormatLimits;
+use crate::sparse::storage::{sparse_operator, SparseStorage};
+use crate::sparse::{to_u32, RowStats, PAD};
 
 mod kernels;
 
@@ -179,21 +180,6 @@ impl<V: Element> Sell<Cpu, V> {
 }
 
 impl<B: BackendCore, V: Element> Sell<B, V> {
-    /// Rows.
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Columns.
-    pub fn ncols(&self) -> usize {
-        self.ncols
-    }
-
-    /// Stored nonzeros (padding excluded).
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
-    }
-
     /// The parameters C and σ.
     pub fn params(&self) -> SellParams {
         self.params
@@ -203,72 +189,14 @@ impl<B: BackendCore, V: Element> Sell<B, V> {
     pub fn stored(&self) -> usize {
         self.stored
     }
-
-    /// Bytes of the stored arrays.
-    pub fn storage_bytes(&self) -> usize {
-        self.stored * (V::DTYPE.size() + 4)
-            + 4 * (self.nrows.div_ceil(self.params.slice_height as usize) + 1)
-            + if self.row_perm.is_some() {
-                4 * self.nrows
-            } else {
-                0
-            }
-    }
-
-    /// A copy on another backend.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
-    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<Sell<B2, V>> {
-        backend.require::<V>("sparse matrices")?;
-        let row_perm = match &self.row_perm {
-            Some(p) => Some(backend.upload(&self.backend.download(p)?)?),
-            None => None,
-        };
-        Ok(Sell {
-            nrows: self.nrows,
-            ncols: self.ncols,
-            params: self.params,
-            slice_ptr: backend.upload(&self.backend.download(&self.slice_ptr)?)?,
-            col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
-            values: backend.upload(&self.backend.download(&self.values)?)?,
-            row_perm,
-            stored: self.stored,
-            stats: self.stats,
-            backend: backend.clone(),
-        })
-    }
-
-    /// A copy in host memory.
-    ///
-    /// # Errors
-    /// [`Error::Device`] if reading the device fails.
-    pub fn to_host(&self) -> Result<Sell<Cpu, V>> {
-        self.to_backend(&Cpu::new())
-    }
 }
 
-impl<B: SparseOps, V: Element> Sell<B, V> {
-    /// `y = alpha A x + beta y` in the original numbering (`y` not read when `beta = 0`).
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        SparseStorage::spmv(self, alpha, x, beta, y)
-    }
-}
+impl<B: SparseOps, V: Element> Sell<B, V> {}
 
 /// SELL-C-σ fuses `spmv_dot` and `spmv_dot_device` on devices (one pass: CG's `q = A p`
 /// and `p · q`).
 impl<B: SparseOps, V: Element> SparseStorage<B, V> for Sell<B, V> {
     type Kernels = SellFormat;
-    const FORMAT: Format = Format::Sell;
 
     fn backend(&self) -> &B {
         &self.backend
@@ -282,9 +210,18 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for Sell<B, V> {
     fn nnz(&self) -> usize {
         self.stats.nnz
     }
+    /// Values, indices, slice pointers (and the row permutation where σ sorts rows).
     fn storage_bytes(&self) -> usize {
-        Sell::storage_bytes(self)
+        self.stored * (V::DTYPE.size() + 4)
+            + 4 * (self.nrows.div_ceil(self.params.slice_height as usize) + 1)
+            + if self.row_perm.is_some() {
+                4 * self.nrows
+            } else {
+                0
+            }
     }
 }
+
+impl<B: BackendCore, V: Element> sealed::Format for Sell<B, V> {}
 
 sparse_operator!(Sell);

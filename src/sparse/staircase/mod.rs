@@ -33,10 +33,12 @@ use crate::error::{check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    add_slot, axpby_row, sparse_operator, AlphaBeta, AlphaBetaLaunch, FormatKernels, Scaling,
-    SparseOps, SparseStorage,
+    add_slot, axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling,
+    SparseOps,
 };
-use crate::sparse::{to_u32, Format, FormatLimits, RowStats, PAD};
+use crate::sparse::options::{FormatLimits, FormatOptions};
+use crate::sparse::storage::{sparse_operator, SparseStorage};
+use crate::sparse::{to_u32, RowStats, PAD};
 use crate::vector::Vector;
 
 /// Parameters of a Staircase SELL matrix.
@@ -286,16 +288,6 @@ impl<V: Element> StaircaseSell<Cpu, V> {
 }
 
 impl<B: BackendCore, V: Element> StaircaseSell<B, V> {
-    /// Rows (= columns).
-    pub fn nrows(&self) -> usize {
-        self.nrows
-    }
-
-    /// Stored nonzeros (padding excluded).
-    pub fn nnz(&self) -> usize {
-        self.stats.nnz
-    }
-
     /// The steps, in launch order.
     pub fn steps(&self) -> &[Step] {
         &self.steps
@@ -311,77 +303,13 @@ impl<B: BackendCore, V: Element> StaircaseSell<B, V> {
         self.stored
     }
 
-    /// Bytes of the device arrays (values, indices, permutation).
-    pub fn storage_bytes(&self) -> usize {
-        self.stored * (V::DTYPE.size() + 4) + 4 * self.nrows
-    }
-
     /// The row permutation, `perm[new] = old`, on the matrix's backend.
     pub fn permutation(&self) -> &B::Buffer<u32> {
         &self.perm
     }
-
-    /// A copy on another backend.
-    ///
-    /// # Errors
-    /// [`Error::Unsupported`] if that device lacks `V`, or an allocation error.
-    pub fn to_backend<B2: BackendCore>(&self, backend: &B2) -> Result<StaircaseSell<B2, V>> {
-        backend.require::<V>("sparse matrices")?;
-        Ok(StaircaseSell {
-            nrows: self.nrows,
-            params: self.params,
-            steps: self.steps.clone(),
-            col_idx: backend.upload(&self.backend.download(&self.col_idx)?)?,
-            values: backend.upload(&self.backend.download(&self.values)?)?,
-            perm: backend.upload(&self.backend.download(&self.perm)?)?,
-            stored: self.stored,
-            stats: self.stats,
-            backend: backend.clone(),
-        })
-    }
 }
 
 impl<B: SparseOps, V: Element> StaircaseSell<B, V> {
-    /// `y = alpha Ã x + beta y` with `x`, `y` in the permuted numbering (`y` not read when
-    /// `beta = 0`). One launch per step.
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        SparseStorage::spmv(self, alpha, x, beta, y)
-    }
-
-    /// `y = alpha A x + beta y` in the original numbering: `x` permuted in, the product in
-    /// the permuted numbering, `y` permuted out (`y` not read when `beta = 0`).
-    ///
-    /// # Errors
-    /// As [`SparseStorage::spmv`].
-    pub fn spmv_original<T: Scalar>(
-        &self,
-        alpha: T,
-        x: &Vector<B, T>,
-        beta: T,
-        y: &mut Vector<B, T>,
-    ) -> Result<()> {
-        check_len("StaircaseSell::spmv_original", "y", self.nrows, y.len())?;
-        check_device("StaircaseSell::spmv_original", &self.backend, y.backend())?;
-        let xp = self.to_permuted(x)?;
-        let mut yp = if beta == T::ZERO {
-            Vector::zeros(&self.backend, self.nrows)?
-        } else {
-            self.to_permuted(y)?
-        };
-        SparseStorage::spmv(self, alpha, &xp, beta, &mut yp)?;
-        *y = self.from_permuted(&yp)?;
-        Ok(())
-    }
-
     /// `x` in the permuted numbering: `x̃[new] = x[perm[new]]`.
     ///
     /// # Errors
@@ -417,10 +345,9 @@ impl<B: SparseOps, V: Element> StaircaseSell<B, V> {
 }
 
 /// The matrix acts in its permuted numbering (`Ã = P A Pᵀ`): a solver works there
-/// throughout; see [`StaircaseSell::spmv_original`] for a product in the original one.
+/// throughout; see [`SparseStorage::spmv_original`] for a product in the original one.
 impl<B: SparseOps, V: Element> SparseStorage<B, V> for StaircaseSell<B, V> {
     type Kernels = StaircaseFormat;
-    const FORMAT: Format = Format::Staircase;
 
     fn backend(&self) -> &B {
         &self.backend
@@ -434,10 +361,41 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for StaircaseSell<B, V> {
     fn nnz(&self) -> usize {
         self.stats.nnz
     }
+    /// Values, indices and the permutation.
     fn storage_bytes(&self) -> usize {
-        StaircaseSell::storage_bytes(self)
+        self.stored * (V::DTYPE.size() + 4) + 4 * self.nrows
+    }
+    /// [`spmv`](SparseStorage::spmv) multiplies in the permuted numbering.
+    fn original_numbering(&self) -> bool {
+        false
+    }
+    /// `y = alpha A x + beta y` in the original numbering: `x` permuted in, the product in
+    /// the permuted numbering, `y` permuted out (`y` not read when `beta = 0`).
+    ///
+    /// # Errors
+    /// As [`SparseStorage::spmv`].
+    fn spmv_original<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_len("StaircaseSell::spmv_original", "y", self.nrows, y.len())?;
+        check_device("StaircaseSell::spmv_original", &self.backend, y.backend())?;
+        let xp = self.to_permuted(x)?;
+        let mut yp = if beta == T::ZERO {
+            Vector::zeros(&self.backend, self.nrows)?
+        } else {
+            self.to_permuted(y)?
+        };
+        SparseStorage::spmv(self, alpha, &xp, beta, &mut yp)?;
+        *y = self.from_permuted(&yp)?;
+        Ok(())
     }
 }
+
+impl<B: BackendCore, V: Element> sealed::Format for StaircaseSell<B, V> {}
 
 sparse_operator!(StaircaseSell);
 
@@ -505,8 +463,41 @@ fn staircase_kernel<V: Float, T: Float>(
 /// The Staircase SELL kernels (in the permuted numbering).
 pub struct StaircaseFormat;
 
+impl sealed::Format for StaircaseFormat {}
+
 impl FormatKernels for StaircaseFormat {
     type Matrix<B: BackendCore, V: Element> = StaircaseSell<B, V>;
+    const NAME: &'static str = "staircase";
+    const ALIASES: &'static [&'static str] = &["staircase-sell"];
+    const LABEL: &'static str = "staircase sell";
+    const SPMV_NAME: &'static str = "StaircaseSell::spmv";
+
+    /// `options.staircase`, or the default parameters.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<StaircaseSell<B, V>> {
+        let params = options.staircase.unwrap_or_default();
+        StaircaseSell::from_csr(a, params, &options.limits)?.to_backend(backend)
+    }
+
+    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+        a: &StaircaseSell<B, V>,
+        mover: &Mover<'_, B, B2>,
+    ) -> Result<StaircaseSell<B2, V>> {
+        Ok(StaircaseSell {
+            nrows: a.nrows,
+            params: a.params,
+            steps: a.steps.clone(),
+            col_idx: mover.buffer(&a.col_idx)?,
+            values: mover.buffer(&a.values)?,
+            perm: mover.buffer(&a.perm)?,
+            stored: a.stored,
+            stats: a.stats,
+            backend: mover.backend(),
+        })
+    }
 
     fn spmv_cpu<V: Element, T: Scalar>(
         a: &StaircaseSell<Cpu, V>,

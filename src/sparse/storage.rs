@@ -1,0 +1,317 @@
+//! [`SparseStorage`]: what every sparse container is — sizes and footprint, its moves
+//! between devices and its checked SpMV, written once for every format — and the
+//! `sparse_operator!` line that makes a container a
+//! [`LinearOperator`](crate::operator::LinearOperator).
+//!
+//! A format is one file and one line. The file holds
+//! - the container (its host constructors and invariants), with [`SparseStorage`]: sizes and
+//!   footprint; its provided methods are the device moves (`to_backend`, `to_host`) and the
+//!   checked SpMV (`spmv`, `spmv_dot`, `spmv_dot_device`), the only safe way to the kernels;
+//! - a marker type with [`FormatKernels`]: the container type per backend, the format's names,
+//!   its conversion from CSR, the list of its arrays for a device move ([`Mover`]), its tune
+//!   candidates, its CPU kernel (the reference) and its CubeCL launch; the fused `SpMV + dot`
+//!   variants fall back to SpMV and a separate dot unless the format fuses them (SELL-C-σ and
+//!   DIA give the partial sums of the dot from their product kernel);
+//! - one `sparse_operator!(Container)` line: the container as a
+//!   [`LinearOperator`](crate::operator::LinearOperator);
+//! - `impl sealed::Format` for the container and the marker.
+//!
+//! The line is the format's entry in the list of [`matrix`](super::matrix), from which the
+//! [`Format`](super::Format) enum (names, parsing), [`SparseMatrix`](super::SparseMatrix)
+//! (conversion, dispatch, tuning) and the verification rows follow. No backend changes:
+//! [`SparseOps`] dispatches to the format's kernels.
+
+use crate::backend::core::check_device;
+use crate::backend::cpu::Cpu;
+use crate::error::{check_len, Result};
+use crate::scalar::{Element, Scalar};
+use crate::sparse::ops::{sealed, FormatKernels, Mover, SparseOps};
+use crate::vector::{check_slot, Vector};
+
+/// What every sparse container is: its sizes, its footprint, its moves between devices and
+/// its checked SpMV. The provided methods are the only safe way to the format's kernels.
+/// Sealed: the formats are this crate's (a new one is a file of [`sparse`](crate::sparse)).
+pub trait SparseStorage<B: SparseOps, V: Element>: Sized + sealed::Format {
+    /// The format's kernels, whose container is `Self`.
+    type Kernels: FormatKernels<Matrix<B, V> = Self>;
+
+    /// The backend the matrix lives on.
+    fn backend(&self) -> &B;
+
+    /// Rows.
+    fn nrows(&self) -> usize;
+
+    /// Columns.
+    fn ncols(&self) -> usize;
+
+    /// Stored nonzeros (padding excluded).
+    fn nnz(&self) -> usize;
+
+    /// Bytes of the stored arrays, padding included.
+    fn storage_bytes(&self) -> usize;
+
+    /// Floating-point operations of one SpMV (`2 nnz` unless the format multiplies stored
+    /// zeros too).
+    fn spmv_flops(&self) -> f64 {
+        2.0 * self.nnz() as f64
+    }
+
+    /// A copy on another backend.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::error::Error::Unsupported) if that device lacks `V`;
+    /// device and allocation errors.
+    fn to_backend<B2: SparseOps>(
+        &self,
+        backend: &B2,
+    ) -> Result<<Self::Kernels as FormatKernels>::Matrix<B2, V>> {
+        backend.require::<V>("sparse matrices")?;
+        Self::Kernels::move_to(self, &Mover::new(self.backend(), backend))
+    }
+
+    /// A copy in host memory.
+    ///
+    /// # Errors
+    /// [`Error::Device`](crate::error::Error::Device) if reading the device fails.
+    fn to_host(&self) -> Result<<Self::Kernels as FormatKernels>::Matrix<Cpu, V>> {
+        self.to_backend(&Cpu::new())
+    }
+
+    /// Whether [`spmv`](Self::spmv) works in the matrix's original numbering (every format
+    /// but Staircase SELL, which multiplies in its own row order: see
+    /// [`spmv_original`](Self::spmv_original)).
+    fn original_numbering(&self) -> bool {
+        true
+    }
+
+    /// `y = α A x + β y` in the original numbering of the matrix: [`spmv`](Self::spmv),
+    /// or the product around the permutations where the format renumbers.
+    ///
+    /// # Errors
+    /// As [`spmv`](Self::spmv).
+    fn spmv_original<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        self.spmv(alpha, x, beta, y)
+    }
+
+    /// `y = α A x + β y` (`y` not read when `β = 0`).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `x` does not have
+    /// `ncols` or `y` `nrows` entries; [`Error::DeviceMismatch`](crate::error::Error::DeviceMismatch)
+    /// if they live on another device than the matrix; device errors.
+    fn spmv<T: Scalar>(
+        &self,
+        alpha: T,
+        x: &Vector<B, T>,
+        beta: T,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        check_operands(self, x, y, false)?;
+        // SAFETY: x has ncols and y nrows entries on the matrix's device (checked above);
+        // the container upholds its format's invariants.
+        unsafe {
+            self.backend().spmv::<Self::Kernels, V, T>(
+                self,
+                alpha,
+                x.buffer()?,
+                beta,
+                y.buffer_mut()?,
+            )
+        }
+    }
+
+    /// `y = A x` for a square matrix, returning `x · y` (one pass where the format fuses it).
+    ///
+    /// # Errors
+    /// As [`spmv`](Self::spmv), and
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the matrix is not
+    /// square.
+    fn spmv_dot<T: Scalar>(&self, x: &Vector<B, T>, y: &mut Vector<B, T>) -> Result<T> {
+        check_operands(self, x, y, true)?;
+        // SAFETY: a square matrix, x and y of its size on its device (checked above).
+        unsafe {
+            self.backend()
+                .spmv_dot::<Self::Kernels, V, T>(self, x.buffer()?, y.buffer_mut()?)
+        }
+    }
+
+    /// `y = A x` for a square matrix, with `x · y` left on the device in `scalars[slot]`.
+    ///
+    /// # Errors
+    /// As [`spmv_dot`](Self::spmv_dot), and
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if `slot` is not below
+    /// `scalars.len()` (checked before anything is written).
+    fn spmv_dot_device<T: Scalar>(
+        &self,
+        x: &Vector<B, T>,
+        y: &mut Vector<B, T>,
+        scalars: &mut Vector<B, T>,
+        slot: usize,
+    ) -> Result<()> {
+        check_operands(self, x, y, true)?;
+        let op = Self::Kernels::SPMV_NAME;
+        check_slot(op, scalars.len(), slot)?;
+        check_device(op, self.backend(), scalars.backend())?;
+        // SAFETY: as for spmv_dot, and slot < len(scalars) on the same device.
+        unsafe {
+            self.backend().spmv_dot_device::<Self::Kernels, V, T>(
+                self,
+                x.buffer()?,
+                y.buffer_mut()?,
+                scalars.buffer_mut()?,
+                slot,
+            )
+        }
+    }
+}
+
+/// The checks of every SpMV: `x` has `ncols`, `y` `nrows` entries, both on the matrix's
+/// device; with `square`, the matrix is square.
+fn check_operands<B: SparseOps, V: Element, M: SparseStorage<B, V>, T: Scalar>(
+    a: &M,
+    x: &Vector<B, T>,
+    y: &Vector<B, T>,
+    square: bool,
+) -> Result<()> {
+    let op = M::Kernels::SPMV_NAME;
+    if square {
+        check_len(
+            op,
+            "ncols (the matrix must be square)",
+            a.nrows(),
+            a.ncols(),
+        )?;
+    }
+    check_len(op, "x", a.ncols(), x.len())?;
+    check_len(op, "y", a.nrows(), y.len())?;
+    check_device(op, a.backend(), x.backend())?;
+    check_device(op, a.backend(), y.backend())
+}
+
+/// What one line gives a sparse container: its sizes, device moves and SpMV as inherent
+/// methods (forwarding to [`SparseStorage`], so a user needs no trait in scope, and no
+/// method is ambiguous with [`LinearOperator`](crate::operator::LinearOperator)'s), and the
+/// container as a `LinearOperator`: its SpMV, fused variants and cost.
+macro_rules! sparse_operator {
+    ($matrix:ident) => {
+        impl<B: $crate::sparse::SparseOps, V: $crate::scalar::Element> $matrix<B, V> {
+            /// Rows.
+            pub fn nrows(&self) -> usize {
+                $crate::sparse::SparseStorage::nrows(self)
+            }
+
+            /// Columns.
+            pub fn ncols(&self) -> usize {
+                $crate::sparse::SparseStorage::ncols(self)
+            }
+
+            /// Stored nonzeros (padding excluded).
+            pub fn nnz(&self) -> usize {
+                $crate::sparse::SparseStorage::nnz(self)
+            }
+
+            /// Bytes of the stored arrays, padding included.
+            pub fn storage_bytes(&self) -> usize {
+                $crate::sparse::SparseStorage::storage_bytes(self)
+            }
+
+            /// The backend the matrix lives on.
+            pub fn backend(&self) -> &B {
+                $crate::sparse::SparseStorage::backend(self)
+            }
+
+            /// A copy on another backend.
+            ///
+            /// # Errors
+            /// [`Error::Unsupported`]($crate::error::Error::Unsupported) if that device
+            /// lacks `V`; device and allocation errors.
+            pub fn to_backend<B2: $crate::sparse::SparseOps>(
+                &self,
+                backend: &B2,
+            ) -> $crate::error::Result<$matrix<B2, V>> {
+                $crate::sparse::SparseStorage::to_backend(self, backend)
+            }
+
+            /// A copy in host memory.
+            ///
+            /// # Errors
+            /// [`Error::Device`]($crate::error::Error::Device) if reading the device fails.
+            pub fn to_host(&self) -> $crate::error::Result<$matrix<$crate::backend::Cpu, V>> {
+                $crate::sparse::SparseStorage::to_host(self)
+            }
+
+            /// `y = alpha A x + beta y` (`y` not read when `beta = 0`).
+            ///
+            /// # Errors
+            /// As [`SparseStorage::spmv`]($crate::sparse::SparseStorage::spmv).
+            pub fn spmv<T: $crate::scalar::Scalar>(
+                &self,
+                alpha: T,
+                x: &$crate::vector::Vector<B, T>,
+                beta: T,
+                y: &mut $crate::vector::Vector<B, T>,
+            ) -> $crate::error::Result<()> {
+                $crate::sparse::SparseStorage::spmv(self, alpha, x, beta, y)
+            }
+        }
+
+        impl<
+                B: $crate::sparse::SparseOps,
+                V: $crate::scalar::Element,
+                S: $crate::scalar::Scalar,
+            > $crate::operator::LinearOperator<B, S> for $matrix<B, V>
+        {
+            fn nrows(&self) -> usize {
+                $crate::sparse::SparseStorage::nrows(self)
+            }
+            fn ncols(&self) -> usize {
+                $crate::sparse::SparseStorage::ncols(self)
+            }
+            fn apply_add(
+                &self,
+                alpha: S,
+                x: &$crate::vector::Vector<B, S>,
+                beta: S,
+                y: &mut $crate::vector::Vector<B, S>,
+            ) -> $crate::error::Result<()> {
+                $crate::sparse::SparseStorage::spmv(self, alpha, x, beta, y)
+            }
+            fn apply_dot(
+                &self,
+                x: &$crate::vector::Vector<B, S>,
+                y: &mut $crate::vector::Vector<B, S>,
+            ) -> $crate::error::Result<S> {
+                $crate::sparse::SparseStorage::spmv_dot(self, x, y)
+            }
+            fn apply_dot_device(
+                &self,
+                x: &$crate::vector::Vector<B, S>,
+                y: &mut $crate::vector::Vector<B, S>,
+                scalars: &mut $crate::vector::Vector<B, S>,
+                slot: usize,
+            ) -> $crate::error::Result<()> {
+                $crate::sparse::SparseStorage::spmv_dot_device(self, x, y, scalars, slot)
+            }
+            fn cost(&self) -> $crate::operator::OperatorCost {
+                $crate::sparse::storage::sparse_cost::<B, V, S, Self>(self)
+            }
+        }
+    };
+}
+pub(crate) use sparse_operator;
+
+/// Cost of a sparse product: its flops; the stored arrays, `x` and `y` once.
+pub(crate) fn sparse_cost<B: SparseOps, V: Element, S: Scalar, M: SparseStorage<B, V>>(
+    a: &M,
+) -> crate::operator::OperatorCost {
+    crate::operator::OperatorCost {
+        flops: a.spmv_flops(),
+        bytes: (a.storage_bytes() + (a.nrows() + a.ncols()) * S::DTYPE.size()) as f64,
+    }
+}
