@@ -32,11 +32,10 @@
 use rayon::prelude::*;
 
 use crate::backend::Cpu;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mesh::structured::StructuredTets;
 use crate::mesh::{
-    cross, dot, invalid, norm, sub, tet_face, tet_neighbors, Mesh, PointCells, NO_NEIGHBOR,
-    TET_EDGES,
+    cross, dot, norm, sub, tet_face, tet_neighbors, Mesh, PointCells, NO_NEIGHBOR, TET_EDGES,
 };
 use crate::sparse::Csr;
 
@@ -265,7 +264,7 @@ fn check_geometry(
     reorient: bool,
 ) -> Result<()> {
     if tets.is_empty() {
-        return Err(invalid(op, "mesh", "the mesh has no tetrahedra".into()));
+        return Err(Error::invalid(op, "mesh", "the mesh has no tetrahedra"));
     }
     crate::mesh::check_tets(op, tets, points.len())?;
     let bad = tets
@@ -293,7 +292,7 @@ fn check_geometry(
         .min_by_key(|&(t, _, _)| t);
     match bad {
         None => Ok(()),
-        Some((t, tet, volume)) => Err(invalid(
+        Some((t, tet, volume)) => Err(Error::invalid(
             op,
             "mesh",
             format!("tetrahedron {t} (points {tet:?}) is degenerate: volume {volume:e}"),
@@ -319,10 +318,10 @@ fn assemble<S: Default>(
     for l in lengths {
         nnz += l;
         if nnz >= u32::MAX as usize {
-            return Err(invalid(
+            return Err(Error::invalid(
                 "fvm",
                 "mesh",
-                "the matrix would have 2^32 or more entries".into(),
+                "the matrix would have 2^32 or more entries",
             ));
         }
         row_ptr.push(nnz as u32);

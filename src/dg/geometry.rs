@@ -55,14 +55,6 @@ pub struct DgGeometry {
     pub neighbour: Vec<u32>,
 }
 
-fn invalid(reason: String) -> Error {
-    Error::InvalidArgument {
-        op: "DgGeometry::new",
-        name: "mesh",
-        reason,
-    }
-}
-
 /// Rejects faces without a neighbour that lie on another such face with the opposite
 /// normal without being the same triangle: the two sides of a non-conforming interface
 /// (a hanging node or edge), which would otherwise be taken for walls inside the domain.
@@ -135,10 +127,14 @@ fn check_conforming(
             let inside = s > 1e-9 && t > 1e-9 && s + t < 1.0 - 1e-9;
             let same = || c.iter().all(|p| d.iter().any(|q| norm(sub(*p, *q)) <= tol));
             if inside && !same() {
-                return Err(invalid(format!(
-                    "face {f} of tetrahedron {e} lies on face {g} of tetrahedron {o} without \
+                return Err(Error::invalid(
+                    "DgGeometry::new",
+                    "mesh",
+                    format!(
+                        "face {f} of tetrahedron {e} lies on face {g} of tetrahedron {o} without \
                      sharing its vertices: the mesh is not conforming there (a hanging node?)"
-                )));
+                    ),
+                ));
             }
         }
     }
@@ -171,7 +167,7 @@ impl DgGeometry {
                 .fold(0.0f64, |m, c| m.max(c.abs()))
                 .max(1.0);
             if vol.is_nan() || vol <= 1e-14 * scale.powi(3) {
-                return Err(invalid(format!(
+                return Err(Error::invalid("DgGeometry::new", "mesh", format!(
                     "tetrahedron {e} (points {tet:?}) is inverted or degenerate: signed volume {vol:e}"
                 )));
             }
@@ -250,9 +246,13 @@ impl DgGeometry {
                             .all(|c| ours.contains(&tets[o][c]))
                     })
                     .ok_or_else(|| {
-                        invalid(format!(
+                        Error::invalid(
+                            "DgGeometry::new",
+                            "mesh",
+                            format!(
                             "face {f} of tetrahedron {e} has no matching face on its neighbour {o}"
-                        ))
+                        ),
+                        )
                     })?;
                 let h = (jacobian[e].cbrt()).max(1e-300);
                 for &i in ids {
@@ -267,11 +267,15 @@ impl DgGeometry {
                         .min_by(|a, b| a.0.total_cmp(&b.0))
                         .expect("a face has nodes");
                     if best.0.sqrt() > 1e-8 * h {
-                        return Err(invalid(format!(
+                        return Err(Error::invalid(
+                            "DgGeometry::new",
+                            "mesh",
+                            format!(
                             "face {f} of tetrahedron {e} and its neighbour {o} are not conforming: \
                              a face node is {:e} away from the nearest node across",
                             best.0.sqrt()
-                        )));
+                        ),
+                        ));
                     }
                     vmap_p.push(best.1 as u32);
                 }

@@ -12,10 +12,6 @@ use super::geometry::{face_vertices, DgGeometry};
 use super::ops::{FACE_ABSORBING, FACE_INTERIOR, FACE_PEC};
 use super::partition::bfs_blocks;
 
-fn invalid(op: &'static str, name: &'static str, reason: String) -> Error {
-    Error::InvalidArgument { op, name, reason }
-}
-
 /// A tetrahedral mesh with its boundary description.
 #[derive(Clone, Debug, Default)]
 pub struct TetMesh {
@@ -53,10 +49,10 @@ impl TetMesh {
     pub fn from_gmsh(mesh: &Mesh) -> Result<Self> {
         let tets = mesh.tets();
         if tets.is_empty() {
-            return Err(invalid(
+            return Err(Error::invalid(
                 "TetMesh::from_gmsh",
                 "mesh",
-                "the mesh has no tetrahedra (Gmsh element types 4 or 11)".into(),
+                "the mesh has no tetrahedra (Gmsh element types 4 or 11)",
             ));
         }
         let mut boundary_tags = HashMap::new();
@@ -108,7 +104,7 @@ impl TetMesh {
         let known: BTreeSet<i32> = self.boundary_tags.values().copied().collect();
         for t in tags {
             if !known.contains(t) {
-                return Err(invalid(
+                return Err(Error::invalid(
                     "TetMesh::with_absorbing",
                     "absorbing",
                     format!(

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::comm::{from_bytes, to_bytes, Communicator};
 use super::partition::{imbalance, Partition, PartitionQuality};
 use crate::backend::Cpu;
-use crate::error::{check_len, Error, Result};
+use crate::error::{check_len, Result};
 use crate::sparse::Csr;
 
 /// A contiguous run of a halo buffer exchanged with one rank.
@@ -361,9 +361,4 @@ fn sort_row(cols: &mut [u32], vals: &mut [f64]) {
         cols[k] = c;
         vals[k] = v;
     }
-}
-
-/// An [`Error::InvalidArgument`] for the distributed module.
-pub(crate) fn invalid(op: &'static str, name: &'static str, reason: String) -> Error {
-    Error::InvalidArgument { op, name, reason }
 }

@@ -144,10 +144,10 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
             if layout.same_as(v) {
                 Ok(())
             } else {
-                Err(super::layout::invalid(
+                Err(crate::error::Error::invalid(
                     "DistMatrix::apply",
                     "x, y",
-                    "the vectors are not distributed as the matrix".into(),
+                    "the vectors are not distributed as the matrix",
                 ))
             }
         };

@@ -29,25 +29,23 @@ impl HdgParams {
     }
 
     pub(super) fn check(&self) -> Result<()> {
-        let invalid = |name, reason| Error::InvalidArgument {
-            op: "hdg",
-            name,
-            reason,
-        };
         if !(1..=MAX_DEGREE).contains(&self.degree) {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "hdg",
                 "degree",
                 format!("P = {}: must be in 1..={MAX_DEGREE}", self.degree),
             ));
         }
         if !(self.tau > 0.0 && self.tau.is_finite()) {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "hdg",
                 "tau",
                 format!("{}: must be positive and finite", self.tau),
             ));
         }
         if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "hdg",
                 "lambda",
                 format!("{}: must be non-negative and finite", self.lambda),
             ));

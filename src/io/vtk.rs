@@ -91,14 +91,6 @@ pub struct UnstructuredGrid {
     cell_data: Vec<DataField>,
 }
 
-fn invalid(name: &'static str, reason: String) -> Error {
-    Error::InvalidArgument {
-        op: "vtk",
-        name,
-        reason,
-    }
-}
-
 impl UnstructuredGrid {
     /// A grid of `points` and cells of kind `cell`, `cell.nodes()` point indices each.
     ///
@@ -107,7 +99,8 @@ impl UnstructuredGrid {
     /// point index is out of range, or a coordinate is not finite.
     pub fn new(points: Vec<[f64; 3]>, cell: VtkCell, connectivity: Vec<u32>) -> Result<Self> {
         if !connectivity.len().is_multiple_of(cell.nodes()) {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "vtk",
                 "connectivity",
                 format!(
                     "{} indices are not a whole number of {cell:?} cells",
@@ -120,7 +113,8 @@ impl UnstructuredGrid {
             .enumerate()
             .find(|(_, &v)| v as usize >= points.len())
         {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "vtk",
                 "connectivity",
                 format!(
                     "cell {} refers to point {v}, but there are {} points",
@@ -134,7 +128,11 @@ impl UnstructuredGrid {
             .enumerate()
             .find(|(_, p)| p.iter().any(|c| !c.is_finite()))
         {
-            return Err(invalid("points", format!("point {i} {p:?} is not finite")));
+            return Err(Error::invalid(
+                "vtk",
+                "points",
+                format!("point {i} {p:?} is not finite"),
+            ));
         }
         Ok(UnstructuredGrid {
             points,
@@ -171,7 +169,11 @@ impl UnstructuredGrid {
     pub fn from_tet_mesh(mesh: &crate::mesh::Mesh) -> Result<Self> {
         let tets = mesh.tets();
         if tets.is_empty() {
-            return Err(invalid("mesh", "the mesh has no 4-node tetrahedra".into()));
+            return Err(Error::invalid(
+                "vtk",
+                "mesh",
+                "the mesh has no 4-node tetrahedra",
+            ));
         }
         Self::new(
             mesh.points.clone(),
@@ -209,13 +211,14 @@ impl UnstructuredGrid {
         what: &str,
     ) -> Result<DataField> {
         if !(1..=9).contains(&components) {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "vtk",
                 "components",
                 format!("{name}: {components} components (1..=9)"),
             ));
         }
         if values.len() != components * entries {
-            return Err(invalid(
+            return Err(Error::invalid("vtk", 
                 "values",
                 format!(
                     "{name}: {} values for {entries} {what} of {components} components (expected {})",
@@ -230,7 +233,8 @@ impl UnstructuredGrid {
             .chain(&self.cell_data)
             .any(|f| f.name == name)
         {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "vtk",
                 "name",
                 format!("a field named {name:?} exists already"),
             ));
@@ -319,7 +323,7 @@ impl UnstructuredGrid {
         let mut out = String::new();
         self.to_vtk()
             .write_legacy_ascii(&mut out)
-            .map_err(|e| invalid("grid", format!("the VTK writer failed: {e}")))?;
+            .map_err(|e| Error::invalid("vtk", "grid", format!("the VTK writer failed: {e}")))?;
         Ok(out)
     }
 
@@ -333,7 +337,8 @@ impl UnstructuredGrid {
         match path.extension().and_then(|e| e.to_str()) {
             Some("vtk") | Some("vtu") => {}
             other => {
-                return Err(invalid(
+                return Err(Error::invalid(
+                    "vtk",
                     "path",
                     format!(
                         "{}: extension {other:?}, expected .vtk or .vtu",

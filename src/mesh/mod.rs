@@ -34,7 +34,7 @@ pub mod structured;
 mod tet;
 pub mod tri;
 
-pub(crate) use tet::{check_tets, cross, dot, invalid, norm, sub, PointCells, TET_EDGES};
+pub(crate) use tet::{check_tets, cross, dot, norm, sub, PointCells, TET_EDGES};
 pub use tet::{tet_edges, tet_face, tet_neighbors, tet_volume, NO_NEIGHBOR};
 
 /// The kinds of cells: every first- and second-order element type of Gmsh (type ids 1-19).

@@ -21,8 +21,8 @@
 
 use rayon::prelude::*;
 
-use crate::error::Result;
-use crate::mesh::{invalid, CellBlock, CellKind, Mesh};
+use crate::error::{Error, Result};
+use crate::mesh::{CellBlock, CellKind, Mesh};
 use crate::random::Rng;
 
 /// The six Kuhn tetrahedra of a hexahedron, as corner codes, each ordered to be positively
@@ -105,7 +105,7 @@ impl StructuredTets {
         const OP: &str = "StructuredTets::build";
         let [nx, ny, nz] = self.cells;
         if nx == 0 || ny == 0 || nz == 0 {
-            return Err(invalid(
+            return Err(Error::invalid(
                 OP,
                 "cells",
                 format!("{:?}: every count must be at least 1", self.cells),
@@ -116,7 +116,7 @@ impl StructuredTets {
                 && self.upper[d].is_finite()
                 && self.lower[d] < self.upper[d])
             {
-                return Err(invalid(
+                return Err(Error::invalid(
                     OP,
                     "lower, upper",
                     format!(
@@ -127,7 +127,7 @@ impl StructuredTets {
             }
         }
         if !(0.0..1.0 / 6.0).contains(&self.perturbation) {
-            return Err(invalid(
+            return Err(Error::invalid(
                 OP,
                 "perturbation",
                 format!("{} is outside [0, 1/6)", self.perturbation),
@@ -139,7 +139,7 @@ impl StructuredTets {
             .try_fold(6u64, |acc, &n| acc.checked_mul(n as u64))
             .is_none_or(|t| t * 4 >= u32::MAX as u64);
         if too_large {
-            return Err(invalid(
+            return Err(Error::invalid(
                 OP,
                 "cells",
                 format!("{:?} needs more than 2^32 indices", self.cells),

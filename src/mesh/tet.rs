@@ -90,7 +90,7 @@ pub fn tet_neighbors(tets: &[[u32; 4]], npoints: usize) -> Result<Vec<[u32; 4]>>
                         2 => pairs.push((keyed[i].1, keyed[i + 1].1)),
                         _ => {
                             let owners: Vec<u32> = keyed[i..j].iter().map(|&(_, f)| f / 4).collect();
-                            return Err(invalid(
+                            return Err(Error::invalid(
                                 OP,
                                 "tets",
                                 format!(
@@ -217,7 +217,7 @@ pub(crate) fn check_tets(op: &'static str, tets: &[[u32; 4]], npoints: usize) ->
     });
     match bad {
         None => Ok(()),
-        Some(t) => Err(invalid(
+        Some(t) => Err(Error::invalid(
             op,
             "tets",
             format!(
@@ -231,16 +231,12 @@ pub(crate) fn check_tets(op: &'static str, tets: &[[u32; 4]], npoints: usize) ->
 fn check_u32(op: &'static str, count: Option<usize>) -> Result<()> {
     match count {
         Some(c) if c < u32::MAX as usize => Ok(()),
-        _ => Err(invalid(
+        _ => Err(Error::invalid(
             op,
             "tets",
-            "the mesh is too large for 32-bit indices".into(),
+            "the mesh is too large for 32-bit indices",
         )),
     }
-}
-
-pub(crate) fn invalid(op: &'static str, name: &'static str, reason: String) -> Error {
-    Error::InvalidArgument { op, name, reason }
 }
 
 pub(crate) fn sub(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {

@@ -64,14 +64,6 @@ pub struct TriMesh {
 /// Marks a missing second element of an edge.
 pub const NO_ELEMENT: u32 = u32::MAX;
 
-fn invalid(reason: String) -> Error {
-    Error::InvalidArgument {
-        op: "TriMesh",
-        name: "mesh",
-        reason,
-    }
-}
-
 impl TriMesh {
     /// A mesh from points, counterclockwise triangles, and the physical tags of boundary
     /// edges (by their two points, in either order). Finds the edges.
@@ -88,22 +80,36 @@ impl TriMesh {
         require_tags: bool,
     ) -> Result<Self> {
         if triangles.is_empty() {
-            return Err(invalid("the mesh has no triangles".into()));
+            return Err(Error::invalid(
+                "TriMesh",
+                "mesh",
+                "the mesh has no triangles",
+            ));
         }
         if u32::try_from(points.len()).is_err() || u32::try_from(3 * triangles.len()).is_err() {
-            return Err(invalid(
-                "more points or triangles than 32-bit indices hold".into(),
+            return Err(Error::invalid(
+                "TriMesh",
+                "mesh",
+                "more points or triangles than 32-bit indices hold",
             ));
         }
         for (e, t) in triangles.iter().enumerate() {
             if let Some(&v) = t.iter().find(|&&v| v as usize >= points.len()) {
-                return Err(invalid(format!(
-                    "triangle {e} refers to point {v}, but there are {} points",
-                    points.len()
-                )));
+                return Err(Error::invalid(
+                    "TriMesh",
+                    "mesh",
+                    format!(
+                        "triangle {e} refers to point {v}, but there are {} points",
+                        points.len()
+                    ),
+                ));
             }
             if t[0] == t[1] || t[1] == t[2] || t[0] == t[2] {
-                return Err(invalid(format!("triangle {e} repeats a point: {t:?}")));
+                return Err(Error::invalid(
+                    "TriMesh",
+                    "mesh",
+                    format!("triangle {e} repeats a point: {t:?}"),
+                ));
             }
             let [a, b, c] = t.map(|v| points[v as usize]);
             let area2 = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
@@ -112,16 +118,24 @@ impl TriMesh {
                 .map(|(p, q)| (p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2))
                 .fold(0.0f64, f64::max);
             if area2.abs() <= 1e-12 * longest || !area2.is_finite() {
-                return Err(invalid(format!(
-                    "triangle {e} {t:?} is degenerate (area {:.3e})",
-                    area2 / 2.0
-                )));
+                return Err(Error::invalid(
+                    "TriMesh",
+                    "mesh",
+                    format!(
+                        "triangle {e} {t:?} is degenerate (area {:.3e})",
+                        area2 / 2.0
+                    ),
+                ));
             }
             if area2 < 0.0 {
-                return Err(invalid(format!(
-                    "triangle {e} {t:?} is inverted (clockwise, area {:.3e})",
-                    area2 / 2.0
-                )));
+                return Err(Error::invalid(
+                    "TriMesh",
+                    "mesh",
+                    format!(
+                        "triangle {e} {t:?} is inverted (clockwise, area {:.3e})",
+                        area2 / 2.0
+                    ),
+                ));
             }
         }
         // Edges: sort the 3 n (low, high, element, local) records by their point pair.
@@ -145,10 +159,14 @@ impl TriMesh {
                 k += 1;
             }
             if k - i > 2 {
-                return Err(invalid(format!(
+                return Err(Error::invalid(
+                    "TriMesh",
+                    "mesh",
+                    format!(
                     "edge ({a}, {b}) is shared by {} triangles (at most 2 in a conforming mesh)",
                     k - i
-                )));
+                ),
+                ));
             }
             let g = edges.len() as u32;
             for r in &records[i..k] {
@@ -159,11 +177,15 @@ impl TriMesh {
             if k - i == 2 {
                 let (r0, r1) = (records[i], records[i + 1]);
                 if forward[r0.2 as usize][r0.3 as usize] == forward[r1.2 as usize][r1.3 as usize] {
-                    return Err(invalid(format!(
+                    return Err(Error::invalid(
+                        "TriMesh",
+                        "mesh",
+                        format!(
                         "triangles {} and {} traverse their shared edge ({a}, {b}) in the same \
                          direction: the mesh is not consistently oriented",
                         r0.2, r1.2
-                    )));
+                    ),
+                    ));
                 }
             }
             edges.push([a, b]);
@@ -178,14 +200,18 @@ impl TriMesh {
             match tags.get(&(a, b)).or_else(|| tags.get(&(b, a))) {
                 Some(&t) => edge_tags[g] = t,
                 None if require_tags => {
-                    return Err(invalid(format!(
+                    return Err(Error::invalid(
+                        "TriMesh",
+                        "mesh",
+                        format!(
                         "boundary edge ({a}, {b}) at ({:.6}, {:.6})-({:.6}, {:.6}) has no physical \
                          tag (tag every boundary line in the Gmsh file)",
                         points[a as usize][0],
                         points[a as usize][1],
                         points[b as usize][0],
                         points[b as usize][1]
-                    )))
+                    ),
+                    ))
                 }
                 None => {}
             }
@@ -280,8 +306,10 @@ impl TriMesh {
     /// physical tag).
     pub fn from_gmsh_with_default_tag(mesh: &Mesh, tag: i32) -> Result<Self> {
         if tag == 0 {
-            return Err(invalid(
-                "the default boundary tag must not be 0 (Gmsh's 'no tag')".into(),
+            return Err(Error::invalid(
+                "TriMesh",
+                "mesh",
+                "the default boundary tag must not be 0 (Gmsh's 'no tag')",
             ));
         }
         Self::gmsh(mesh, Some(tag))
@@ -292,10 +320,14 @@ impl TriMesh {
             .block(CellKind::Tri3)
             .filter(|b| !b.is_empty())
             .ok_or_else(|| {
-                invalid(format!(
-                    "the mesh has no 3-node triangles (blocks: {:?})",
-                    mesh.blocks.iter().map(|b| b.kind).collect::<Vec<_>>()
-                ))
+                Error::invalid(
+                    "TriMesh",
+                    "mesh",
+                    format!(
+                        "the mesh has no 3-node triangles (blocks: {:?})",
+                        mesh.blocks.iter().map(|b| b.kind).collect::<Vec<_>>()
+                    ),
+                )
             })?;
         if let Some((i, p)) = mesh
             .points
@@ -303,9 +335,11 @@ impl TriMesh {
             .enumerate()
             .find(|(_, p)| p[2].abs() > 1e-12 * (1.0 + p[0].abs() + p[1].abs()))
         {
-            return Err(invalid(format!(
-                "point {i} {p:?} is off the plane z = 0: a 2D mesh is needed"
-            )));
+            return Err(Error::invalid(
+                "TriMesh",
+                "mesh",
+                format!("point {i} {p:?} is off the plane z = 0: a 2D mesh is needed"),
+            ));
         }
         let points = mesh.points.iter().map(|p| [p[0], p[1]]).collect();
         // Gmsh orients a triangle by its surface's normal: clockwise ones (normal −z) are

@@ -41,7 +41,7 @@
 use std::cell::Cell;
 
 use crate::bundle::Backend;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::solver::gmres::Arnoldi;
 use crate::solver::{
@@ -128,22 +128,26 @@ impl<'a, B: Backend, L: Scalar> InnerSolve<'a, B, L> {
     ) -> Result<Self> {
         crate::error::check_len("InnerSolve", "ncols (square)", a.nrows(), a.ncols())?;
         check_preconditioner("InnerSolve", a, m)?;
-        let bad = |name: &'static str, reason: String| crate::error::Error::InvalidArgument {
-            op: "InnerSolve::new",
-            name,
-            reason,
-        };
         if !(params.inner_rtol > 0.0 && params.inner_rtol < 1.0) {
-            return Err(bad(
+            return Err(Error::invalid(
+                "InnerSolve::new",
                 "inner_rtol",
                 format!("{} is not in (0, 1)", params.inner_rtol),
             ));
         }
         if params.inner_max_iter == 0 {
-            return Err(bad("inner_max_iter", "must be at least 1".into()));
+            return Err(Error::invalid(
+                "InnerSolve::new",
+                "inner_max_iter",
+                "must be at least 1",
+            ));
         }
         if params.inner == InnerSolver::Gmres && params.inner_restart == 0 {
-            return Err(bad("inner_restart", "must be at least 1".into()));
+            return Err(Error::invalid(
+                "InnerSolve::new",
+                "inner_restart",
+                "must be at least 1",
+            ));
         }
         Ok(InnerSolve {
             a,

@@ -398,16 +398,19 @@ impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
             ratio,
             power_iterations,
         } = params;
-        let invalid = |name: &'static str, reason: String| Error::InvalidArgument {
-            op: "Chebyshev::new",
-            name,
-            reason,
-        };
         if degree == 0 {
-            return Err(invalid("degree", "must be at least 1".into()));
+            return Err(Error::invalid(
+                "Chebyshev::new",
+                "degree",
+                "must be at least 1",
+            ));
         }
         if ratio.partial_cmp(&1.0) != Some(std::cmp::Ordering::Greater) {
-            return Err(invalid("ratio", format!("{ratio}: must exceed 1")));
+            return Err(Error::invalid(
+                "Chebyshev::new",
+                "ratio",
+                format!("{ratio}: must exceed 1"),
+            ));
         }
         let n = a.nrows();
         let mut v = Vector::from_slice(backend, &crate::random::random_vec::<S>(n, 0x5eed))?;
@@ -424,7 +427,8 @@ impl<'a, B: Backend, S: Scalar> Chebyshev<'a, B, S> {
             lambda = v.nrm2()?.as_f64();
         }
         if lambda.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !lambda.is_finite() {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "Chebyshev::new",
                 "a",
                 format!("the estimate of λmax(M⁻¹A) is {lambda}: not positive"),
             ));

@@ -153,33 +153,32 @@ impl<V: Element> StaircaseSell<Cpu, V> {
         params: StaircaseParams,
         limits: &FormatLimits,
     ) -> Result<Self> {
-        let invalid = |name: &'static str, reason: String| Error::InvalidArgument {
-            op: "StaircaseSell::from_csr",
-            name,
-            reason,
-        };
         let n = a.nrows;
         if a.ncols != n {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "StaircaseSell::from_csr",
                 "a",
                 format!("{} x {}: the matrix must be square", n, a.ncols),
             ));
         }
         let c = params.slice_height as usize;
         if !(1..=1024).contains(&c) || !c.is_power_of_two() {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "StaircaseSell::from_csr",
                 "slice_height",
                 format!("{c}: must be a power of two in 1..=1024"),
             ));
         }
         if !(params.alpha >= 0.0 && params.alpha <= 1.0) {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "StaircaseSell::from_csr",
                 "alpha",
                 format!("{}: must lie in [0, 1]", params.alpha),
             ));
         }
         if order.len() != n {
-            return Err(invalid(
+            return Err(Error::invalid(
+                "StaircaseSell::from_csr",
                 "order",
                 format!("{} entries for {n} rows", order.len()),
             ));
@@ -187,7 +186,8 @@ impl<V: Element> StaircaseSell<Cpu, V> {
         let mut seen = vec![false; n];
         for (i, &o) in order.iter().enumerate() {
             if o as usize >= n || std::mem::replace(&mut seen[o as usize], true) {
-                return Err(invalid(
+                return Err(Error::invalid(
+                    "StaircaseSell::from_csr",
                     "order",
                     format!("entry {i} = {o} repeats or is out of range"),
                 ));
