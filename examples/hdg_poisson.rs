@@ -380,9 +380,9 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
         if !(rtol > 0.0 && rtol < 1.0) {
             return Err(bad("--rtol", format!("{rtol}: must be in (0, 1)")));
         }
-        solver.rtol = rtol;
+        solver.stop.rtol = rtol;
     }
-    solver.max_iter = args.max_iter;
+    solver.stop.max_iter = args.max_iter;
     solver.progress = if args.json {
         Progress::Never
     } else {

@@ -21,10 +21,12 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use galerkin::io::vtk::{UnstructuredGrid, VtkCell};
 use galerkin::multigrid::{
-    fmg, l2_error, level_rhs, memory_bytes, Multigrid, MultigridParams, SmootherKind, MAX_LEVEL,
+    fmg, l2_error, level_rhs, memory_bytes, FmgParams, Multigrid, MultigridParams, SmootherKind,
+    MAX_LEVEL,
 };
 use galerkin::solver::{
-    fgmres, gmres, pcg, LinearOperator, MixedPrecision, Preconditioner, Progress, SolverParams,
+    fgmres, gmres, pcg, Control, IterationInfo, LinearOperator, MixedPrecision, Preconditioner,
+    Progress, SolverParams, Stopping,
 };
 use galerkin::tensor::{Grid, OperatorKind, TensorOperator, MAX_DEGREE};
 use galerkin::{BackendTask, Error, FullBackend, Result, Scalar, Vector};
@@ -322,22 +324,16 @@ fn solve<B: FullBackend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result
     });
     let (iterations, converged, history) = match args.solver {
         SolverArg::Fmg => {
-            let mut monitor = |cycle: usize, rel: f64| {
-                if let Some(p) = &bar {
-                    p.set_position(cycle as u64);
-                    p.set_prefix(format!("residual {rel:.2e}"));
-                }
-            };
-            let r = fmg(
-                &mg,
-                &a,
-                &rhs,
-                &rhs_s,
-                &mut x,
-                args.tol,
-                args.max_iter,
-                &mut monitor,
-            )?;
+            let params = FmgParams::new(Stopping::new(args.tol, args.max_iter)).with_monitor(
+                |info: &IterationInfo| {
+                    if let Some(p) = &bar {
+                        p.set_position(info.iteration as u64);
+                        p.set_prefix(format!("residual {:.2e}", info.relative));
+                    }
+                    Control::Continue
+                },
+            );
+            let r = fmg(&mg, &a, &rhs, &rhs_s, &mut x, &params)?;
             let rel: Vec<f64> = r.residual_history.iter().map(|v| v / r.rhs_norm).collect();
             (r.cycles, r.converged, rel)
         }
@@ -346,8 +342,7 @@ fn solve<B: FullBackend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result
                 p.finish_and_clear();
             }
             let params = SolverParams {
-                rtol: args.tol,
-                max_iter: args.max_iter,
+                stop: Stopping::new(args.tol, args.max_iter),
                 restart: args.restart,
                 flexible: S::DTYPE != T::DTYPE,
                 progress: if args.json {

@@ -22,7 +22,7 @@ use clap::{Parser, ValueEnum};
 use galerkin::solver::{
     bicgstab, cg, fgmres, gmres, iterative_refinement, mixed_solve, pcg, BlockJacobi, Chebyshev,
     ChebyshevParams, Identity, InnerSolver, Jacobi, LinearOperator, MixedOuter, MixedParams,
-    Preconditioner, RefinementParams, SolveReport, SolverParams,
+    Preconditioner, RefinementParams, SolveReport, SolverParams, Stopping,
 };
 use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};
 use galerkin::{Backend, BackendTask, Cpu, Element, FullBackend, Result, Scalar, Vector};
@@ -200,8 +200,7 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
 
 fn params(args: &Args, flexible: bool) -> SolverParams<'static> {
     SolverParams {
-        rtol: args.tol,
-        max_iter: args.max_iter,
+        stop: Stopping::new(args.tol, args.max_iter),
         restart: args.restart,
         flexible,
         ..SolverParams::default()
@@ -255,10 +254,8 @@ fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport
     let m32 = (t.args.precond != PrecondArg::None).then_some(m32.as_ref());
     let report = if t.args.solver == SolverArg::Refine {
         let refinement = RefinementParams {
-            rtol: t.args.tol,
-            max_outer: t.args.max_iter,
-            inner_rtol: t.args.inner_tol,
-            inner_max_iter: t.args.inner_max_iter,
+            stop: Stopping::new(t.args.tol, t.args.max_iter),
+            inner_stop: Stopping::new(t.args.inner_tol, t.args.inner_max_iter),
         };
         iterative_refinement(&op64, &op32, m32, &bv, &mut x, &refinement)?
     } else {
@@ -274,8 +271,7 @@ fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport
             } else {
                 InnerSolver::Gmres
             },
-            inner_rtol: t.args.inner_tol,
-            inner_max_iter: t.args.inner_max_iter,
+            inner_stop: Stopping::new(t.args.inner_tol, t.args.inner_max_iter),
             inner_restart: t.args.restart,
         };
         mixed_solve(

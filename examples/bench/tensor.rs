@@ -14,7 +14,9 @@ use std::f64::consts::PI;
 use std::time::Instant;
 
 use galerkin::multigrid::{level_rhs, Multigrid, MultigridParams};
-use galerkin::solver::{fgmres, gmres, LinearOperator, MixedPrecision, Progress, SolverParams};
+use galerkin::solver::{
+    fgmres, gmres, LinearOperator, MixedPrecision, Progress, SolverParams, Stopping,
+};
 use galerkin::tensor::{Grid, OperatorKind, TensorOperator};
 use galerkin::{BackendTask, FullBackend, Precision, Result, Scalar, Vector};
 
@@ -230,8 +232,7 @@ fn solve_row<B: FullBackend, T: Scalar>(
     b.synchronize()?;
     let setup = t0.elapsed().as_secs_f64();
     let params = SolverParams {
-        rtol: 1e-9,
-        max_iter: 20,
+        stop: Stopping::new(1e-9, 20),
         // GMRES(m) keeps m + 1 basis vectors: 8 where they fit, 3 at the largest sizes.
         restart: if grid.len() > 300_000_000 { 3 } else { 8 },
         progress: Progress::Never,

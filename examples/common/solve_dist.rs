@@ -9,7 +9,7 @@ use galerkin::distributed::{
 };
 use galerkin::solver::{
     BlockJacobi as LocalBlockJacobi, Chebyshev, ChebyshevParams, Identity, Jacobi, Preconditioner,
-    SolveReport, SolverParams,
+    SolveReport, SolverParams, Stopping,
 };
 use galerkin::{Backend, BackendTask, Error, FullBackend, Result, Scalar};
 
@@ -77,8 +77,7 @@ fn local_preconditioner<'p, B: Backend, S: Scalar>(
 
 fn params(args: &Args, comm: &Communicator, flexible: bool) -> SolverParams<'static> {
     SolverParams {
-        rtol: args.tol,
-        max_iter: args.max_iter,
+        stop: Stopping::new(args.tol, args.max_iter),
         restart: args.restart,
         flexible,
         progress: if comm.is_root() {
@@ -186,7 +185,7 @@ fn solve_mixed<B: Backend>(
     ))?;
     let bj = BlockJacobi::new(local);
     let mp = (args.precond != PrecondArg::None).then_some(&bj as &dyn DistPreconditioner<B, f32>);
-    let inner = InnerCg::new(&m32, mp, args.inner_tol, args.inner_max_iter);
+    let inner = InnerCg::new(&m32, mp, Stopping::new(args.inner_tol, args.inner_max_iter));
     let p = params(args, comm, true);
     if args.warmup {
         let mut x = DistVector::zeros(backend, a.layout())?;

@@ -7,32 +7,29 @@ use super::solver::{cg, DistPreconditioner};
 use super::vector::DistVector;
 use crate::bundle::Backend;
 use crate::error::Result;
-use crate::solver::{Progress, SolveReport, SolverParams};
+use crate::solver::{Progress, SolveReport, SolverParams, Stopping};
 
 /// The f32 inner solve of [`mixed_cg`] as an f64 preconditioner: `z ≈ A₃₂⁻¹ r` by PCG in f32
 /// to a relative tolerance, from zero.
 pub struct InnerCg<'a, B: Backend> {
     a: &'a dyn DistOperator<B, f32>,
     m: Option<&'a dyn DistPreconditioner<B, f32>>,
-    rtol: f64,
-    max_iter: usize,
+    stop: Stopping,
     iterations: Cell<usize>,
 }
 
 impl<'a, B: Backend> InnerCg<'a, B> {
-    /// The inner solve with `a` (f32 values and vectors), preconditioner `m`, relative
-    /// tolerance `rtol` and at most `max_iter` iterations per application.
+    /// The inner solve with `a` (f32 values and vectors) and preconditioner `m`, each
+    /// application stopping by `stop`.
     pub fn new(
         a: &'a dyn DistOperator<B, f32>,
         m: Option<&'a dyn DistPreconditioner<B, f32>>,
-        rtol: f64,
-        max_iter: usize,
+        stop: Stopping,
     ) -> Self {
         InnerCg {
             a,
             m,
-            rtol,
-            max_iter,
+            stop,
             iterations: Cell::new(0),
         }
     }
@@ -49,8 +46,7 @@ impl<B: Backend> DistPreconditioner<B, f64> for InnerCg<'_, B> {
         let r32 = DistVector::from_owned(r.layout(), r.owned().to_precision::<f32>()?)?;
         let mut z32 = DistVector::<B, f32>::zeros(backend, r.layout())?;
         let params = SolverParams {
-            rtol: self.rtol,
-            max_iter: self.max_iter,
+            stop: self.stop,
             progress: Progress::Never,
             stagnation_window: 0,
             ..SolverParams::default()
@@ -62,7 +58,7 @@ impl<B: Backend> DistPreconditioner<B, f64> for InnerCg<'_, B> {
     }
 }
 
-/// The f64 system solved to `params.rtol` with the work in f32: flexible CG in f64 on `a64`,
+/// The f64 system solved to `params.stop` with the work in f32: flexible CG in f64 on `a64`,
 /// preconditioned by an f32 PCG on `a32` ([`InnerCg`]). As the single-process
 /// [`mixed_solve`](crate::solver::mixed_solve) with `MixedOuter::FlexibleCg`.
 ///
@@ -76,9 +72,7 @@ pub fn mixed_cg<B: Backend>(
     params: &SolverParams<'_>,
 ) -> Result<SolveReport> {
     let flexible = SolverParams {
-        rtol: params.rtol,
-        atol: params.atol,
-        max_iter: params.max_iter,
+        stop: params.stop,
         stagnation_window: params.stagnation_window,
         progress: params.progress,
         flexible: true,

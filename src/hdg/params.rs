@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::hdg::host::{Field, Flux};
 use crate::hdg::reference::MAX_DEGREE;
 use crate::scalar::Scalar;
-use crate::solver::Progress;
+use crate::solver::{Progress, Stopping};
 
 /// The discretisation parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -82,10 +82,8 @@ pub enum TracePreconditioner {
 /// Parameters of the trace solve.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TraceSolverParams {
-    /// Relative residual tolerance.
-    pub rtol: f64,
-    /// Iteration limit.
-    pub max_iter: usize,
+    /// When the trace solve stops.
+    pub stop: Stopping,
     /// The preconditioner.
     pub preconditioner: TracePreconditioner,
     /// Progress display of the solver.
@@ -101,8 +99,7 @@ impl TraceSolverParams {
     /// progress display, the residual read every 10 iterations.
     pub fn for_precision<S: Scalar>() -> Self {
         TraceSolverParams {
-            rtol: if S::EPS > 1e-10 { 1e-5 } else { 1e-12 },
-            max_iter: 20_000,
+            stop: Stopping::new(if S::EPS > 1e-10 { 1e-5 } else { 1e-12 }, 20_000),
             preconditioner: TracePreconditioner::BlockJacobi,
             progress: Progress::Never,
             check_every: 10,

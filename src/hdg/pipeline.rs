@@ -325,8 +325,7 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
         let n = self.dofs();
         let mut lambda = Vector::zeros(&self.backend, n)?;
         let solver = SolverParams {
-            rtol: params.rtol,
-            max_iter: params.max_iter,
+            stop: params.stop,
             progress: params.progress,
             check_every: params.check_every,
             ..SolverParams::default()

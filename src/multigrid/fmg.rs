@@ -10,6 +10,7 @@ use crate::error::{check_len, Result};
 use crate::operator::LinearOperator;
 use crate::quadrature::gauss_legendre;
 use crate::scalar::Scalar;
+use crate::solver::{Control, IterationInfo, Monitor, Stopping};
 use crate::tensor::ops::{boundary, Banded, TensorOps};
 use crate::tensor::{Basis1d, Grid};
 use crate::vector::Vector;
@@ -21,7 +22,7 @@ use super::Multigrid;
 pub struct FmgReport {
     /// V-cycles after the FMG pass (the seed's count).
     pub cycles: usize,
-    /// Whether `‖b − A x‖ ≤ rtol ‖b‖` was reached.
+    /// Whether `‖b − A x‖ ≤ max(rtol ‖b‖, atol)` was reached.
     pub converged: bool,
     /// `‖b‖₂`.
     pub rhs_norm: f64,
@@ -45,26 +46,52 @@ impl FmgReport {
     }
 }
 
+/// Parameters of [`fmg`]: when the V-cycles stop (`stop.max_iter` counts V-cycles), and a
+/// monitor called after every cycle (its [`Control::Stop`] ends the cycles).
+#[derive(Debug, Default)]
+pub struct FmgParams<'a> {
+    /// `‖b − A x‖ ≤ max(rtol ‖b‖, atol)` or `max_iter` V-cycles.
+    pub stop: Stopping,
+    /// Called after every V-cycle.
+    pub monitor: Monitor<'a>,
+}
+
+impl<'a> FmgParams<'a> {
+    /// Parameters that stop by `stop`, without a monitor.
+    pub fn new(stop: Stopping) -> Self {
+        FmgParams {
+            stop,
+            monitor: Monitor::default(),
+        }
+    }
+
+    /// Adds a monitor called after every V-cycle.
+    pub fn with_monitor(self, monitor: impl FnMut(&IterationInfo) -> Control + 'a) -> Self {
+        FmgParams {
+            monitor: Monitor::new(monitor),
+            ..self
+        }
+    }
+}
+
 /// Full multigrid for `A x = b` (`A` in `S`, usually f64) with the hierarchy `mg` in `T`
 /// (f64, or f32 for mixed precision): the FMG pass on `rhs` (the right-hand side of every
 /// level, in `T`), then `x ← x + V(0, b − A x)` with the residual in `S` until
-/// `‖b − A x‖ ≤ rtol ‖b‖` or `max_cycles`. As in the seed's Algorithm 2 (`δ ← ‖b‖`
-/// before the loop), at least one V-cycle follows the FMG pass. `monitor(cycle, relative residual)` is called
-/// after every cycle.
+/// `params.stop` is met (`max_iter` counts V-cycles). As in the seed's Algorithm 2
+/// (`δ ← ‖b‖` before the loop), at least one V-cycle follows the FMG pass. The monitor sees
+/// every cycle's residual.
 ///
 /// # Errors
 /// Size mismatches; device errors.
-#[allow(clippy::too_many_arguments)]
 pub fn fmg<B: Backend + TensorOps, S: Scalar, T: Scalar>(
     mg: &Multigrid<B, T>,
     a: &dyn LinearOperator<B, S>,
     rhs: &[Vector<B, T>],
     b: &Vector<B, S>,
     x: &mut Vector<B, S>,
-    rtol: f64,
-    max_cycles: usize,
-    monitor: &mut dyn FnMut(usize, f64),
+    params: &FmgParams<'_>,
 ) -> Result<FmgReport> {
+    let stop = params.stop;
     let n = mg.grid().len();
     check_len("fmg", "b", n, b.len())?;
     check_len("fmg", "x", n, x.len())?;
@@ -89,7 +116,11 @@ pub fn fmg<B: Backend + TensorOps, S: Scalar, T: Scalar>(
     let mut zt = Vector::<B, T>::zeros(backend, n)?;
     let mut rt = Vector::<B, T>::zeros(backend, n)?;
     let mut z = Vector::<B, S>::zeros(backend, n)?;
-    while (cycles == 0 || history[cycles] > rtol * rhs_norm) && cycles < max_cycles {
+    let mut stopped = false;
+    while (cycles == 0 || !stop.met(history[cycles], rhs_norm))
+        && cycles < stop.max_iter
+        && !stopped
+    {
         rt.convert_from(&r)?;
         zt.fill(T::ZERO)?;
         mg.cycle(&mut zt, &rt)?;
@@ -97,11 +128,23 @@ pub fn fmg<B: Backend + TensorOps, S: Scalar, T: Scalar>(
         x.axpy(S::ONE, &z)?;
         history.push(residual(x, &mut r)?);
         cycles += 1;
-        monitor(cycles, history[cycles] / rhs_norm.max(f64::MIN_POSITIVE));
+        let residual = history[cycles];
+        let info = IterationInfo {
+            iteration: cycles,
+            residual,
+            relative: residual / rhs_norm.max(f64::MIN_POSITIVE),
+            rate: if history[0] > 0.0 {
+                (residual / history[0]).powf(1.0 / cycles as f64)
+            } else {
+                0.0
+            },
+            elapsed: start.elapsed(),
+        };
+        stopped = params.monitor.call(&info) == Control::Stop;
     }
     Ok(FmgReport {
         cycles,
-        converged: history[cycles] <= rtol * rhs_norm,
+        converged: stop.met(history[cycles], rhs_norm),
         rhs_norm,
         residual_history: history,
         fmg_time,

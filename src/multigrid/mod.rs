@@ -22,13 +22,13 @@ use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::Scalar;
-use crate::solver::{pcg, Preconditioner, Progress, SolverParams};
+use crate::solver::{pcg, Preconditioner, Progress, SolverParams, Stopping};
 use crate::tensor::ops::{boundary, PatchData, TensorOps};
 use crate::tensor::{Basis1d, Grid, OperatorKind, TensorOperator};
 use crate::vector::Vector;
 
 pub use check::{TensorCheck, TensorStage};
-pub use fmg::{fmg, l2_error, level_rhs, FmgReport};
+pub use fmg::{fmg, l2_error, level_rhs, FmgParams, FmgReport};
 pub use smoother::SmootherKind;
 use smoother::{patch_step, Smoother};
 use transfer::Transfer;
@@ -202,8 +202,7 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
             Some(data) => patch_step(a, data, &mut w.x, &w.b, false),
             None => {
                 let params = SolverParams {
-                    rtol: 100.0 * T::EPS,
-                    max_iter: 10 * a.nrows(),
+                    stop: Stopping::new(100.0 * T::EPS, 10 * a.nrows()),
                     progress: Progress::Never,
                     stagnation_window: 0,
                     ..Default::default()

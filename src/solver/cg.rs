@@ -97,7 +97,7 @@ fn device_scalar_cg<B: Backend, S: Scalar>(
             Some(d) => pcg_jacobi_update_device(&mut scalars, d, &p, &q, x, &mut r)?,
             None => cg_update_device(&mut scalars, &p, &q, x, &mut r)?,
         }
-        if k >= params.max_iter {
+        if k >= params.stop.max_iter {
             let s = scalars.to_vec()?;
             break stop_test(t, k, &s, residual_slot).unwrap_or(StopReason::MaxIterations);
         }

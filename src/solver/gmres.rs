@@ -221,7 +221,7 @@ pub(crate) fn arnoldi_cycles<S: Scalar, V: KrylovVector<S>>(
         t.applications += 1;
         beta = r.norm()?;
         match stop {
-            Some(StopReason::Converged) if !t.converged(beta) && total >= params.max_iter => {
+            Some(StopReason::Converged) if !t.converged(beta) && total >= params.stop.max_iter => {
                 break StopReason::MaxIterations;
             }
             Some(StopReason::Converged) if !t.converged(beta) => {}

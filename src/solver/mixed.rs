@@ -47,7 +47,7 @@ use crate::solver::gmres::Arnoldi;
 use crate::solver::{
     cg::conjugate_gradients, check_preconditioner, check_system, fgmres, iterative_refinement,
     pcg_flexible, LinearOperator, OperatorCost, Preconditioner, Progress, RefinementParams,
-    SolveReport, SolverParams, Tracker,
+    SolveReport, SolverParams, Stopping, Tracker,
 };
 use crate::vector::Vector;
 
@@ -74,17 +74,15 @@ pub enum InnerSolver {
 }
 
 /// Parameters of [`mixed_solve`] and [`InnerSolve`]. `Default`: FGMRES outside, PCG inside
-/// to a relative `1e-3` in at most 200 iterations.
+/// to a relative `1e-3` in at most 200 iterations (`inner_stop`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MixedParams {
     /// The outer iteration.
     pub outer: MixedOuter,
     /// The inner Krylov method.
     pub inner: InnerSolver,
-    /// Relative tolerance of each inner solve.
-    pub inner_rtol: f64,
-    /// Iteration limit of each inner solve.
-    pub inner_max_iter: usize,
+    /// When each inner solve stops (its relative tolerance must be in `(0, 1)`).
+    pub inner_stop: Stopping,
     /// Krylov dimension of an inner GMRES.
     pub inner_restart: usize,
 }
@@ -94,8 +92,7 @@ impl Default for MixedParams {
         MixedParams {
             outer: MixedOuter::Fgmres,
             inner: InnerSolver::Cg,
-            inner_rtol: 1e-3,
-            inner_max_iter: 200,
+            inner_stop: Stopping::new(1e-3, 200),
             inner_restart: 30,
         }
     }
@@ -128,17 +125,18 @@ impl<'a, B: Backend, L: Scalar> InnerSolve<'a, B, L> {
     ) -> Result<Self> {
         crate::error::check_len("InnerSolve", "ncols (square)", a.nrows(), a.ncols())?;
         check_preconditioner("InnerSolve", a, m)?;
-        if !(params.inner_rtol > 0.0 && params.inner_rtol < 1.0) {
+        let stop = params.inner_stop;
+        if !(stop.rtol > 0.0 && stop.rtol < 1.0) {
             return Err(Error::invalid(
                 "InnerSolve::new",
-                "inner_rtol",
-                format!("{} is not in (0, 1)", params.inner_rtol),
+                "inner_stop.rtol",
+                format!("{} is not in (0, 1)", stop.rtol),
             ));
         }
-        if params.inner_max_iter == 0 {
+        if stop.max_iter == 0 {
             return Err(Error::invalid(
                 "InnerSolve::new",
-                "inner_max_iter",
+                "inner_stop.max_iter",
                 "must be at least 1",
             ));
         }
@@ -170,8 +168,7 @@ impl<'a, B: Backend, L: Scalar> InnerSolve<'a, B, L> {
 
     fn solve(&self, b: &Vector<B, L>, x: &mut Vector<B, L>) -> Result<()> {
         let params = SolverParams {
-            rtol: self.params.inner_rtol,
-            max_iter: self.params.inner_max_iter,
+            stop: self.params.inner_stop,
             restart: self.params.inner_restart,
             stagnation_window: 0,
             progress: Progress::Never,
@@ -225,7 +222,7 @@ impl<B: Backend, L: Scalar, S: Scalar> Preconditioner<B, S> for InnerSolve<'_, B
 
     fn cost(&self) -> OperatorCost {
         let c = self.a.cost();
-        let n = self.params.inner_max_iter as f64;
+        let n = self.params.inner_stop.max_iter as f64;
         OperatorCost {
             flops: n * c.flops,
             bytes: n * c.bytes,
@@ -233,7 +230,7 @@ impl<B: Backend, L: Scalar, S: Scalar> Preconditioner<B, S> for InnerSolve<'_, B
     }
 }
 
-/// Solves the f64 system `a64 x = b` to `params.rtol` (the tolerance of the system as
+/// Solves the f64 system `a64 x = b` to `params.stop` (the tolerance of the system as
 /// given), with most of the work on `a32`, an f32 copy of the matrix: the outer iteration
 /// of `mixed.outer` on `a64`, preconditioned by an [`InnerSolve`] on `a32` with `m32`.
 ///
@@ -259,10 +256,8 @@ pub fn mixed_solve<B: Backend>(
     crate::error::check_len("mixed_solve", "columns of a32", a64.ncols(), a32.ncols())?;
     if mixed.outer == MixedOuter::Refinement {
         let refinement = RefinementParams {
-            rtol: params.rtol,
-            max_outer: params.max_iter,
-            inner_rtol: mixed.inner_rtol,
-            inner_max_iter: mixed.inner_max_iter,
+            stop: params.stop,
+            inner_stop: mixed.inner_stop,
         };
         return iterative_refinement(a64, a32, m32, b, x, &refinement);
     }

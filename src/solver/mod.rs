@@ -61,6 +61,7 @@ mod mixed;
 mod precond;
 mod refine;
 pub(crate) mod space;
+mod stopping;
 
 pub use crate::operator::{LinearOperator, OperatorCost};
 pub use bicgstab::bicgstab;
@@ -73,6 +74,7 @@ pub use precond::{
     BlockJacobi, Chebyshev, ChebyshevParams, Identity, Jacobi, MixedPrecision, Preconditioner,
 };
 pub use refine::{iterative_refinement, RefinementParams};
+pub use stopping::Stopping;
 
 /// Why a solver stopped.
 #[derive(Clone, Debug, PartialEq)]
@@ -188,7 +190,7 @@ impl<'a> Monitor<'a> {
         Monitor(RefCell::new(Some(Box::new(f))))
     }
 
-    fn call(&self, info: &IterationInfo) -> Control {
+    pub(crate) fn call(&self, info: &IterationInfo) -> Control {
         match self.0.borrow_mut().as_mut() {
             Some(f) => f(info),
             None => Control::Continue,
@@ -206,15 +208,11 @@ impl fmt::Debug for Monitor<'_> {
     }
 }
 
-/// Solver parameters. `Default`: `rtol = 1e-8`, `atol = 0`, 1000 iterations, GMRES restart
-/// 30, stagnation window 1000, progress on terminals.
+/// Solver parameters. `Default`: [`Stopping::default`] (`rtol = 1e-8`, `atol = 0`, 1000
+/// iterations), GMRES restart 30, stagnation window 1000, progress on terminals.
 pub struct SolverParams<'a> {
-    /// Relative tolerance on `‖r‖ / ‖b‖`.
-    pub rtol: f64,
-    /// Absolute tolerance on `‖r‖`.
-    pub atol: f64,
-    /// Iteration limit.
-    pub max_iter: usize,
+    /// When to stop: `‖r‖ ≤ max(rtol ‖b‖, atol)` or `max_iter` iterations.
+    pub stop: Stopping,
     /// Krylov space dimension between GMRES restarts.
     pub restart: usize,
     /// Iterations without a new residual minimum before [`StopReason::Stagnation`]
@@ -236,9 +234,7 @@ pub struct SolverParams<'a> {
 impl Default for SolverParams<'_> {
     fn default() -> Self {
         SolverParams {
-            rtol: 1e-8,
-            atol: 0.0,
-            max_iter: 1000,
+            stop: Stopping::default(),
             restart: 30,
             stagnation_window: 1000,
             flexible: false,
@@ -252,9 +248,13 @@ impl Default for SolverParams<'_> {
 impl<'a> SolverParams<'a> {
     /// Parameters with relative tolerance `rtol` and iteration limit `max_iter`.
     pub fn new(rtol: f64, max_iter: usize) -> Self {
+        SolverParams::stopping(Stopping::new(rtol, max_iter))
+    }
+
+    /// Parameters that stop by `stop`, the rest default.
+    pub fn stopping(stop: Stopping) -> Self {
         SolverParams {
-            rtol,
-            max_iter,
+            stop,
             ..Default::default()
         }
     }
@@ -271,9 +271,7 @@ impl<'a> SolverParams<'a> {
 impl fmt::Debug for SolverParams<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SolverParams")
-            .field("rtol", &self.rtol)
-            .field("atol", &self.atol)
-            .field("max_iter", &self.max_iter)
+            .field("stop", &self.stop)
             .field("restart", &self.restart)
             .field("stagnation_window", &self.stagnation_window)
             .field("flexible", &self.flexible)
@@ -384,7 +382,7 @@ impl<'p, 'a> Tracker<'p, 'a> {
             params,
             solver,
             history: Vec::new(),
-            target: (params.rtol * rhs_norm).max(params.atol),
+            target: params.stop.target(rhs_norm),
             rhs_norm,
             best: f64::INFINITY,
             best_at: 0,
@@ -455,7 +453,7 @@ impl<'p, 'a> Tracker<'p, 'a> {
         if window > 0 && iteration >= self.best_at + window {
             return Some(StopReason::Stagnation);
         }
-        if iteration >= self.params.max_iter {
+        if iteration >= self.params.stop.max_iter {
             return Some(StopReason::MaxIterations);
         }
         None

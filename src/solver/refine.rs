@@ -8,31 +8,26 @@ use crate::error::Result;
 use crate::scalar::Element;
 use crate::solver::{
     check_system, pcg, true_residual, LinearOperator, Preconditioner, Progress, SolveReport,
-    SolverParams, StopReason,
+    SolverParams, StopReason, Stopping,
 };
 use crate::vector::Vector;
 
 /// Parameters of [`iterative_refinement`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RefinementParams {
-    /// Target `‖b − A x‖ / ‖b‖` (in f64).
-    pub rtol: f64,
-    /// Outer (refinement) steps at most.
-    pub max_outer: usize,
-    /// Relative tolerance of each inner f32 solve.
-    pub inner_rtol: f64,
-    /// Iteration limit of each inner solve.
-    pub inner_max_iter: usize,
+    /// When the refinement stops: the f64 residual `‖b − A x‖` against the tolerance, and
+    /// `max_iter` outer (refinement) steps.
+    pub stop: Stopping,
+    /// When each inner f32 solve stops.
+    pub inner_stop: Stopping,
 }
 
 impl Default for RefinementParams {
     /// `rtol = 1e-12`, 20 outer steps, inner solves to `1e-4` in at most 1000 iterations.
     fn default() -> Self {
         RefinementParams {
-            rtol: 1e-12,
-            max_outer: 20,
-            inner_rtol: 1e-4,
-            inner_max_iter: 1000,
+            stop: Stopping::new(1e-12, 20),
+            inner_stop: Stopping::new(1e-4, 1000),
         }
     }
 }
@@ -65,8 +60,7 @@ pub fn iterative_refinement<B: Backend>(
     let mut r = b.try_clone()?;
     let mut outer = 0;
     let inner_params = SolverParams {
-        rtol: params.inner_rtol,
-        max_iter: params.inner_max_iter,
+        stop: params.inner_stop,
         progress: Progress::Never,
         stagnation_window: 0,
         ..SolverParams::default()
@@ -82,10 +76,10 @@ pub fn iterative_refinement<B: Backend>(
                 quantity: "residual",
             };
         }
-        if rnorm <= params.rtol * bnorm || rnorm == 0.0 {
+        if params.stop.met(rnorm, bnorm) || rnorm == 0.0 {
             break StopReason::Converged;
         }
-        if outer >= params.max_outer {
+        if outer >= params.stop.max_iter {
             break StopReason::MaxIterations;
         }
         if outer > 0 && rnorm >= history[outer - 1] {

@@ -143,7 +143,7 @@ pub(crate) fn drive<S: Scalar, V: KrylovVector<S>>(
         if reason != StopReason::Converged || t.converged(true_norm) {
             return Ok(b.finish_report(t.report(k, reason, true_norm)));
         }
-        if replacements == MAX_RESIDUAL_REPLACEMENTS || k >= params.max_iter {
+        if replacements == MAX_RESIDUAL_REPLACEMENTS || k >= params.stop.max_iter {
             let target = t.target();
             let reason = StopReason::ResidualGap {
                 true_residual: true_norm,

@@ -9,7 +9,7 @@ use galerkin::distributed::{
 use galerkin::random::Rng;
 use galerkin::solver::{
     bicgstab, gmres, mixed_solve, pcg, InnerSolver, Jacobi, MixedOuter, MixedParams, Progress,
-    SolveReport, SolverParams,
+    SolveReport, SolverParams, Stopping,
 };
 use galerkin::sparse::{Csr, SparseMatrix};
 use galerkin::{Backend, Cpu, Element, Error, Scalar, Vector};
@@ -227,8 +227,7 @@ fn jacobi_block<'a, B: Backend, S: Scalar>(backend: &B, d: &DistCsr) -> BlockJac
 
 fn quiet(rtol: f64) -> SolverParams<'static> {
     SolverParams {
-        rtol,
-        max_iter: 2000,
+        stop: Stopping::new(rtol, 2000),
         progress: Progress::Never,
         ..SolverParams::default()
     }
@@ -346,14 +345,13 @@ fn check_solvers<B: Backend>(
     let mixed = MixedParams {
         outer: MixedOuter::FlexibleCg,
         inner: InnerSolver::Cg,
-        inner_rtol: 1e-3,
-        inner_max_iter: 200,
+        inner_stop: Stopping::new(1e-3, 200),
         inner_restart: 30,
     };
     let mut x1 = Vector::zeros(backend, n).unwrap();
     let r1 = mixed_solve(&single, &single32, Some(&jac32), &b1, &mut x1, &p, &mixed).unwrap();
     let bj32 = jacobi_block::<B, f32>(backend, d);
-    let inner = InnerCg::new(&m32, Some(&bj32), 1e-3, 200);
+    let inner = InnerCg::new(&m32, Some(&bj32), Stopping::new(1e-3, 200));
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
     let r = distributed::mixed_cg(&m, &inner, &b, &mut x, &p).unwrap();
     close(comm, "mixed f64/f32", &r, &r1, 1);

@@ -332,7 +332,7 @@ fn every_entry_point_rejects_bad_calls<B: galerkin::Backend, T: galerkin::Scalar
         );
         let a32: Csr<B, f32> = poisson2d_5pt(3).unwrap().convert().to_backend(b).unwrap();
         let bad = MixedParams {
-            inner_rtol: 0.0,
+            inner_stop: galerkin::solver::Stopping::new(0.0, 200),
             ..MixedParams::default()
         };
         err(

@@ -5,8 +5,10 @@
 use galerkin::tensor::TensorOps;
 use std::f64::consts::PI;
 
-use galerkin::multigrid::{fmg, l2_error, level_rhs, Multigrid, MultigridParams, SmootherKind};
-use galerkin::solver::{fgmres, pcg, MixedPrecision, Progress, SolverParams};
+use galerkin::multigrid::{
+    fmg, l2_error, level_rhs, FmgParams, Multigrid, MultigridParams, SmootherKind,
+};
+use galerkin::solver::{fgmres, pcg, MixedPrecision, Progress, SolverParams, Stopping};
 use galerkin::tensor::{OperatorKind, TensorOperator};
 use galerkin::{Backend, Cpu, Error, Scalar, Vector};
 
@@ -37,9 +39,7 @@ fn fmg_cycles<B: Backend + TensorOps>(b: &B, dim: usize, k: usize, levels: usize
         &rhs,
         &rhs[levels - 1],
         &mut x,
-        1e-9,
-        50,
-        &mut |_, _| {},
+        &FmgParams::new(Stopping::new(1e-9, 50)),
     )
     .unwrap();
     assert!(report.converged, "{dim}D Q{k} L={levels}: {report:?}");
@@ -109,9 +109,7 @@ fn fmg_on_every_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
             &rhs,
             &rhs[levels - 1],
             &mut x,
-            tol,
-            30,
-            &mut |_, _| {},
+            &FmgParams::new(Stopping::new(tol, 30)),
         )
         .unwrap();
         assert!(
@@ -129,9 +127,7 @@ fn fmg_on_every_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
             &rhsc,
             &rhsc[levels - 1],
             &mut xc,
-            1e-12,
-            30,
-            &mut |_, _| {},
+            &FmgParams::new(Stopping::new(1e-12, 30)),
         )
         .unwrap();
         let (x, xc) = (x.to_vec().unwrap(), xc.to_vec().unwrap());
@@ -167,8 +163,7 @@ fn krylov_with_vcycle<B: Backend + TensorOps, T: Scalar>(b: &B) {
                 level_rhs::<B, f64>(b, grid, dim as f64 * PI * PI, |x| (PI * x).sin()).unwrap();
             let m = MixedPrecision::<B, T, _>::new(&mg);
             let solver = SolverParams {
-                rtol: 1e-9,
-                max_iter: 30,
+                stop: Stopping::new(1e-9, 30),
                 flexible: true,
                 progress: Progress::Never,
                 ..Default::default()
@@ -205,8 +200,7 @@ fn l2_error_rate_and_mixed_precision() {
                         level_rhs::<Cpu, f64>(&cpu, grid, dim as f64 * PI * PI, |x| (PI * x).sin())
                             .unwrap();
                     let solver = SolverParams {
-                        rtol: 1e-10,
-                        max_iter: 30,
+                        stop: Stopping::new(1e-10, 30),
                         progress: Progress::Never,
                         ..Default::default()
                     };
@@ -274,8 +268,7 @@ fn chebyshev_smoother_preconditions_gmres() {
         let a = TensorOperator::<Cpu, f64>::new(&cpu, grid, OperatorKind::Laplace).unwrap();
         let rhs = level_rhs::<Cpu, f64>(&cpu, grid, 1.0, |_| 1.0).unwrap();
         let solver = SolverParams {
-            rtol: 1e-9,
-            max_iter: 60,
+            stop: Stopping::new(1e-9, 60),
             progress: Progress::Never,
             ..Default::default()
         };

@@ -142,7 +142,7 @@ fn hdg_patch_test<B: Backend + HdgOps, T: Scalar>(b: &B) {
                 &solver,
             );
             // Round-off of T times the conditioning of the local and trace solves.
-            let tol = 1e5 * T::EPS.max(solver.rtol);
+            let tol = 1e5 * T::EPS.max(solver.stop.rtol);
             assert!(
                 e.u < tol && e.q < 10.0 * tol && e.u_star.unwrap() < tol,
                 "P = {p}, polynomial of degree {degree} ({}): errors {e:?}, tolerance {tol:e}",

@@ -339,7 +339,7 @@ fn hdg_stages<B: Backend + HdgOps, T: Scalar>(b: &B) {
     );
     assert!(td.report.converged(), "{:?}", td.report);
     // K has condition ~10⁴ here: the solution error is the residual times that.
-    let tol_solve = 1e4 * solver.rtol.max(T::EPS);
+    let tol_solve = 1e4 * solver.stop.rtol.max(T::EPS);
     assert_rel(
         &td.lambda.to_vec().unwrap(),
         &tr.lambda.to_vec().unwrap(),
