@@ -16,8 +16,9 @@ use super::vector::DistVector;
 use crate::bundle::Backend;
 use crate::error::{check_len, Error, Result};
 use crate::scalar::Scalar;
+use crate::solver::cg::{iterate, HostScalars};
 use crate::solver::{Preconditioner, SolveReport, SolverParams, StopReason, Tracker};
-use crate::vector::{cg_update, dot_into};
+use crate::vector::dot_into;
 
 /// A preconditioner of a distributed operator.
 pub trait DistPreconditioner<B: Backend, S: Scalar> {
@@ -262,76 +263,30 @@ fn single_reduction_cg<B: Backend, S: Scalar>(
     Ok((k, reason))
 }
 
+/// The host form of the one CG iteration ([`crate::solver::cg`]) on distributed vectors:
+/// two global sums per iteration (`p·q`, then `r·r` with `r·z` and the flexible `r·z_old`).
 fn cg_iterate<B: Backend, S: Scalar>(
     t: &mut Tracker<'_, '_>,
     a: &dyn DistOperator<B, S>,
     m: Option<&dyn DistPreconditioner<B, S>>,
     x: &mut DistVector<B, S>,
-    mut r: DistVector<B, S>,
+    r: DistVector<B, S>,
     k0: usize,
     flexible: bool,
 ) -> Result<(usize, StopReason)> {
-    let comm = a.layout().comm().clone();
-    let backend = r.owned().backend().clone();
-    let layout = r.layout().clone();
-    let mut z = DistVector::zeros(&backend, &layout)?;
-    // [r·r, r·z] (r·z = r·r without M).
-    let sums =
-        |r: &DistVector<B, S>, z: &mut DistVector<B, S>, rr: S, r_zold: S| -> Result<[S; 3]> {
-            let rz = match m {
-                Some(m) => {
-                    m.precondition(r, z)?;
-                    r.owned().dot(z.owned())?
-                }
-                None => rr,
-            };
-            let s = comm.sum(&[rr.as_f64(), rz.as_f64(), r_zold.as_f64()]);
-            Ok([S::from_f64(s[0]), S::from_f64(s[1]), S::from_f64(s[2])])
-        };
-    let rr_local = r.owned().dot(r.owned())?;
-    let [rr, mut rz, _] = sums(&r, &mut z, rr_local, S::ZERO)?;
-    let mut p = if m.is_some() {
-        z.try_clone()?
-    } else {
-        r.try_clone()?
+    let product = |p: &DistVector<B, S>, q: &mut DistVector<B, S>| {
+        a.apply(p, q)?;
+        p.dot(q)
     };
-    let mut q = DistVector::zeros(&backend, &layout)?;
-    if let Some(reason) = t.record(k0, rr.as_f64().sqrt()) {
-        return Ok((k0, reason));
-    }
-    let mut k = k0;
-    let reason = loop {
-        k += 1;
-        a.apply(&p, &mut q)?;
-        t.applications += 1;
-        let pq = p.dot(&q)?;
-        let pqf = pq.as_f64();
-        if !pqf.is_finite() {
-            break StopReason::NonFinite { quantity: "pᵀAp" };
+    let precondition = m.map(|m| {
+        move |r: &DistVector<B, S>, z: &mut DistVector<B, S>| {
+            m.precondition(r, z)?;
+            r.owned().dot(z.owned())
         }
-        if pqf <= 0.0 {
-            break StopReason::IndefiniteOperator { curvature: pqf };
-        }
-        let alpha = rz / pq;
-        let rr_local = cg_update(alpha, p.owned(), q.owned(), x.owned_mut(), r.owned_mut())?;
-        let r_zold = if flexible && m.is_some() {
-            r.owned().dot(z.owned())?
-        } else {
-            S::ZERO
-        };
-        let [rr, rz_new, r_zold] = sums(&r, &mut z, rr_local, r_zold)?;
-        if let Some(reason) = t.record(k, rr.as_f64().sqrt()) {
-            break reason;
-        }
-        let beta = (rz_new - r_zold) / rz;
-        rz = rz_new;
-        if !beta.as_f64().is_finite() {
-            break StopReason::NonFinite { quantity: "β" };
-        }
-        match m {
-            Some(_) => p.axpby(S::ONE, &z, beta)?,
-            None => p.axpby(S::ONE, &r, beta)?,
-        }
-    };
-    Ok((k, reason))
+    });
+    let precondition = precondition
+        .as_ref()
+        .map(|f| f as &dyn Fn(&DistVector<B, S>, &mut DistVector<B, S>) -> Result<S>);
+    let mut scalars = HostScalars::new(&product, precondition, flexible, &r)?;
+    iterate(t, &mut scalars, x, r, k0)
 }

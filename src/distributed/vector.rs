@@ -283,3 +283,22 @@ impl<B: Backend, T: Scalar> crate::solver::space::KrylovVector<T> for DistVector
         }
     }
 }
+
+/// The distributed CG of the host form: local updates and dots on the owned parts, one
+/// global sum for the three scalars.
+impl<B: Backend, T: Scalar> crate::solver::cg::CgVector<T> for DistVector<B, T> {
+    const COLLECTIVE: bool = true;
+
+    fn cg_update(alpha: T, p: &Self, q: &Self, x: &mut Self, r: &mut Self) -> Result<T> {
+        crate::vector::cg_update(alpha, &p.owned, &q.owned, &mut x.owned, &mut r.owned)
+    }
+
+    fn local_dot(&self, y: &Self) -> Result<T> {
+        self.owned.dot(&y.owned)
+    }
+
+    fn sum(&self, local: [f64; 3]) -> [f64; 3] {
+        let g = self.layout.comm.sum(&local);
+        [g[0], g[1], g[2]]
+    }
+}

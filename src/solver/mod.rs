@@ -55,7 +55,7 @@ use crate::scalar::Scalar;
 use crate::vector::Vector;
 
 mod bicgstab;
-mod cg;
+pub(crate) mod cg;
 pub(crate) mod gmres;
 mod mixed;
 mod precond;
@@ -390,6 +390,11 @@ impl<'p, 'a> Tracker<'p, 'a> {
             bar,
             applications: 0,
         }
+    }
+
+    /// The iteration limit.
+    pub(crate) fn max_iter(&self) -> usize {
+        self.params.stop.max_iter
     }
 
     /// The tolerance `max(rtol ‖b‖, atol)`.
