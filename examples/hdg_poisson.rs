@@ -452,62 +452,35 @@ impl BackendTask for Task<'_> {
     }
 }
 
-fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_number(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:e}")
-    } else {
-        "null".into()
-    }
-}
-
 fn report(args: &Args, mesh: &TriMesh, o: &Outcome) {
     let stages = o.times.stages();
     let total = o.times.total().as_secs_f64();
     if args.json {
-        let seconds: Vec<String> = stages
-            .iter()
-            .map(|(name, d)| format!("{}: {}", json_string(name), json_number(d.as_secs_f64())))
-            .chain(std::iter::once(format!(
-                "\"total\": {}",
-                json_number(total)
-            )))
-            .collect();
-        let mut fields = vec![
-            format!("\"backend\": {}", json_string(&o.backend)),
-            format!(
-                "\"precision\": {}",
-                json_string(&format!("{:?}", args.precision).to_lowercase())
-            ),
-            format!("\"triangles\": {}", mesh.num_triangles()),
-            format!("\"degree\": {}", args.degree),
-            format!("\"dofs\": {}", o.dofs),
-            format!("\"iterations\": {}", o.iterations),
-            format!("\"converged\": {}", o.converged),
-            format!("\"seconds\": {{{}}}", seconds.join(", ")),
-        ];
-        if let Some(e) = &o.errors {
-            fields.push(format!(
-                "\"l2_error\": {{\"u\": {}, \"q\": {}, \"u_star\": {}}}",
-                json_number(e.u),
-                json_number(e.q),
-                e.u_star.map_or("null".into(), json_number)
-            ));
+        let finite = |v: f64| v.is_finite().then_some(v);
+        let mut seconds = serde_json::Map::new();
+        for (name, d) in &stages {
+            seconds.insert(name.to_string(), serde_json::json!(d.as_secs_f64()));
         }
-        println!("{{{}}}", fields.join(", "));
+        seconds.insert("total".into(), serde_json::json!(total));
+        let mut value = serde_json::json!({
+            "backend": o.backend,
+            "precision": format!("{:?}", args.precision).to_lowercase(),
+            "triangles": mesh.num_triangles(),
+            "degree": args.degree,
+            "dofs": o.dofs,
+            "iterations": o.iterations,
+            "converged": o.converged,
+            "reason": o.reason,
+            "seconds": seconds,
+        });
+        if let Some(e) = &o.errors {
+            value["l2_error"] = serde_json::json!({
+                "u": finite(e.u),
+                "q": finite(e.q),
+                "u_star": e.u_star.and_then(finite),
+            });
+        }
+        println!("{value}");
         return;
     }
     println!("backend:     {}", o.backend);

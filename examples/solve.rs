@@ -32,7 +32,7 @@ mod common;
 #[cfg(feature = "mpi")]
 #[path = "common/solve_dist.rs"]
 mod solve_dist;
-use common::{load, read_vector, write_vector, BackendArg, FormatArg, PrecisionArg};
+use common::{load, read_vector, say, write_vector, BackendArg, FormatArg, PrecisionArg};
 
 /// The Krylov method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -111,7 +111,7 @@ struct Args {
     /// when distributed).
     #[arg(long)]
     out: Option<String>,
-    /// Print one JSON object instead of the text report.
+    /// Print one JSON object on stdout (the text report goes to stderr).
     #[arg(long)]
     json: bool,
     /// Distributed runs (feature `mpi`, under `mpirun`): how rows are given to ranks,
@@ -168,11 +168,11 @@ fn operator<B: Backend, V: Element>(
     match format {
         None => {
             let (m, choice) = SparseMatrix::auto(b, &a)?;
-            println!("format: {choice}");
+            say!("format: {choice}");
             Ok(m)
         }
         Some(f) => {
-            println!("format: {f} (requested)");
+            say!("format: {f} (requested)");
             SparseMatrix::from_csr(b, &a, f, &FormatOptions::default())
         }
     }
@@ -294,10 +294,10 @@ impl BackendTask for Task<'_> {
             Some(bytes) => b.with_buffer_limit(bytes)?,
             None => b,
         };
-        println!("backend: {}", b.info());
+        say!("backend: {}", b.info());
         let part = galerkin::backend::vector_part_len(b.info().max_buffer_bytes);
         if self.a.nrows().max(self.a.ncols()) > part {
-            println!(
+            say!(
                 "vectors of {} values in {} parts of at most {part} (buffers of at most {} bytes)",
                 self.a.nrows(),
                 self.a.nrows().div_ceil(part),
@@ -351,11 +351,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    common::json_mode(args.json);
     let result = (|| -> Result<bool> {
         let t0 = Instant::now();
         let a = load(&args.matrix)?;
         let s = a.stats();
-        println!(
+        say!(
             "matrix: {} x {}, {} nonzeros (row length {}..{}, mean {:.2}); built in {:.2} s",
             a.nrows(),
             a.ncols(),
@@ -379,9 +380,12 @@ fn main() -> ExitCode {
                 b.to_vec()?
             }
         };
-        println!(
+        say!(
             "solver: {:?}, preconditioner: {:?}, precision: {:?}, tolerance {:e}",
-            args.solver, args.precond, args.precision, args.tol
+            args.solver,
+            args.precond,
+            args.precision,
+            args.tol
         );
         let (out, rhs_given) = (args.out.clone(), args.rhs.is_some());
         let task = Task {
@@ -390,32 +394,39 @@ fn main() -> ExitCode {
             b: &b,
         };
         let (x, report) = galerkin::with_backend(args.backend.kind(), task)?;
+        let true_relative = relative_residual(&a, &b, &x)?;
+        let error = (!rhs_given).then(|| {
+            x.iter().map(|v| (v - 1.0) * (v - 1.0)).sum::<f64>().sqrt()
+                / (x.len().max(1) as f64).sqrt()
+        });
         if args.json {
-            println!(
-                "{{\"ranks\": 1, \"backend\": \"{}\", \"rows\": {}, \"solver\": \"{}\", \"converged\": {}, \"iterations\": {}, \"final_residual\": {:e}, \"relative_residual\": {:e}, \"time_s\": {:.6}}}",
-                args.backend.kind().name(),
-                a.nrows(),
-                report.solver,
-                report.converged(),
-                report.iterations,
-                report.final_residual,
-                report.relative_residual(),
-                report.time.as_secs_f64()
-            );
+            let value = serde_json::json!({
+                "ranks": 1,
+                "backend": args.backend.kind().name(),
+                "matrix": args.matrix,
+                "rows": a.nrows(),
+                "nnz": a.nnz(),
+                "solver": report.solver,
+                "precision": format!("{:?}", args.precision).to_lowercase(),
+                "converged": report.converged(),
+                "reason": report.reason.to_string(),
+                "iterations": report.iterations,
+                "final_residual": finite(report.final_residual),
+                "relative_residual": finite(report.relative_residual()),
+                "true_relative_residual": finite(true_relative),
+                "error_from_ones": error.map(finite),
+                "time_s": report.time.as_secs_f64(),
+            });
+            println!("{value}");
         }
-        println!("{report}");
-        println!(
-            "true relative residual of the f64 system: {:.3e}",
-            relative_residual(&a, &b, &x)?
-        );
-        if !rhs_given {
-            let err = x.iter().map(|v| (v - 1.0) * (v - 1.0)).sum::<f64>().sqrt()
-                / (x.len().max(1) as f64).sqrt();
-            println!("‖x − 1‖₂/√n = {err:.3e} (b = A·1)");
+        say!("{report}");
+        say!("true relative residual of the f64 system: {true_relative:.3e}");
+        if let Some(err) = error {
+            say!("‖x − 1‖₂/√n = {err:.3e} (b = A·1)");
         }
         if let Some(path) = out {
             write_vector(&path, &x)?;
-            println!("x written to {path}");
+            say!("x written to {path}");
         }
         if !report.converged() {
             eprintln!("solve: not converged: {}", report.reason);
@@ -429,5 +440,14 @@ fn main() -> ExitCode {
             eprintln!("solve: error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A number for JSON: `null` where it is not finite (JSON has no NaN or infinity).
+fn finite(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        serde_json::json!(v)
+    } else {
+        serde_json::Value::Null
     }
 }

@@ -24,7 +24,7 @@ use galerkin::{Backend, BackendTask, Cpu, Element, Error, FullBackend, Result, S
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{load, read_vector, write_vector, BackendArg, FormatArg, PrecisionArg};
+use common::{load, read_vector, say, write_vector, BackendArg, FormatArg, PrecisionArg};
 
 /// `y = A x` on any backend, format and precision: a Matrix Market file or a generated
 /// matrix, x from a file or all ones; prints the chosen format, the storage and ‖y‖.
@@ -52,6 +52,21 @@ struct Args {
     /// Also time the product (median over 30 batches of at least 5 ms): time, GB/s, GFLOP/s.
     #[arg(long)]
     bench: bool,
+    /// Print one JSON object on stdout (the text report goes to stderr): `backend`,
+    /// `matrix`, `rows`, `cols`, `nnz`, `format`, `precision`, `storage_bytes`, `y_norm2`,
+    /// `y_norm_inf`, and with `--bench` `seconds`, `gb_per_s`, `gflop_per_s`.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What one run measured.
+struct Outcome {
+    y: Vec<f64>,
+    backend: String,
+    format: FormatChoice,
+    storage_bytes: usize,
+    /// Median seconds a product, bytes and flops a product (with `--bench`).
+    bench: Option<(f64, f64, f64)>,
 }
 
 struct Task {
@@ -61,7 +76,7 @@ struct Task {
 }
 
 /// Builds the matrix with values `V`, multiplies with vectors `T`, reports.
-fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Vec<f64>> {
+fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Outcome> {
     let a: Csr<Cpu, V> = t.a.convert();
     let (m, choice) = match t.args.format.format() {
         None => SparseMatrix::auto(b, &a)?,
@@ -74,8 +89,8 @@ fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Vec<f64>> {
             },
         ),
     };
-    println!("format: {choice}");
-    println!(
+    say!("format: {choice}");
+    say!(
         "storage: {:.1} MB ({:.2} bytes per nonzero; CSR would be {:.1} MB)",
         m.storage_bytes() as f64 / 1e6,
         m.storage_bytes() as f64 / m.nnz().max(1) as f64,
@@ -85,6 +100,7 @@ fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Vec<f64>> {
     let x = Vector::from_slice(b, &xs)?;
     let mut y = Vector::zeros(b, m.nrows())?;
     m.spmv(T::ONE, &x, T::ZERO, &mut y)?;
+    let mut bench = None;
     if t.args.bench {
         // Each sample: a batch of back-to-back products lasting at least 5 ms, bracketed by
         // synchronisation (whose latency, 30-200 µs on a GPU, would otherwise count in every
@@ -107,21 +123,29 @@ fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Vec<f64>> {
         }
         times.sort();
         let time = times[15].as_secs_f64();
-        let bytes = m.storage_bytes() + (m.nrows() + m.ncols()) * T::DTYPE.size();
-        println!(
+        let bytes = (m.storage_bytes() + (m.nrows() + m.ncols()) * T::DTYPE.size()) as f64;
+        let flops = 2.0 * m.nnz() as f64;
+        say!(
             "bench: {:.1} us a product (median of 30 batches), {:.1} GB/s (stored arrays + x + y once), {:.1} GFLOP/s",
             time * 1e6,
-            bytes as f64 / time / 1e9,
-            2.0 * m.nnz() as f64 / time / 1e9
+            bytes / time / 1e9,
+            flops / time / 1e9
         );
+        bench = Some((time, bytes, flops));
     }
-    Ok(y.to_vec()?.into_iter().map(|v| v.as_f64()).collect())
+    Ok(Outcome {
+        y: y.to_vec()?.into_iter().map(|v| v.as_f64()).collect(),
+        backend: b.info().to_string(),
+        format: choice,
+        storage_bytes: m.storage_bytes(),
+        bench,
+    })
 }
 
 impl BackendTask for Task {
-    type Output = Vec<f64>;
-    fn run<B: FullBackend>(self, b: B) -> Result<Vec<f64>> {
-        println!("backend: {}", b.info());
+    type Output = Outcome;
+    fn run<B: FullBackend>(self, b: B) -> Result<Outcome> {
+        say!("backend: {}", b.info());
         match self.args.precision {
             PrecisionArg::F32 => run::<B, f32, f32>(&b, &self),
             PrecisionArg::Mixed => run::<B, f32, f64>(&b, &self),
@@ -132,11 +156,12 @@ impl BackendTask for Task {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    common::json_mode(args.json);
     let result = (|| -> Result<()> {
         let t0 = Instant::now();
         let a = load(&args.matrix)?;
         let s = a.stats();
-        println!(
+        say!(
             "matrix: {} x {}, {} nonzeros, row length min {} / mean {:.2} / max {} (std {:.2}), {} empty rows; loaded in {:.2} s",
             a.nrows(),
             a.ncols(),
@@ -163,17 +188,40 @@ fn main() -> ExitCode {
             }
             None => vec![1.0; a.ncols()],
         };
-        let out = args.out.clone();
+        let (out, json) = (args.out.clone(), args.json);
+        let (matrix, precision) = (args.matrix.clone(), args.precision);
+        let (rows, cols, nnz) = (a.nrows(), a.ncols(), a.nnz());
         let backend = args.backend.kind();
-        let y = galerkin::with_backend(backend, Task { args, a, x })?;
+        let o = galerkin::with_backend(backend, Task { args, a, x })?;
+        let y = &o.y;
         let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
-        println!(
-            "‖y‖₂ = {norm:.12e}, ‖y‖∞ = {:.12e}",
-            y.iter().fold(0.0f64, |m, v| m.max(v.abs()))
-        );
+        let max = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        say!("‖y‖₂ = {norm:.12e}, ‖y‖∞ = {max:.12e}");
         if let Some(path) = out {
-            write_vector(&path, &y)?;
-            println!("y written to {path}");
+            write_vector(&path, y)?;
+            say!("y written to {path}");
+        }
+        if json {
+            let finite = |v: f64| v.is_finite().then_some(v);
+            let mut value = serde_json::json!({
+                "backend": o.backend,
+                "matrix": matrix,
+                "rows": rows,
+                "cols": cols,
+                "nnz": nnz,
+                "format": o.format.format.name(),
+                "format_params": o.format.params,
+                "precision": format!("{precision:?}").to_lowercase(),
+                "storage_bytes": o.storage_bytes,
+                "y_norm2": finite(norm),
+                "y_norm_inf": finite(max),
+            });
+            if let Some((seconds, bytes, flops)) = o.bench {
+                value["seconds"] = serde_json::json!(seconds);
+                value["gb_per_s"] = serde_json::json!(bytes / seconds / 1e9);
+                value["gflop_per_s"] = serde_json::json!(flops / seconds / 1e9);
+            }
+            println!("{value}");
         }
         Ok(())
     })();

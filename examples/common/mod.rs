@@ -4,9 +4,37 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use galerkin::sparse::Csr;
 use galerkin::{Cpu, Error, Result};
+
+/// Whether `--json` is on: the one JSON object goes to stdout, the text report to stderr.
+static JSON: AtomicBool = AtomicBool::new(false);
+
+/// Sends the text report to stderr from now on (`--json`: stdout holds only the JSON object).
+pub fn json_mode(on: bool) {
+    JSON.store(on, Ordering::Relaxed);
+}
+
+/// Whether the text report goes to stderr.
+pub fn json_on() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+/// A line of the text report: on stdout, or on stderr under `--json`.
+#[allow(unused_macros)]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if $crate::common::json_on() {
+            eprintln!($($arg)*)
+        } else {
+            println!($($arg)*)
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use say;
 
 /// The generators `load` understands, for help texts.
 pub const GENERATORS: &str = "poisson7:N, poisson27:N (3D, N^3 rows), poisson2d:N, fvm-tet:N (two-point-flux \

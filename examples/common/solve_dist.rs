@@ -239,35 +239,45 @@ impl BackendTask for Task<'_> {
                 _ => None,
             };
             if args.json {
-                let per_rank: Vec<String> = (0..comm.size())
+                let per_rank: Vec<serde_json::Value> = (0..comm.size())
                     .map(|r| {
-                        format!(
-                            "{{\"rank\": {r}, \"rows\": {}, \"nnz\": {}, \"ghosts\": {}, \"compute_s\": {:.6}, \"halo_s\": {:.6}, \"reduce_s\": {:.6}, \"spmv\": {}}}",
-                            quality.rows[r], quality.nnz[r], ghosts[r], all[0][r], all[1][r], all[2][r], all[3][r]
-                        )
+                        serde_json::json!({
+                            "rank": r,
+                            "rows": quality.rows[r],
+                            "nnz": quality.nnz[r],
+                            "ghosts": ghosts[r],
+                            "compute_s": all[0][r],
+                            "halo_s": all[1][r],
+                            "reduce_s": all[2][r],
+                            "spmv": all[3][r],
+                        })
                     })
                     .collect();
-                println!(
-                    "{{\"ranks\": {}, \"backend\": \"{}\", \"matrix\": \"{}\", \"rows\": {}, \"solver\": \"{}\", \"precision\": \"{:?}\", \"converged\": {}, \"reason\": \"{}\", \"iterations\": {}, \"final_residual\": {:e}, \"relative_residual\": {:e}, \"time_s\": {:.6}, \"exact_timing\": {}, \"partition\": {{\"method\": \"{}\", \"row_imbalance\": {:.4}, \"nnz_imbalance\": {:.4}, \"cut_nonzeros\": {}}}, \"per_rank\": [{}]}}",
-                    comm.size(),
-                    backend.kind().name(),
-                    args.matrix.replace('"', "'"),
-                    self.a.global_len(),
-                    report.solver,
-                    args.precision,
-                    report.converged(),
-                    report.reason.to_string().replace('"', "'"),
-                    report.iterations,
-                    report.final_residual,
-                    report.relative_residual(),
-                    report.time.as_secs_f64(),
-                    args.profile,
-                    self.a.layout().partition().method(),
-                    quality.row_imbalance,
-                    quality.nnz_imbalance,
-                    quality.cut_nonzeros,
-                    per_rank.join(", ")
-                );
+                let finite = |v: f64| v.is_finite().then_some(v);
+                let value = serde_json::json!({
+                    "ranks": comm.size(),
+                    "backend": backend.kind().name(),
+                    "matrix": args.matrix,
+                    "rows": self.a.global_len(),
+                    "solver": report.solver,
+                    "precision": format!("{:?}", args.precision).to_lowercase(),
+                    "converged": report.converged(),
+                    "reason": report.reason.to_string(),
+                    "iterations": report.iterations,
+                    "final_residual": finite(report.final_residual),
+                    "relative_residual": finite(report.relative_residual()),
+                    "error_from_ones": err,
+                    "time_s": report.time.as_secs_f64(),
+                    "exact_timing": args.profile,
+                    "partition": {
+                        "method": self.a.layout().partition().method().to_string(),
+                        "row_imbalance": quality.row_imbalance,
+                        "nnz_imbalance": quality.nnz_imbalance,
+                        "cut_nonzeros": quality.cut_nonzeros,
+                    },
+                    "per_rank": per_rank,
+                });
+                println!("{value}");
             } else {
                 println!(
                     "partition: {} — {quality}",

@@ -1,6 +1,7 @@
-//! The command-line examples as a user runs them: `hdg_poisson --json` keys and values, and
-//! a clear message with exit status 2 on bad input. `cargo test` builds the examples next
-//! to the test binary (`target/<profile>/examples`).
+//! The command-line examples as a user runs them: `--json` is exactly one JSON object on
+//! stdout (the text report on stderr) with the keys scripts read, and bad input gets a
+//! clear message with exit status 2. `cargo test` builds the examples next to the test
+//! binary (`target/<profile>/examples`).
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -24,17 +25,31 @@ fn run(name: &str, args: &[&str]) -> Output {
     example(name).args(args).output().expect("the example runs")
 }
 
-/// The number after `"key": ` in a flat JSON text.
-fn number(json: &str, key: &str) -> f64 {
-    let at = json
-        .find(&format!("\"{key}\": "))
-        .unwrap_or_else(|| panic!("{key} missing in {json}"));
-    let rest = &json[at + key.len() + 4..];
-    let end = rest.find([',', '}']).unwrap();
-    rest[..end]
-        .trim()
-        .parse()
-        .unwrap_or_else(|_| panic!("{key}: {:?}", &rest[..end]))
+/// Stdout of a successful run as its one JSON object: the whole of stdout must parse as a
+/// single object (nothing before or after it).
+fn json(out: &Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    object(&out.stdout)
+}
+
+/// `stdout` as exactly one JSON object.
+fn object(stdout: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stdout);
+    let value: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {text}"));
+    assert!(value.is_object(), "not an object: {text}");
+    value
+}
+
+/// A number of a JSON object.
+fn number(value: &serde_json::Value, key: &str) -> f64 {
+    value[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} is not a number in {value}"))
 }
 
 #[test]
@@ -55,13 +70,7 @@ fn hdg_poisson_json() {
             "--json",
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(json.trim().lines().count(), 1, "one JSON object: {json}");
+    let v = json(&out);
     for key in [
         "triangles",
         "degree",
@@ -69,14 +78,9 @@ fn hdg_poisson_json() {
         "iterations",
         "converged",
         "seconds",
-        "total",
         "l2_error",
-        "u_star",
     ] {
-        assert!(
-            json.contains(&format!("\"{key}\"")),
-            "{key} missing in {json}"
-        );
+        assert!(v.get(key).is_some(), "{key} missing in {v}");
     }
     for stage in [
         "setup",
@@ -86,19 +90,17 @@ fn hdg_poisson_json() {
         "solve",
         "recover",
         "post_process",
+        "total",
     ] {
-        assert!(number(&json, stage) >= 0.0);
+        assert!(number(&v["seconds"], stage) >= 0.0, "{stage}");
     }
-    assert_eq!(number(&json, "triangles"), 128.0);
-    assert_eq!(number(&json, "degree"), 3.0);
-    assert!(json.contains("\"converged\": true"));
+    assert_eq!(number(&v, "triangles"), 128.0);
+    assert_eq!(number(&v, "degree"), 3.0);
+    assert_eq!(v["converged"], true);
     // P = 3 on 8 x 8: errors ~1e-5 (u, q) and ~1e-7 (u*).
-    let (u, q, us) = (
-        number(&json, "u"),
-        number(&json, "q"),
-        number(&json, "u_star"),
-    );
-    assert!(u > 0.0 && u < 1e-4 && q < 1e-3 && us < u / 10.0, "{json}");
+    let e = &v["l2_error"];
+    let (u, q, us) = (number(e, "u"), number(e, "q"), number(e, "u_star"));
+    assert!(u > 0.0 && u < 1e-4 && q < 1e-3 && us < u / 10.0, "{v}");
 }
 
 #[test]
@@ -129,12 +131,7 @@ fn poisson_mg_json() {
         let mut args = vec!["--dim", "2", "--degree", "2", "--levels", levels, "--json"];
         args.extend_from_slice(extra);
         let out = run("poisson_mg", &args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("one JSON object")
+        json(&out)
     };
     let coarse = solve("3", &[]);
     for key in [
@@ -200,8 +197,7 @@ fn poisson_mg_bad_input() {
         ],
     );
     assert_eq!(out.status.code(), Some(3));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["converged"], false);
+    assert_eq!(object(&out.stdout)["converged"], false);
 }
 
 #[test]
@@ -209,13 +205,7 @@ fn maxwell_json_and_vtk() {
     let solve = |extra: &[&str]| -> serde_json::Value {
         let mut args = vec!["--mesh", "box:2", "--final-time", "0.2", "--json"];
         args.extend_from_slice(extra);
-        let out = run("maxwell", &args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("one JSON object")
+        json(&run("maxwell", &args))
     };
     let low = solve(&["--order", "2"]);
     let high = solve(&["--order", "4"]);
@@ -289,31 +279,78 @@ fn maxwell_bad_input() {
 
 /// `solve --buffer-limit`: vectors in parts and the matrix in matching blocks give the same
 /// iteration count and solution quality as one buffer; a limit below 2048 bytes is an error
-/// naming the limit, not a panic.
+/// naming the limit, not a panic. Under `--json` the text report is on stderr.
 #[test]
 fn solve_buffer_limit() {
-    let solve = |extra: &[&str]| -> (Output, String) {
+    let solve = |extra: &[&str]| -> Output {
         let mut args = vec!["--matrix", "poisson7:14", "--tol", "1e-10", "--json"];
         args.extend_from_slice(extra);
-        let out = run("solve", &args);
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        (out, text)
+        run("solve", &args)
     };
-    let (whole, w) = solve(&[]);
-    assert!(whole.status.success(), "{w}");
-    let (split, s) = solve(&["--buffer-limit", "16384"]);
-    assert!(split.status.success(), "{s}");
+    let whole = json(&solve(&[]));
+    let out = solve(&["--buffer-limit", "16384"]);
+    let split = json(&out);
+    let text = String::from_utf8_lossy(&out.stderr);
     assert!(
-        s.contains("vectors of 2744 values in 2 parts of at most 2048"),
-        "{s}"
+        text.contains("vectors of 2744 values in 2 parts of at most 2048"),
+        "{text}"
     );
-    let json = |t: &str| t.lines().find(|l| l.starts_with('{')).unwrap().to_string();
-    let (w, s) = (json(&w), json(&s));
-    let (kw, ks) = (number(&w, "iterations"), number(&s, "iterations"));
+    let (kw, ks) = (number(&whole, "iterations"), number(&split, "iterations"));
     assert!((kw - ks).abs() <= 1.0, "{kw} vs {ks}");
-    assert!(number(&s, "relative_residual") <= 1e-10, "{s}");
-    let (bad, _) = solve(&["--buffer-limit", "100"]);
+    assert!(number(&split, "relative_residual") <= 1e-10, "{split}");
+    let bad = solve(&["--buffer-limit", "100"]);
     let err = String::from_utf8_lossy(&bad.stderr);
     assert_ne!(bad.status.code(), Some(0));
     assert!(err.contains("2048") && !err.contains("panicked"), "{err}");
+}
+
+/// `solve --json` and `spmv --json`: one object with the keys scripts read, values that
+/// agree with the problem (b = A·1, so x ≈ 1; y = A·1 of the 2D Laplacian has ‖y‖∞ = 2 on
+/// the corner rows); the text report on stderr.
+#[test]
+fn solve_and_spmv_json() {
+    let s = json(&run(
+        "solve",
+        &["--matrix", "poisson2d:20", "--tol", "1e-9", "--json"],
+    ));
+    for key in [
+        "ranks",
+        "backend",
+        "rows",
+        "solver",
+        "converged",
+        "iterations",
+        "final_residual",
+        "relative_residual",
+        "true_relative_residual",
+        "time_s",
+    ] {
+        assert!(s.get(key).is_some(), "{key} missing in {s}");
+    }
+    assert_eq!(s["rows"], 400);
+    assert_eq!(s["converged"], true);
+    assert!(number(&s, "true_relative_residual") <= 1.01e-9, "{s}");
+    assert!(number(&s, "error_from_ones") < 1e-6, "{s}");
+
+    let out = run("spmv", &["--matrix", "poisson2d:20", "--json", "--bench"]);
+    let v = json(&out);
+    for key in [
+        "backend",
+        "rows",
+        "cols",
+        "nnz",
+        "format",
+        "storage_bytes",
+        "y_norm2",
+        "y_norm_inf",
+        "seconds",
+        "gb_per_s",
+        "gflop_per_s",
+    ] {
+        assert!(v.get(key).is_some(), "{key} missing in {v}");
+    }
+    assert_eq!(v["nnz"], 5 * 400 - 4 * 20);
+    assert_eq!(number(&v, "y_norm_inf"), 2.0, "{v}");
+    assert!(number(&v, "seconds") > 0.0);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("format:"));
 }
