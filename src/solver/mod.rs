@@ -54,7 +54,7 @@ pub(crate) mod cg;
 pub(crate) mod gmres;
 mod mixed;
 pub(crate) mod params;
-mod precond;
+pub(crate) mod precond;
 mod refine;
 pub(crate) mod report;
 pub(crate) mod space;
