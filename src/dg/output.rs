@@ -94,7 +94,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dg::reference::nodes;
+    use crate::dg::reference::warp_blend::nodes;
     use crate::mesh::tet_volume;
 
     #[test]

@@ -6,8 +6,9 @@ use super::vector::DistVector;
 use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::params::SolverParams;
+use crate::solver::report::SolveReport;
 use crate::solver::space::Apply;
-use crate::solver::{SolveReport, SolverParams};
 
 /// BiCGStab on a distributed operator, right-preconditioned, as
 /// [`solver::bicgstab`](crate::solver::bicgstab); `t·t` and `t·s` are one global sum.

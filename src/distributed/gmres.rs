@@ -11,8 +11,9 @@ use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::solver::gmres::{arnoldi_cycles, System};
+use crate::solver::params::SolverParams;
+use crate::solver::report::SolveReport;
 use crate::solver::space::Apply;
-use crate::solver::{SolveReport, SolverParams};
 
 /// GMRES(m) on a distributed operator, right-preconditioned (`m` fixed), as
 /// [`solver::gmres`](crate::solver::gmres) but with twice-applied classical Gram–Schmidt.

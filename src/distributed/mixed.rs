@@ -7,7 +7,9 @@ use super::solver::{cg, DistPreconditioner};
 use super::vector::DistVector;
 use crate::bundle::Backend;
 use crate::error::Result;
-use crate::solver::{Progress, SolveReport, SolverParams, Stopping};
+use crate::solver::params::{Progress, SolverParams};
+use crate::solver::report::SolveReport;
+use crate::solver::Stopping;
 
 /// The f32 inner solve of [`mixed_cg`] as an f64 preconditioner: `z ≈ A₃₂⁻¹ r` by PCG in f32
 /// to a relative tolerance, from zero.

@@ -17,7 +17,10 @@ use crate::bundle::Backend;
 use crate::error::{check_len, Error, Result};
 use crate::scalar::Scalar;
 use crate::solver::cg::{iterate, HostScalars};
-use crate::solver::{Preconditioner, SolveReport, SolverParams, StopReason, Tracker};
+use crate::solver::params::SolverParams;
+use crate::solver::report::{SolveReport, StopReason};
+use crate::solver::tracker::Tracker;
+use crate::solver::Preconditioner;
 use crate::vector::dot_into;
 
 /// A preconditioner of a distributed operator.

@@ -275,9 +275,12 @@ impl<B: Backend, T: Scalar> crate::solver::space::KrylovVector<T> for DistVector
     fn shows_progress(&self) -> bool {
         self.layout.comm.is_root()
     }
-    fn finish_report(&self, report: crate::solver::SolveReport) -> crate::solver::SolveReport {
+    fn finish_report(
+        &self,
+        report: crate::solver::report::SolveReport,
+    ) -> crate::solver::report::SolveReport {
         let slowest = self.layout.comm.max(report.time.as_secs_f64());
-        crate::solver::SolveReport {
+        crate::solver::report::SolveReport {
             time: std::time::Duration::from_secs_f64(slowest),
             ..report
         }

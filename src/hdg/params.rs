@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 use crate::hdg::host::{Field, Flux};
 use crate::hdg::reference::MAX_DEGREE;
 use crate::scalar::Scalar;
-use crate::solver::{Progress, Stopping};
+use crate::solver::params::Progress;
+use crate::solver::Stopping;
 
 /// The discretisation parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]

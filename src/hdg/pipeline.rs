@@ -20,7 +20,10 @@ use crate::hdg::stages::{
 use crate::hdg::topology::TraceTopology;
 use crate::mesh::tri::TriMesh;
 use crate::scalar::{Element, Scalar};
-use crate::solver::{pcg, BlockJacobi, Chebyshev, ChebyshevParams, Preconditioner, SolverParams};
+use crate::solver::params::SolverParams;
+use crate::solver::precond::chebyshev::{Chebyshev, ChebyshevParams};
+use crate::solver::precond::jacobi::BlockJacobi;
+use crate::solver::{pcg, Preconditioner};
 use crate::vector::Vector;
 
 /// The HDG discretisation of a mesh on a backend: element storage `V` (local matrices and

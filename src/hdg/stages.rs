@@ -8,7 +8,7 @@ use crate::bundle::Backend;
 use crate::hdg::host::Field;
 use crate::hdg::ops::HdgOps;
 use crate::scalar::{Element, Scalar};
-use crate::solver::SolveReport;
+use crate::solver::report::SolveReport;
 use crate::sparse::BlockEll;
 use crate::vector::Vector;
 

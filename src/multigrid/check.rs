@@ -7,8 +7,9 @@ use crate::error::Result;
 use crate::operator::LinearOperator;
 use crate::random::random_vec;
 use crate::scalar::{DType, Scalar};
+use crate::tensor::grid::Grid;
 use crate::tensor::ops::TensorOps;
-use crate::tensor::{Grid, OperatorKind, TensorOperator};
+use crate::tensor::{OperatorKind, TensorOperator};
 use crate::vector::Vector;
 use crate::verify::{round_to, Check, CheckOn};
 

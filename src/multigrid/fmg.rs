@@ -10,9 +10,11 @@ use crate::error::{check_len, Result};
 use crate::operator::LinearOperator;
 use crate::quadrature::gauss_legendre;
 use crate::scalar::Scalar;
-use crate::solver::{Control, IterationInfo, Monitor, Stopping};
+use crate::solver::params::{Control, IterationInfo, Monitor};
+use crate::solver::Stopping;
+use crate::tensor::grid::Grid;
 use crate::tensor::ops::{boundary, Banded, TensorOps};
-use crate::tensor::{Basis1d, Grid};
+use crate::tensor::Basis1d;
 use crate::vector::Vector;
 
 use super::Multigrid;

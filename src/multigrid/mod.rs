@@ -22,9 +22,11 @@ use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::Scalar;
-use crate::solver::{pcg, Preconditioner, Progress, SolverParams, Stopping};
+use crate::solver::params::{Progress, SolverParams};
+use crate::solver::{pcg, Preconditioner, Stopping};
+use crate::tensor::grid::Grid;
 use crate::tensor::ops::{boundary, PatchData, TensorOps};
-use crate::tensor::{Basis1d, Grid, OperatorKind, TensorOperator};
+use crate::tensor::{Basis1d, OperatorKind, TensorOperator};
 use crate::vector::Vector;
 
 pub use check::{TensorCheck, TensorStage};

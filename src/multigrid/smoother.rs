@@ -6,8 +6,9 @@ use crate::error::{Error, Result};
 use crate::operator::LinearOperator;
 use crate::random::Rng;
 use crate::scalar::Scalar;
+use crate::tensor::grid::Grid;
 use crate::tensor::ops::{PatchData, TensorOps};
-use crate::tensor::{Grid, TensorOperator};
+use crate::tensor::TensorOperator;
 use crate::vector::Vector;
 
 /// Which smoother the V-cycle uses.

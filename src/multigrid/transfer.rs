@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::tensor::grid::Grid;
 use crate::tensor::ops::{Banded, TensorOps};
-use crate::tensor::{Basis1d, Grid};
+use crate::tensor::Basis1d;
 use crate::vector::Vector;
 
 /// Prolongation and restriction between a coarse grid and its refinement.

@@ -3,11 +3,11 @@
 use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::params::SolverParams;
+use crate::solver::report::{SolveReport, StopReason};
 use crate::solver::space::{Apply, KrylovVector};
-use crate::solver::{
-    check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
-    SolverParams, StopReason, Tracker,
-};
+use crate::solver::tracker::Tracker;
+use crate::solver::{check_preconditioner, check_system, drive, LinearOperator, Preconditioner};
 use crate::vector::Vector;
 
 /// BiCGStab with optional right preconditioning, starting from `x`. Two operator and two

@@ -7,11 +7,11 @@
 use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
+use crate::solver::params::SolverParams;
+use crate::solver::report::{SolveReport, StopReason};
 use crate::solver::space::{Apply, KrylovVector};
-use crate::solver::{
-    check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
-    SolverParams, StopReason, Tracker,
-};
+use crate::solver::tracker::Tracker;
+use crate::solver::{check_preconditioner, check_system, drive, LinearOperator, Preconditioner};
 use crate::vector::Vector;
 
 /// GMRES(m), `m = params.restart`, right-preconditioned (`A M⁻¹ u = b`, `x = M⁻¹ u`): the

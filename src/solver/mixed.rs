@@ -44,10 +44,12 @@ use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::solver::gmres::Arnoldi;
+use crate::solver::params::{Progress, SolverParams};
+use crate::solver::report::SolveReport;
+use crate::solver::tracker::Tracker;
 use crate::solver::{
     cg::conjugate_gradients, check_preconditioner, check_system, fgmres, iterative_refinement,
-    pcg_flexible, LinearOperator, OperatorCost, Preconditioner, Progress, RefinementParams,
-    SolveReport, SolverParams, Stopping, Tracker,
+    pcg_flexible, LinearOperator, OperatorCost, Preconditioner, RefinementParams, Stopping,
 };
 use crate::vector::Vector;
 

@@ -6,10 +6,9 @@ use std::time::Instant;
 use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Element;
-use crate::solver::{
-    check_system, pcg, true_residual, LinearOperator, Preconditioner, Progress, SolveReport,
-    SolverParams, StopReason, Stopping,
-};
+use crate::solver::params::{Progress, SolverParams};
+use crate::solver::report::{SolveReport, StopReason};
+use crate::solver::{check_system, pcg, true_residual, LinearOperator, Preconditioner, Stopping};
 use crate::vector::Vector;
 
 /// Parameters of [`iterative_refinement`].

@@ -5,7 +5,9 @@
 use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solver::{SolveReport, SolverParams, StopReason, Tracker, MAX_RESIDUAL_REPLACEMENTS};
+use crate::solver::params::SolverParams;
+use crate::solver::report::{SolveReport, StopReason, MAX_RESIDUAL_REPLACEMENTS};
+use crate::solver::tracker::Tracker;
 use crate::vector::Vector;
 
 /// A Krylov vector: local element-wise operations and (for distributed vectors, global)

@@ -6,7 +6,8 @@ use rayon::prelude::*;
 use crate::backend::cpu::Cpu;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::tensor::ops::{Grid, Scatter, TensorOps};
+use crate::tensor::grid::Grid;
+use crate::tensor::ops::{Scatter, TensorOps};
 
 /// `mat` (`ncols` columns, rows `r0 .. r0 + m`) applied along `dir` of `data` (extents
 /// `ext`), the result with `ext[dir] = m`.

@@ -8,9 +8,11 @@
 pub mod basis;
 mod cpu;
 pub(crate) mod cube;
+pub(crate) mod grid;
 pub(crate) mod operator;
 pub mod ops;
 
 pub use basis::{check_degree, gauss_lobatto, Basis1d, MAX_DEGREE};
+pub use grid::Grid;
 pub use operator::{OperatorKind, TensorOperator};
-pub use ops::{Grid, Scatter, TensorOps};
+pub use ops::{Scatter, TensorOps};

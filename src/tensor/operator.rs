@@ -6,7 +6,8 @@ use crate::error::{check_len, Error, Result};
 use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::Scalar;
 use crate::tensor::basis::Basis1d;
-use crate::tensor::ops::{boundary, check_grid, CellMatrices, Grid, Scatter, TensorOps};
+use crate::tensor::grid::Grid;
+use crate::tensor::ops::{boundary, check_grid, CellMatrices, Scatter, TensorOps};
 use crate::vector::Vector;
 
 /// Which operator a [`TensorOperator`] applies.

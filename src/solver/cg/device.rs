@@ -14,7 +14,8 @@ use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::cg::{CgScalars, Pending, Readout};
-use crate::solver::{LinearOperator, Preconditioner, StopReason};
+use crate::solver::report::StopReason;
+use crate::solver::{LinearOperator, Preconditioner};
 use crate::vector::{
     cg_scalars, cg_update_device, dot_into, jacobi_xpay_device, pcg_jacobi_update_device,
     pcg_rotate_device, xpay_device, Vector,

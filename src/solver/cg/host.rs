@@ -7,8 +7,8 @@
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::solver::cg::{CgScalars, Pending, Readout};
+use crate::solver::report::StopReason;
 use crate::solver::space::KrylovVector;
-use crate::solver::StopReason;
 
 /// What CG needs of its vectors beyond [`KrylovVector`]: the fused local update and local
 /// inner products, and how local values add up over the processes.

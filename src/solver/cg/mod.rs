@@ -25,10 +25,10 @@ use crate::backend::core::Deferred;
 use crate::bundle::Backend;
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::solver::{
-    check_preconditioner, check_system, drive, LinearOperator, Preconditioner, SolveReport,
-    SolverParams, StopReason, Tracker,
-};
+use crate::solver::params::SolverParams;
+use crate::solver::report::{SolveReport, StopReason};
+use crate::solver::tracker::Tracker;
+use crate::solver::{check_preconditioner, check_system, drive, LinearOperator, Preconditioner};
 use crate::vector::Vector;
 
 pub(crate) use host::{CgVector, HostScalars};

@@ -18,7 +18,8 @@ use crate::backend::core::BackendCore;
 use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{DType, Scalar};
-use crate::tensor::ops::{patch_fixed_values, patch_shared_values, Grid, Scatter, TensorOps};
+use crate::tensor::grid::Grid;
+use crate::tensor::ops::{patch_fixed_values, patch_shared_values, Scatter, TensorOps};
 
 use kernels::{
     boundary_kernel, cell_atomic_kernel, cell_colour_kernel, line_kernel, BlocksLaunch,

@@ -1,7 +1,7 @@
 //! Cuthill–McKee orderings on the symmetrized pattern, one component at a time.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use rayon::prelude::*;
 
@@ -9,8 +9,13 @@ use super::Permutation;
 use crate::backend::Cpu;
 use crate::error::{Error, Result};
 use crate::scalar::Element;
-use crate::sparse::generate::row_chunks;
-use crate::sparse::{to_u32, Csr};
+use crate::sparse::Csr;
+
+mod pattern;
+mod search;
+
+use pattern::{merge_rows, pattern_transpose, structurally_symmetric};
+use search::{Bitmap, Search};
 
 /// Rounds of the George–Liu search for a pseudo-peripheral node before the current
 /// candidate is accepted. Each round is one breadth-first search of the component and the
@@ -330,241 +335,6 @@ impl<'a> Graph<'a> {
         }
         root
     }
-}
-
-/// Breadth-first searches that reset in `O(visited)`, not `O(n)`: the bits of the nodes
-/// visited last are cleared. Large levels are expanded in parallel; the order inside a level
-/// then varies, but the levels as sets do not, and only those are used.
-struct Search {
-    seen: Bitmap,
-    visited: Vec<u32>,
-    last_level_start: usize,
-    parallel_level: usize,
-}
-
-impl Search {
-    fn new(n: usize, parallel_level: usize) -> Self {
-        Search {
-            seen: Bitmap::new(n),
-            visited: Vec::new(),
-            last_level_start: 0,
-            parallel_level,
-        }
-    }
-
-    /// Visits the component of `root` level by level; returns its eccentricity (the index
-    /// of the last level).
-    fn run(&mut self, graph: &Graph, root: u32) -> usize {
-        let Search {
-            seen,
-            visited,
-            parallel_level,
-            ..
-        } = self;
-        if visited.len() >= seen.0.len() {
-            seen.clear_all();
-        } else {
-            for &v in visited.iter() {
-                seen.remove_mut(v);
-            }
-        }
-        visited.clear();
-        visited.push(root);
-        seen.insert_mut(root);
-        let (mut start, mut level) = (0, 0);
-        loop {
-            let end = visited.len();
-            if end - start < *parallel_level {
-                for k in start..end {
-                    if let Some(&ahead) = visited.get(k + PREFETCH_DISTANCE) {
-                        graph.prefetch(ahead);
-                    }
-                    for w in graph.neighbours(visited[k]) {
-                        if seen.insert_mut(w) {
-                            visited.push(w);
-                        }
-                    }
-                }
-            } else {
-                let shared = &*seen;
-                let next: Vec<u32> = visited[start..end]
-                    .par_chunks(256)
-                    .flat_map_iter(|chunk| {
-                        let mut out = Vec::new();
-                        for (k, &v) in chunk.iter().enumerate() {
-                            if let Some(&ahead) = chunk.get(k + PREFETCH_DISTANCE) {
-                                graph.prefetch(ahead);
-                            }
-                            out.extend(graph.neighbours(v).filter(|&w| shared.insert(w)));
-                        }
-                        out
-                    })
-                    .collect();
-                visited.extend_from_slice(&next);
-            }
-            if visited.len() == end {
-                self.last_level_start = start;
-                return level;
-            }
-            (start, level) = (end, level + 1);
-        }
-    }
-
-    fn last_level(&self) -> &[u32] {
-        &self.visited[self.last_level_start..]
-    }
-}
-
-/// One bit per node: 32 times smaller than a `u32` per node, so that the marks of a
-/// breadth-first search on millions of nodes stay in cache. Shared access is atomic,
-/// exclusive access plain.
-struct Bitmap(Vec<AtomicU64>);
-
-impl Bitmap {
-    fn new(n: usize) -> Self {
-        Bitmap((0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
-    }
-
-    fn contains(&self, v: u32) -> bool {
-        (self.0[v as usize / 64].load(Relaxed) >> (v % 64)) & 1 == 1
-    }
-
-    /// Sets the bit of `v` from any thread; true if this call set it.
-    fn insert(&self, v: u32) -> bool {
-        let (word, mask) = (&self.0[v as usize / 64], 1u64 << (v % 64));
-        word.load(Relaxed) & mask == 0 && word.fetch_or(mask, Relaxed) & mask == 0
-    }
-
-    /// Sets the bit of `v`; true if it was clear.
-    fn insert_mut(&mut self, v: u32) -> bool {
-        let (word, mask) = (self.0[v as usize / 64].get_mut(), 1u64 << (v % 64));
-        let was_clear = *word & mask == 0;
-        *word |= mask;
-        was_clear
-    }
-
-    fn remove_mut(&mut self, v: u32) {
-        *self.0[v as usize / 64].get_mut() &= !(1u64 << (v % 64));
-    }
-
-    fn clear_all(&mut self) {
-        self.0.iter_mut().for_each(|word| *word.get_mut() = 0);
-    }
-}
-
-/// Whether every stored `(i, j)` has a stored `(j, i)` (binary search in row `j`).
-fn structurally_symmetric(row_ptr: &[u32], col_idx: &[u32]) -> bool {
-    let nrows = row_ptr.len() - 1;
-    (0..nrows).into_par_iter().with_min_len(1024).all(|i| {
-        let row = &col_idx[row_ptr[i] as usize..row_ptr[i + 1] as usize];
-        row.iter().all(|&j| {
-            let j = j as usize;
-            j == i
-                || col_idx[row_ptr[j] as usize..row_ptr[j + 1] as usize]
-                    .binary_search(&(i as u32))
-                    .is_ok()
-        })
-    })
-}
-
-/// The pattern of `Aᵀ` for a square `A`: rows come out sorted because rows of `A` are
-/// visited in order.
-fn pattern_transpose(n: usize, row_ptr: &[u32], col_idx: &[u32]) -> (Vec<u32>, Vec<u32>) {
-    let mut t_ptr = vec![0u32; n + 1];
-    for &c in col_idx {
-        t_ptr[c as usize + 1] += 1;
-    }
-    for i in 0..n {
-        t_ptr[i + 1] += t_ptr[i];
-    }
-    let mut next = t_ptr.clone();
-    let mut t_idx = vec![0u32; col_idx.len()];
-    for r in 0..n {
-        for &c in &col_idx[row_ptr[r] as usize..row_ptr[r + 1] as usize] {
-            t_idx[next[c as usize] as usize] = r as u32;
-            next[c as usize] += 1;
-        }
-    }
-    (t_ptr, t_idx)
-}
-
-/// Row by row union of two sorted patterns, without the diagonal.
-fn merge_rows(
-    a_ptr: &[u32],
-    a_idx: &[u32],
-    b_ptr: &[u32],
-    b_idx: &[u32],
-) -> Result<(Vec<u32>, Vec<u32>)> {
-    let n = a_ptr.len() - 1;
-    fn row<'s>(ptr: &[u32], idx: &'s [u32], i: usize) -> &'s [u32] {
-        &idx[ptr[i] as usize..ptr[i + 1] as usize]
-    }
-    // Sorted union of two sorted lists, skipping `skip`, fed to `emit`.
-    fn union(a: &[u32], b: &[u32], skip: u32, mut emit: impl FnMut(u32)) {
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let c = match (a.get(i), b.get(j)) {
-                (Some(&x), Some(&y)) if x == y => {
-                    i += 1;
-                    j += 1;
-                    x
-                }
-                (Some(&x), Some(&y)) if x < y => {
-                    i += 1;
-                    x
-                }
-                (Some(&x), None) => {
-                    i += 1;
-                    x
-                }
-                (_, Some(&y)) => {
-                    j += 1;
-                    y
-                }
-                // The loop condition leaves one of the two lists unfinished.
-                (None, None) => break,
-            };
-            if c != skip {
-                emit(c);
-            }
-        }
-    }
-    let lengths: Vec<u64> = (0..n)
-        .into_par_iter()
-        .with_min_len(4096)
-        .map(|i| {
-            let mut count = 0u64;
-            union(row(a_ptr, a_idx, i), row(b_ptr, b_idx, i), i as u32, |_| {
-                count += 1
-            });
-            count
-        })
-        .collect();
-    let mut offsets = Vec::with_capacity(n + 1);
-    offsets.push(0u32);
-    let mut total = 0u64;
-    for len in lengths {
-        total += len;
-        offsets.push(total as u32);
-    }
-    to_u32(
-        usize::try_from(total).unwrap_or(usize::MAX),
-        "CSR",
-        "the number of entries of A + Aᵀ",
-    )?;
-    let mut adjacency = vec![0u32; total as usize];
-    row_chunks(&offsets, &mut adjacency, 1)
-        .into_par_iter()
-        .for_each(|(rows, dst)| {
-            let mut k = 0;
-            for i in rows {
-                union(row(a_ptr, a_idx, i), row(b_ptr, b_idx, i), i as u32, |c| {
-                    dst[k] = c;
-                    k += 1;
-                });
-            }
-        });
-    Ok((offsets, adjacency))
 }
 
 #[cfg(test)]

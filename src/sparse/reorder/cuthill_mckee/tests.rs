@@ -25,20 +25,3 @@ fn parallel_levels_match_sequential() {
         .unwrap();
     }
 }
-
-#[test]
-fn merge_rows_is_the_union_without_diagonal() {
-    // A = [[x, x, .], [., ., x], [x, ., x]]: A + Aᵀ off the diagonal is
-    // row 0: {1, 2}, row 1: {0, 2}, row 2: {0, 1}.
-    let (ptr, idx) = (vec![0, 2, 3, 5], vec![0, 1, 2, 0, 2]);
-    assert!(!structurally_symmetric(&ptr, &idx));
-    let (t_ptr, t_idx) = pattern_transpose(3, &ptr, &idx);
-    assert_eq!(
-        (&t_ptr[..], &t_idx[..]),
-        (&[0, 2, 3, 5][..], &[0, 2, 0, 1, 2][..])
-    );
-    let (offsets, adjacency) = merge_rows(&ptr, &idx, &t_ptr, &t_idx).unwrap();
-    assert_eq!(offsets, [0, 2, 4, 6]);
-    assert_eq!(adjacency, [1, 2, 0, 2, 0, 1]);
-    assert!(structurally_symmetric(&offsets, &adjacency));
-}

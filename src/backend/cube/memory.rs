@@ -1,0 +1,170 @@
+//! [`BackendCore`] for [`Cube`]: buffers allocated (zeroed by a kernel, padding included),
+//! uploaded, viewed, downloaded and written, each checked against the device's buffer
+//! limit and connection.
+
+use std::sync::Arc;
+
+use cubecl::prelude::*;
+
+use crate::backend::core::{BackendCore, BackendInfo, BackendKind, Deferred};
+use crate::backend::cube::{line_size, padded_len, Cube, CubeBuffer, CubeRuntime};
+use crate::error::{check_len, Error, Result};
+use crate::scalar::Storable;
+
+/// Zeroes a whole buffer, padding included (fresh allocations).
+#[cube(launch_unchecked)]
+fn zero_kernel<T: Numeric, N: Size>(x: &mut Array<Vector<T, N>>) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < x.len() {
+        x[i] = Vector::new(T::from_int(0));
+        i += stride;
+    }
+}
+
+impl<R: CubeRuntime> Cube<R> {
+    /// Checks that `buffer` belongs to this device.
+    fn check_own<T: Storable>(&self, op: &'static str, buffer: &CubeBuffer<T>) -> Result<()> {
+        if buffer.device == self.inner.id {
+            Ok(())
+        } else {
+            Err(Error::DeviceMismatch {
+                op,
+                left: self.info.to_string(),
+                right: format!("another device connection (#{})", buffer.device),
+            })
+        }
+    }
+
+    /// Zeroes `buffer`, padding included.
+    fn zero<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<()> {
+        let line = line_size::<T>();
+        let (count, dim) = self.config().grid(buffer.padded_len() / line);
+        self.launch::<T>(line, || {
+            // SAFETY: the grid-stride loop stays below the buffer's length in vectors of
+            // `line` elements, which the handle owns (padded length, a multiple of `line`).
+            unsafe {
+                zero_kernel::launch_unchecked::<T, R>(self.client(), count, dim, line, buffer.arg())
+            }
+        })
+    }
+
+    /// Checks that `elements` values of `T` fit in one buffer of the device.
+    fn check_size<T: Storable>(&self, elements: usize) -> Result<usize> {
+        let bytes = (elements as u64).saturating_mul(T::DTYPE.size() as u64);
+        if bytes > self.info.max_buffer_bytes {
+            return Err(Error::ResourceLimit {
+                backend: self.info.to_string(),
+                what: format!("a buffer of {elements} {}", T::DTYPE),
+                requested: bytes,
+                limit: self.info.max_buffer_bytes,
+            });
+        }
+        Ok(bytes as usize)
+    }
+}
+
+impl<R: CubeRuntime> BackendCore for Cube<R> {
+    type Buffer<T: Storable> = CubeBuffer<T>;
+
+    fn kind(&self) -> BackendKind {
+        R::KIND
+    }
+
+    fn info(&self) -> &BackendInfo {
+        &self.info
+    }
+
+    fn alloc<T: Storable>(&self, len: usize) -> Result<CubeBuffer<T>> {
+        let padded = padded_len(len);
+        let bytes = self.check_size::<T>(padded)?;
+        let handle = self.inner.client.empty(bytes);
+        let buffer = self.wrap(handle, len);
+        self.zero(&buffer)?;
+        Ok(buffer)
+    }
+
+    fn alloc_uninit<T: Storable>(&self, len: usize) -> Result<CubeBuffer<T>> {
+        let padded = padded_len(len);
+        let bytes = self.check_size::<T>(padded)?;
+        Ok(self.wrap(self.inner.client.empty(bytes), len))
+    }
+
+    fn upload<T: Storable>(&self, data: &[T]) -> Result<CubeBuffer<T>> {
+        let padded = padded_len(data.len());
+        self.check_size::<T>(padded)?;
+        let handle = if padded == data.len() {
+            self.inner.client.create_from_slice(T::as_bytes(data))
+        } else {
+            let mut staged = Vec::with_capacity(padded);
+            staged.extend_from_slice(data);
+            staged.resize(padded, T::default());
+            self.inner.client.create_from_slice(T::as_bytes(&staged))
+        };
+        Ok(self.wrap(handle, data.len()))
+    }
+
+    unsafe fn view<T: Storable>(
+        &self,
+        buffer: &CubeBuffer<T>,
+        start: usize,
+        len: usize,
+    ) -> Option<CubeBuffer<T>> {
+        let aligned = start.is_multiple_of(crate::backend::core::SPLIT_ROW_ALIGN);
+        if !aligned || start + len > buffer.len || buffer.device != self.inner.id {
+            return None;
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        // `start` is a multiple of LINE, so the view's padded end lies within the buffer's.
+        let tail = (buffer.padded_len() - start - padded_len(len)) as u64;
+        let handle = buffer
+            .handle
+            .clone()
+            .offset_start(start as u64 * size)
+            .offset_end(tail * size);
+        Some(CubeBuffer {
+            handle,
+            len,
+            device: buffer.device,
+            _t: std::marker::PhantomData,
+        })
+    }
+
+    fn download<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<Vec<T>> {
+        self.check_own("download", buffer)?;
+        self.read(&buffer.handle, buffer.len)
+    }
+
+    fn download_later<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<Deferred<'_, T>> {
+        self.check_own("download", buffer)?;
+        self.read_later(&buffer.handle, buffer.len)
+    }
+
+    fn write<T: Storable>(&self, buffer: &mut CubeBuffer<T>, data: &[T]) -> Result<()> {
+        self.check_own("write", buffer)?;
+        check_len("write", "data", buffer.len, data.len())?;
+        *buffer = self.upload(data)?;
+        Ok(())
+    }
+
+    fn len<T: Storable>(buffer: &CubeBuffer<T>) -> usize {
+        buffer.len
+    }
+
+    fn with_buffer_limit(&self, bytes: u64) -> Result<Self> {
+        let mut info = self.inner.info.clone();
+        info.max_buffer_bytes = crate::backend::core::buffer_limit(&info, bytes)?;
+        Ok(Cube {
+            inner: self.inner.clone(),
+            info: Arc::new(info),
+        })
+    }
+
+    fn same_device(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.wait()
+    }
+}
