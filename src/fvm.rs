@@ -48,7 +48,7 @@ use crate::sparse::Csr;
 /// have exactly 5 entries.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if the mesh has no
+/// [`Error::InvalidArgument`] if the mesh has no
 /// tetrahedra, a tetrahedron has (numerically) zero volume or non-finite points (the
 /// message names it), an index is out of range, or a face is shared by more than two
 /// tetrahedra.

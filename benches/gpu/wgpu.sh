@@ -157,9 +157,9 @@ k3)
   # Final (short: the device budget's end): the batched tests of the factorizations, then the
   # batched suite at n = 16 and 32 (the library's choice: column kernels for Cholesky
   # everywhere and for LU on wgpu).
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 110 "$it" batched::batched_cholesky \
-    batched::batched_lu batched::batched_status batched::batched_inverse_needs \
-    batched::batched_mixed --skip examples --test-threads 8 > "$out/tests.txt" 2>&1
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 110 "$it" batched::factor::batched_cholesky \
+    batched::factor::batched_lu batched::status::batched_status batched::factor::batched_inverse_needs \
+    batched::factor::batched_mixed --skip examples --test-threads 8 > "$out/tests.txt" 2>&1
   echo "tests rc=$?: $(grep -E 'test result' "$out/tests.txt")"
   grep -E "panicked|FAILED" "$out/tests.txt" | head -5
   timeout 45 $bin/bench --suite batched $both --log2 ${SIDES:-16,32} --precision f64 --reps 3 \
@@ -343,7 +343,7 @@ h2)
   ;;
 f)
   # After the last change (reciprocal in the register Cholesky; the CG bench warms PCG up).
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" batched:: solver::pcg --skip examples \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" batched:: solver::precond::pcg --skip examples \
     --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   TAIL=60 run batched_final 200 $bin/bench --suite batched $both --log2 8 --precision f64 --reps 10

@@ -129,7 +129,7 @@ impl DistCsr {
     /// (`ncols` = global size). Collective: every rank calls it with its rows.
     ///
     /// # Errors
-    /// The same [`Error::Rank`] on every rank if any rank's rows do not fit the partition
+    /// The same [`Error::Rank`](crate::error::Error::Rank) on every rank if any rank's rows do not fit the partition
     /// (wrong row count, wrong column count, a partition for another number of ranks).
     pub fn from_rows(
         comm: &Communicator,

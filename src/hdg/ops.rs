@@ -1,6 +1,6 @@
 //! [`HdgOps`]: the HDG kernels every backend implements (the per-element coefficients,
 //! the assembly of the trace matrix and right-hand side without atomics, and the
-//! edge-to-element lists by sort-by-key), and [`HdgMesh`], the device data of a mesh whose
+//! edge-to-element lists by sort-by-key), and `HdgMesh`, the device data of a mesh whose
 //! methods are the checked way to them. The CPU implementation, the reference, is in
 //! `cpu.rs`.
 //!

@@ -98,7 +98,7 @@ impl StructuredTets {
     /// tets).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if a cell count is 0, the
+    /// [`Error::InvalidArgument`] if a cell count is 0, the
     /// box is empty or not finite, the perturbation is outside `[0, 1/6)`, or the mesh
     /// would need indices of 32 bits or more.
     pub fn build(&self) -> Result<Mesh> {

@@ -1,7 +1,7 @@
 //! [`SparseMatrix`]: any format behind one type, format selection from the matrix
 //! statistics ([`SparseMatrix::auto`]) and by timing on the device ([`SparseMatrix::tune`]).
 //!
-//! The list of formats is [`formats!`]'s one invocation below: a new format is its file and
+//! The list of formats is `formats!`'s one invocation below: a new format is its file and
 //! one line there. The [`Format`] enum, its names and parsing, the variants of
 //! [`SparseMatrix`] and their dispatch, the tune candidates and the verification rows all
 //! follow from the list and each format's [`FormatKernels`].

@@ -71,7 +71,7 @@ impl<'a, B: BackendCore, B2: BackendCore> Mover<'a, B, B2> {
 
 /// The kernels of one sparse format, on the CPU and on CubeCL devices.
 ///
-/// Implementations may assume what [`SparseStorage`]'s methods check before calling them:
+/// Implementations may assume what [`SparseStorage`](crate::sparse::SparseStorage)'s methods check before calling them:
 /// `x` has `ncols` and `y` `nrows` entries (and, for the fused variants, the matrix is
 /// square and `slot` is in range); the matrix satisfies its format's invariants (validated
 /// when it was built on the host and unchanged since); all buffers live on one device.
@@ -229,7 +229,7 @@ pub trait FormatKernels: sealed::Format + 'static {
 }
 
 /// The sparse operator family: SpMV of any format. Implemented by every backend; sealed.
-/// Call it through the containers' [`SparseStorage`] methods, which check first.
+/// Call it through the containers' [`SparseStorage`](crate::sparse::SparseStorage) methods, which check first.
 ///
 /// # Safety
 /// The methods require what [`FormatKernels`] says its implementations may assume.

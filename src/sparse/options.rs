@@ -12,7 +12,7 @@ use crate::sparse::staircase::StaircaseParams;
 pub struct FormatLimits {
     /// Largest accepted `stored slots / nonzeros` (default 3): a conversion that would pad
     /// more — one long row turning ELL into gigabytes — is refused with
-    /// [`Error::Padding`](crate::error::Error::Padding).
+    /// [`Error::Padding`].
     pub max_padding_ratio: f64,
 }
 
@@ -35,7 +35,7 @@ impl FormatLimits {
     /// Checks that storing `stored` slots for `nnz` nonzeros is within the limit.
     ///
     /// # Errors
-    /// [`Error::Padding`](crate::error::Error::Padding) when it is not.
+    /// [`Error::Padding`] when it is not.
     pub fn check(&self, format: &'static str, stored: u64, nnz: u64) -> Result<()> {
         let ratio = stored as f64 / (nnz.max(1)) as f64;
         if stored > nnz && ratio > self.max_padding_ratio {

@@ -14,7 +14,7 @@
 //!
 //! # Checked entry points
 //! The trait's methods are `unsafe` (a kernel indexes its operands by the grid); the safe way
-//! to them is below: [`boundary`], [`CellMatrices`], [`PatchData`] and [`Banded`] own their
+//! to them is below: `boundary`, `CellMatrices`, `PatchData` and `Banded` own their
 //! device data and check every vector's length and device before a launch. The operators
 //! and multigrid call only these.
 
@@ -45,7 +45,7 @@ pub enum Scatter {
 /// Every method requires: the buffers belong to this backend; vectors on a grid have
 /// `grid.len()` values; `cell` holds `[M̂ | Â]` (`2 (k+1)²` values); `patch` holds
 /// `[M_p | A_p | S | λ]` (`2 (2k+1)² + (2k−1)² + (2k−1)` values, see
-/// [`Basis1d`](super::Basis1d)); `starts`/`values` describe a banded matrix of `rows`
+/// [`Basis1d`]); `starts`/`values` describe a banded matrix of `rows`
 /// rows and `width` values per row whose columns stay inside the input extent.
 pub trait TensorOps: VectorOps + Sealed {
     /// `y += Σ over the cells chosen by `scatter` of the local operator applied to x`

@@ -65,7 +65,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// The order-`order` DG discretisation of `mesh` with `flux`, fields zero, on `backend`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an order outside 1..=9 or a bad mesh (naming the
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for an order outside 1..=9 or a bad mesh (naming the
     /// element or face: inverted or degenerate tetrahedra, non-conforming faces), the
     /// backend's errors (no f64, out of memory).
     pub fn new(backend: &B, mesh: &TetMesh, order: usize, flux: Flux) -> Result<Self> {
@@ -209,7 +209,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// Sets the launch parameters.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if they do not fit the device (units or shared memory per
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if they do not fit the device (units or shared memory per
     /// cube).
     pub fn set_params(&mut self, params: DgParams) -> Result<()> {
         self.mesh.check_params("Maxwell::set_params", params)?;
@@ -356,7 +356,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// `out = (∇×H, −∇×E)` of `q`: the volume kernel alone.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] unless both hold [`dofs`](Self::dofs) values; device
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) unless both hold [`dofs`](Self::dofs) values; device
     /// errors.
     pub fn volume(&self, q: &Vector<B, T>, out: &mut Vector<B, T>) -> Result<()> {
         self.mesh.volume(q, out, self.params)
@@ -366,7 +366,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// `fscale/2`), both sides of each interior face by one unit.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] for wrong lengths; device errors.
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for wrong lengths; device errors.
     pub fn surface_flux(&self, q: &Vector<B, T>, flux: &mut Vector<B, T>) -> Result<()> {
         self.mesh.flux(self.alpha(), q, flux)
     }
@@ -374,7 +374,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// `out += Lift · flux`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] for wrong lengths; device errors.
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for wrong lengths; device errors.
     pub fn lift(&self, flux: &Vector<B, T>, out: &mut Vector<B, T>) -> Result<()> {
         self.mesh.lift(flux, out, self.params)
     }
@@ -382,7 +382,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// The fused stage on given vectors: `res = a res + dt L(q)`, `q_next = q + b res`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] for wrong lengths; device errors.
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for wrong lengths; device errors.
     pub fn fused_stage(
         &self,
         coef: [f64; 3],
@@ -398,7 +398,7 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// The RK update alone: `res = a res + dt rhs; q += b res`.
     ///
     /// # Errors
-    /// [`Error::DimensionMismatch`] for wrong lengths; device errors.
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for wrong lengths; device errors.
     pub fn update(
         &self,
         coef: [f64; 3],
