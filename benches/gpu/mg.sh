@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,no
 it=$(ls $bin/it-* 2>/dev/null | head -1)
 # The device tests matching the filters given (CUDA and wgpu required).
 tests() {
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" "$@" --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" --include-ignored "$@" --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked|\[multigrid\]" "$out/tests.txt" | head -20
 }
 # The seed's 3D solves: k = 1 at its size on CUDA; k = 3 and 7 one level below (at 454M and

@@ -87,7 +87,7 @@ run() { # name timeout command...
 }
 case $part in
 p)
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" split:: solver:: sparse:: vector:: errors:: \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" --include-ignored split:: solver:: sparse:: vector:: errors:: \
     --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   echo "| backend | solver | buffers | iterations | s | us/iteration |"
@@ -116,13 +116,13 @@ p2)
   grep -E "Maximum resident|Elapsed" "$out/big_wgpu.err"; grep -v "^\s" "$out/big_wgpu.err" | tail -3
   ;;
 t)
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" solver:: sparse:: batched:: vector:: \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" --include-ignored solver:: sparse:: batched:: vector:: \
     --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   TAIL=4 run spmv_split 120 $bin/spmv --matrix poisson27:216 --backend wgpu --format sell
   ;;
 r)
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 400 "$it" batched:: --skip examples \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 400 "$it" --include-ignored batched:: --skip examples \
     --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   for w in before/bench bin/bench; do
@@ -136,7 +136,7 @@ o)
   TAIL=14 run torch 300 python3 benches/gpu/batched_torch.py
   TAIL=60 run batched_cuda 300 $bin/bench --suite batched --backend cuda \
     --log2 4,8,10,16,20,27,32,35,56,64 --precision f64 --reps 7
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 500 "$it" batched:: --skip examples \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 500 "$it" --include-ignored batched:: --skip examples \
     --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   ;;
@@ -157,7 +157,7 @@ k3)
   # Final (short: the device budget's end): the batched tests of the factorizations, then the
   # batched suite at n = 16 and 32 (the library's choice: column kernels for Cholesky
   # everywhere and for LU on wgpu).
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 110 "$it" batched::factor::batched_cholesky \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 110 "$it" --include-ignored batched::factor::batched_cholesky \
     batched::factor::batched_lu batched::status::batched_status batched::factor::batched_inverse_needs \
     batched::factor::batched_mixed --skip examples --test-threads 8 > "$out/tests.txt" 2>&1
   echo "tests rc=$?: $(grep -E 'test result' "$out/tests.txt")"
@@ -171,7 +171,7 @@ k4)
   lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
   GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 100 "$lib" columns > "$out/unit.txt" 2>&1
   echo "unit tests rc=$?: $(grep -E 'test result' "$out/unit.txt")"
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 330 "$it" batched:: --skip examples --test-threads 16 \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 330 "$it" --include-ignored batched:: --skip examples --test-threads 16 \
     > "$out/tests.txt" 2>&1
   echo "tests rc=$?: $(grep -E 'test result' "$out/tests.txt")"
   grep -E "panicked|FAILED" "$out/tests.txt" | head -5
@@ -181,7 +181,7 @@ k4)
     | awk '{printf "%s%s/%s=%s ", substr($1,1,1), $3, substr($5,1,3), $(NF-3)}')"
   ;;
 dia)
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 280 "$it" dia:: sparse:: split:: solver:: --skip examples \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 280 "$it" --include-ignored dia:: sparse:: split:: solver:: --skip examples \
     --test-threads 8 > "$out/tests.txt" 2>&1
   echo "tests rc=$?: $(grep -E 'test result' "$out/tests.txt")"
   TAIL=60 run spmv 300 $bin/bench --suite spmv $both --only poisson7 --only poisson27 --only fvm_dual \
@@ -191,7 +191,7 @@ dia)
   TAIL=12 run wgpu_alone 100 $bin/bench --suite spmv --backend wgpu --only poisson7 --spmv-precision f64 --reps 5
   ;;
 clk)
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 120 "$it" vector::wgpu_holds --test-threads 1 > "$out/tests.txt" 2>&1
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 120 "$it" --include-ignored vector::wgpu_holds --test-threads 1 > "$out/tests.txt" 2>&1
   echo "clock test rc=$?: $(grep -E 'test result' "$out/tests.txt")"
   for hold in 1 0; do
     nvidia-smi --query-gpu=clocks.sm,memory.used --format=csv,noheader,nounits -lms 250 > "$out/clk_$hold.txt" &
@@ -260,7 +260,7 @@ nwt)
   GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 250 "$lib" newton batched --test-threads 8 > "$out/unit.txt" 2>&1
   echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
   grep -E "fused f64 fma" "$out/unit.txt"
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" batched:: --skip examples --test-threads 16 \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 300 "$it" --include-ignored batched:: --skip examples --test-threads 16 \
     > "$out/it.txt" 2>&1
   echo "it rc=$?: $(grep -E 'test result' "$out/it.txt")"; grep -E "panicked" -A2 "$out/it.txt" | head -6
   ;;
@@ -268,7 +268,7 @@ svt)
   lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
   GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 250 "$lib" batched > "$out/unit.txt" 2>&1
   echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 420 "$it" batched:: --skip examples --test-threads 16 \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 420 "$it" --include-ignored batched:: --skip examples --test-threads 16 \
     > "$out/it.txt" 2>&1
   echo "it rc=$?: $(grep -E 'test result' "$out/it.txt")"; grep -E "panicked" -A2 "$out/it.txt" | head -6
   ;;
@@ -276,7 +276,7 @@ rd)
   lib=$(ls $bin/galerkin-* 2>/dev/null | head -1)
   GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$lib" --test-threads 8 > "$out/unit.txt" 2>&1
   echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 420 "$it" --skip examples --test-threads 8 > "$out/tests.txt" 2>&1
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 420 "$it" --include-ignored --skip examples --test-threads 8 > "$out/tests.txt" 2>&1
   echo "it rc=$?: $(grep -E 'test result' "$out/tests.txt")"; grep -E "panicked|FAILED" "$out/tests.txt" | head -8
   for be in cuda wgpu; do
     TAIL=6 run "probe_$be" 100 $bin/bench --suite layout --only dispatch --backend $be --reps 9
@@ -295,7 +295,7 @@ ft)
     GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$lib" --test-threads 8 > "$out/unit.txt" 2>&1
     echo "unit rc=$?: $(grep -E 'test result' "$out/unit.txt")"; grep -E "panicked" -A2 "$out/unit.txt" | head -6
   fi
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout ${LIMIT:-380} "$it" ${TESTS:-} --skip examples --test-threads 16 > "$out/it.txt" 2>&1
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout ${LIMIT:-380} "$it" --include-ignored ${TESTS:-} --skip examples --test-threads 16 > "$out/it.txt" 2>&1
   echo "it rc=$?: $(grep -E 'test result' "$out/it.txt")"; grep -E "panicked|FAILED" "$out/it.txt" | head -8
   ;;
 fa|fb)
@@ -343,7 +343,7 @@ h2)
   ;;
 f)
   # After the last change (reciprocal in the register Cholesky; the CG bench warms PCG up).
-  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" batched:: solver::precond::pcg --skip examples \
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" --include-ignored batched:: solver::precond::pcg --skip examples \
     --test-threads 4 > "$out/tests.txt" 2>&1
   echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
   TAIL=60 run batched_final 200 $bin/bench --suite batched $both --log2 8 --precision f64 --reps 10

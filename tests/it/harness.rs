@@ -86,19 +86,41 @@ pub fn with_precision<B: Backend, T: Element>(backend: Option<B>, test: &str) ->
 
 /// Instantiates generic test bodies `fn name<B: Backend, T: Scalar>(backend: &B)` for every
 /// backend compiled in and both precisions: `name::cpu_f32`, `name::wgpu_f64`, ...
+///
+/// Two tiers: `backend_tests!(a, b)` runs in the default `cargo test` (tier 1: every kernel
+/// family on every backend, at the sizes that prove it); `backend_tests!(tier2: c)` marks
+/// every instance `#[ignore]`d and `backend_tests!(tier2_devices: d)` the GPU instances only
+/// (the CPU's stay in tier 1): the long convergence studies, size sweeps and real-mesh runs,
+/// which `cargo test --release -- --ignored` runs (CI runs both tiers; the GPU scripts run
+/// the CUDA tests with `--include-ignored`).
 #[macro_export]
 macro_rules! backend_tests {
-    ($($name:ident),* $(,)?) => {$(
+    (tier2: $($name:ident),* $(,)?) => {
+        $crate::backend_tests!(@emit
+            [ignore = "tier 2 (long): cargo test --release -- --ignored"]
+            [ignore = "tier 2 (long): cargo test --release -- --ignored"]
+            $($name),*);
+    };
+    (tier2_devices: $($name:ident),* $(,)?) => {
+        $crate::backend_tests!(@emit
+            [cfg(all())]
+            [ignore = "tier 2 (long on a device): cargo test --release -- --ignored"]
+            $($name),*);
+    };
+    // `$cpu` and `$device`: the attribute of the CPU and of the GPU instances.
+    (@emit $cpu:tt $device:tt $($name:ident),* $(,)?) => {$(
         mod $name {
             #[allow(unused_imports)]
             use $crate::harness;
             #[test]
+            #$cpu
             fn cpu_f32() {
                 if let Some(b) = harness::with_precision::<_, f32>(harness::cpu(), stringify!($name)) {
                     super::$name::<_, f32>(&b);
                 }
             }
             #[test]
+            #$cpu
             fn cpu_f64() {
                 if let Some(b) = harness::with_precision::<_, f64>(harness::cpu(), stringify!($name)) {
                     super::$name::<_, f64>(&b);
@@ -106,6 +128,7 @@ macro_rules! backend_tests {
             }
             #[cfg(feature = "wgpu")]
             #[test]
+            #$device
             fn wgpu_f32() {
                 if let Some(b) = harness::with_precision::<_, f32>(harness::wgpu(), stringify!($name)) {
                     super::$name::<_, f32>(&b);
@@ -113,6 +136,7 @@ macro_rules! backend_tests {
             }
             #[cfg(feature = "wgpu")]
             #[test]
+            #$device
             fn wgpu_f64() {
                 if let Some(b) = harness::with_precision::<_, f64>(harness::wgpu(), stringify!($name)) {
                     super::$name::<_, f64>(&b);
@@ -120,6 +144,7 @@ macro_rules! backend_tests {
             }
             #[cfg(feature = "cuda")]
             #[test]
+            #$device
             fn cuda_f32() {
                 if let Some(b) = harness::with_precision::<_, f32>(harness::cuda(), stringify!($name)) {
                     super::$name::<_, f32>(&b);
@@ -127,6 +152,7 @@ macro_rules! backend_tests {
             }
             #[cfg(feature = "cuda")]
             #[test]
+            #$device
             fn cuda_f64() {
                 if let Some(b) = harness::with_precision::<_, f64>(harness::cuda(), stringify!($name)) {
                     super::$name::<_, f64>(&b);
@@ -134,6 +160,9 @@ macro_rules! backend_tests {
             }
         }
     )*};
+    ($($name:ident),* $(,)?) => {
+        $crate::backend_tests!(@emit [cfg(all())] [cfg(all())] $($name),*);
+    };
 }
 
 /// Neumaier-compensated sum: the reference for reductions (error independent of length).

@@ -54,6 +54,7 @@ fn fmg_cycles<B: Backend + TensorOps>(b: &B, dim: usize, k: usize, levels: usize
 
 /// The seed's Table 1 (2D, L = 4) and Table 2 (3D, L = 4) on the CPU.
 #[test]
+#[ignore = "tier 2 (long): cargo test --release -- --ignored"]
 fn fmg_iterations_equal_the_seed() {
     let cpu = Cpu::new();
     let table1 = [9, 5, 3, 3, 3, 2, 2, 2, 2, 2];
@@ -254,6 +255,7 @@ fn l2_error_rate_and_mixed_precision() {
 /// The Chebyshev–Jacobi smoother: a weaker V-cycle than the patch smoother's, but a
 /// convergent preconditioner, in 2D and 3D.
 #[test]
+#[ignore = "tier 2 (long): cargo test --release -- --ignored"]
 fn chebyshev_smoother_preconditions_gmres() {
     let cpu = Cpu::new();
     for (dim, k, levels) in [(2, 3, 4), (3, 2, 3)] {
@@ -330,4 +332,5 @@ fn bad_input<B: Backend + TensorOps, T: Scalar>(b: &B) {
     }
 }
 
-backend_tests!(fmg_on_every_backend, krylov_with_vcycle, bad_input);
+backend_tests!(bad_input);
+backend_tests!(tier2_devices: fmg_on_every_backend, krylov_with_vcycle);

@@ -431,13 +431,14 @@ fn split_vector_solvers<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
-backend_tests!(split_vector_solvers);
+backend_tests!(tier2_devices: split_vector_solvers);
 
 /// Above the device's own limit (lavapipe binds 128 MiB): a tridiagonal system with more
 /// f64 rows than one buffer holds; vector operations, SpMV in CSR and SELL, and five CG
 /// iterations against the CPU. Skipped where one buffer holds the vectors.
 #[cfg(feature = "wgpu")]
 #[test]
+#[ignore = "tier 2 (long): cargo test --release -- --ignored"]
 fn wgpu_vectors_above_the_binding_limit() {
     let Some(b) = crate::harness::wgpu() else {
         return;

@@ -337,7 +337,7 @@ fn transfers_interpolate_and_are_adjoint<B: Backend + TensorOps, T: Scalar>(b: &
 }
 
 backend_tests!(
-    operator_matches_assembled,
+    tier2_devices: operator_matches_assembled,
     patch_smoother_is_sequential_schwarz,
     transfers_interpolate_and_are_adjoint,
 );

@@ -411,11 +411,11 @@ backend_tests!(
     convert,
     fused_cg_update,
     fused_pointwise_mul_dot,
-    reduction_accuracy_1e8,
     reads_from_several_threads,
     download_later,
     downloads_every_length,
 );
+backend_tests!(tier2: reduction_accuracy_1e8);
 
 /// The CPU reductions do not depend on the number of threads.
 #[test]

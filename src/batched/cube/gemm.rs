@@ -66,15 +66,18 @@ fn gemm_kernel<V: Float, T: Float>(
         }
         let mut acc = T::new(0.0);
         for l in 0..k {
-            let mut av = a[abase + i * a_cols + l];
+            // The index is chosen at compile time and read once: reading the untransposed
+            // entry first (and overwriting it) read past the last matrix of a transposed
+            // operand (cubecl's launch validation, CUDA, issue 40).
+            let mut ai = abase + i * a_cols + l;
             if flags.trans_a {
-                av = a[abase + l * a_cols + i];
+                ai = abase + l * a_cols + i;
             }
-            let mut bv = b[bbase + l * b_cols + j];
+            let mut bi = bbase + l * b_cols + j;
             if flags.trans_b {
-                bv = b[bbase + j * b_cols + l];
+                bi = bbase + j * b_cols + l;
             }
-            acc = fma(T::cast_from(av), T::cast_from(bv), acc);
+            acc = fma(T::cast_from(a[ai]), T::cast_from(b[bi]), acc);
         }
         if flags.beta_zero {
             c[e] = V::cast_from(al * acc);

@@ -10,11 +10,19 @@ use galerkin::verify::{random_vec, Rng};
 use galerkin::{Backend, Scalar};
 use nalgebra::DMatrix;
 
-use super::{count_for, matrices, rel_residual, to_t, widen, COUNTS, SIZES};
+use super::{count_for, matrices, rel_residual, to_t, widen, COUNTS, EVERY_SIDE, SIDES};
 use crate::backend_tests;
 
 fn batched_lu_inverse<B: Backend, T: Scalar>(b: &B) {
-    for n in SIZES {
+    batched_lu_inverse_at::<B, T>(b, &SIDES);
+}
+
+fn batched_lu_inverse_every_side<B: Backend, T: Scalar>(b: &B) {
+    batched_lu_inverse_at::<B, T>(b, &EVERY_SIDE);
+}
+
+fn batched_lu_inverse_at<B: Backend, T: Scalar>(b: &B, sides: &[usize]) {
+    for &n in sides {
         for count in COUNTS.map(|c| count_for(n, c)) {
             let host = matrices(count, n, false, 10 + n as u64);
             let data = to_t::<T>(&host);
@@ -72,7 +80,15 @@ fn batched_lu_inverse<B: Backend, T: Scalar>(b: &B) {
 }
 
 fn batched_cholesky<B: Backend, T: Scalar>(b: &B) {
-    for n in SIZES {
+    batched_cholesky_at::<B, T>(b, &SIDES);
+}
+
+fn batched_cholesky_every_side<B: Backend, T: Scalar>(b: &B) {
+    batched_cholesky_at::<B, T>(b, &EVERY_SIDE);
+}
+
+fn batched_cholesky_at<B: Backend, T: Scalar>(b: &B, sides: &[usize]) {
+    for &n in sides {
         for count in COUNTS.map(|c| count_for(n, c)) {
             let host = matrices(count, n, true, 20 + n as u64);
             let data = to_t::<T>(&host);
@@ -171,7 +187,15 @@ fn batched_inverse_needs_pivoting<B: Backend, T: Scalar>(b: &B) {
 /// Forward and back substitution with stored and unit diagonals. The triangle that must not
 /// be read (and the diagonal, when unit) holds NaN, so reading it poisons the solution.
 fn batched_triangular_solve<B: Backend, T: Scalar>(b: &B) {
-    for n in SIZES {
+    batched_triangular_solve_at::<B, T>(b, &SIDES);
+}
+
+fn batched_triangular_solve_every_side<B: Backend, T: Scalar>(b: &B) {
+    batched_triangular_solve_at::<B, T>(b, &EVERY_SIDE);
+}
+
+fn batched_triangular_solve_at<B: Backend, T: Scalar>(b: &B, sides: &[usize]) {
+    for &n in sides {
         for count in COUNTS.map(|c| count_for(n, c)) {
             let mut rng = Rng::new(40 + n as u64);
             let nrhs = 3;
@@ -268,6 +292,11 @@ backend_tests!(
     batched_triangular_solve,
     batched_inverse_needs_pivoting
 );
+backend_tests!(
+    tier2: batched_lu_inverse_every_side,
+    batched_cholesky_every_side,
+    batched_triangular_solve_every_side,
+);
 
 /// f32 storage with f64 arithmetic: the inverse of moderately ill-conditioned f32 matrices
 /// is more accurate than with f32 arithmetic.
@@ -313,4 +342,4 @@ fn batched_mixed_precision<B: Backend, T: Scalar>(b: &B) {
     assert!(rmixed < r32, "mixed {rmixed:e} should beat f32 {r32:e}");
 }
 
-backend_tests!(batched_mixed_precision);
+backend_tests!(tier2_devices: batched_mixed_precision);

@@ -5,7 +5,7 @@ use galerkin::batched::{gemm, gemv, Batch, GemmParams, Op};
 use galerkin::verify::{poison, random_vec};
 use galerkin::{Backend, Scalar};
 
-use super::{count_for, to_t, widen, COUNTS, SIZES};
+use super::{count_for, to_t, widen, COUNTS, EVERY_SIDE, SIDES};
 use crate::backend_tests;
 use crate::harness::assert_close;
 
@@ -59,7 +59,15 @@ fn naive_gemm(
 }
 
 fn batched_gemm<B: Backend, T: Scalar>(b: &B) {
-    for n in SIZES {
+    batched_gemm_at::<B, T>(b, &SIDES);
+}
+
+fn batched_gemm_every_side<B: Backend, T: Scalar>(b: &B) {
+    batched_gemm_at::<B, T>(b, &EVERY_SIDE);
+}
+
+fn batched_gemm_at<B: Backend, T: Scalar>(b: &B, sides: &[usize]) {
+    for &n in sides {
         for count in COUNTS.map(|c| count_for(n, c)) {
             let av = to_t::<T>(&random_vec::<f64>(count * n * n, 1));
             let bv = to_t::<T>(&random_vec::<f64>(count * n * n, 2));
@@ -230,4 +238,6 @@ fn batched_gemm_rectangular<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
-backend_tests!(batched_gemm, batched_gemm_rectangular);
+backend_tests!(batched_gemm);
+backend_tests!(tier2: batched_gemm_every_side);
+backend_tests!(tier2_devices: batched_gemm_rectangular);

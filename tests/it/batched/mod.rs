@@ -12,7 +12,13 @@ mod factor;
 mod gemm;
 mod status;
 
-const SIZES: [usize; 8] = [1, 2, 3, 7, 16, 31, 33, 64];
+/// The sides of tier 1: the register kernels (n ≤ 8, an odd and a small side) and the column
+/// and row kernels (16) on the GPUs; every side the kernels switch at is in tier 2
+/// ([`EVERY_SIDE`]): the tile kernels above 32 and the unrolled steps near 32 take lavapipe
+/// minutes to compile.
+const SIDES: [usize; 4] = [1, 3, 7, 16];
+/// Every side the kernels switch at (tier 2).
+const EVERY_SIDE: [usize; 8] = [1, 2, 3, 7, 16, 31, 33, 64];
 const COUNTS: [usize; 3] = [0, 1, 1001];
 
 /// Fewer matrices for the large sizes on slow devices keeps the suite fast; the kernels

@@ -12,9 +12,18 @@ use crate::backend_tests;
 /// A singular member (LU) and a non-SPD member (Cholesky) are reported by index; their
 /// neighbours are computed exactly as without them.
 fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
+    isolates_bad_members_at::<B, T>(b, &[5, 12]);
+}
+
+/// At n = 40 (tier 2): the tile kernels on wgpu, one matrix a cube on its budget.
+fn batched_status_isolates_bad_members_at_40<B: Backend, T: Scalar>(b: &B) {
+    isolates_bad_members_at::<B, T>(b, &[40]);
+}
+
+fn isolates_bad_members_at<B: Backend, T: Scalar>(b: &B, sides: &[usize]) {
     // n = 5: the register kernels on GPUs; n = 12, 40: the shared-memory kernels (several
     // matrices a cube, or one on wgpu's budget at 40).
-    for n in [5, 12, 40] {
+    for &n in sides {
         let count = 9;
         let mut host = matrices(count, n, false, 31);
         // Matrix 3: column 2 is zero -> zero pivot at step 2 (LAPACK info 3) or later.
@@ -83,6 +92,7 @@ fn batched_status_isolates_bad_members<B: Backend, T: Scalar>(b: &B) {
 }
 
 backend_tests!(batched_status_isolates_bad_members);
+backend_tests!(tier2: batched_status_isolates_bad_members_at_40);
 
 /// The kinds of matrix of the status test: well conditioned, exactly singular in four ways,
 /// and nearly singular (a duplicated row perturbed well above the singularity threshold).
@@ -197,9 +207,18 @@ fn gram_matrices(count: usize, n: usize, singular: bool, seed: u64) -> Vec<f64> 
 /// every size and kernel path (registers, staged whole or row by row, shared memory with
 /// the scale column, and the 64 x 64 f64 path without one on 32 KiB devices).
 fn batched_status_same_on_every_backend<B: Backend, T: Scalar>(b: &B) {
+    same_status_at::<B, T>(b, &[1, 3, 8, 9, 16]);
+}
+
+/// Every side the kernels switch at (tier 2).
+fn batched_status_same_on_every_backend_every_side<B: Backend, T: Scalar>(b: &B) {
+    let sides: Vec<usize> = (1..=9).chain([16, 20, 27, 31, 32, 33, 63, 64]).collect();
+    same_status_at::<B, T>(b, &sides);
+}
+
+fn same_status_at<B: Backend, T: Scalar>(b: &B, sides: &[usize]) {
     let cpu = galerkin::Cpu::new();
-    let sizes: Vec<usize> = (1..=9).chain([16, 20, 27, 31, 32, 33, 63, 64]).collect();
-    for n in sizes {
+    for &n in sides {
         let count = if n > 16 { 7 } else { 33 };
         for kind in Kind::ALL {
             let host = to_t::<T>(&status_matrices::<T>(count, n, kind, 1000 + n as u64));
@@ -250,3 +269,4 @@ fn batched_status_same_on_every_backend<B: Backend, T: Scalar>(b: &B) {
 }
 
 backend_tests!(batched_status_same_on_every_backend);
+backend_tests!(tier2: batched_status_same_on_every_backend_every_side);

@@ -59,7 +59,7 @@ fn hdg_convergence<B: Backend + HdgOps, T: Scalar>(b: &B) {
         }
     }
 }
-backend_tests!(hdg_convergence);
+backend_tests!(tier2: hdg_convergence);
 
 /// At high P the errors keep falling to ~1e-11 (the seed's rise after P = 5 does not
 /// happen): P = 5..9 on a 6 x 6 perturbed mesh, f64 (u* at P = 9 by blocks: 66 modes).
@@ -90,7 +90,7 @@ fn hdg_high_degree<B: Backend + HdgOps, T: Scalar>(b: &B) {
     let (e, _) = solve::<B, T, T>(b, &mesh, params(9, 1.0, 0.0), &[], &m, &solver);
     assert!(e.u_star.unwrap() < 3e-11, "P = 9: u* error {e:?}");
 }
-backend_tests!(hdg_high_degree);
+backend_tests!(tier2_devices: hdg_high_degree);
 
 // ---------------------------------------------------------------------------------------
 // Patch tests
@@ -220,7 +220,7 @@ fn hdg_mixed_precision<B: Backend + HdgOps, T: Scalar>(b: &B) {
         }
     }
 }
-backend_tests!(hdg_mixed_precision);
+backend_tests!(tier2_devices: hdg_mixed_precision);
 
 /// Chebyshev over block-Jacobi solves the same system in fewer PCG iterations.
 fn hdg_chebyshev<B: Backend + HdgOps, T: Scalar>(b: &B) {
@@ -241,7 +241,7 @@ fn hdg_chebyshev<B: Backend + HdgOps, T: Scalar>(b: &B) {
         "errors {ec:?} vs {ej:?}"
     );
 }
-backend_tests!(hdg_chebyshev);
+backend_tests!(tier2_devices: hdg_chebyshev);
 
 // ---------------------------------------------------------------------------------------
 // Real meshes
@@ -311,7 +311,7 @@ fn hdg_gmsh_meshes<B: Backend + HdgOps, T: Scalar>(b: &B) {
         }
     }
 }
-backend_tests!(hdg_gmsh_meshes);
+backend_tests!(tier2: hdg_gmsh_meshes);
 
 // ---------------------------------------------------------------------------------------
 // Bad input

@@ -387,4 +387,4 @@ fn hdg_conformance<B: Backend + HdgOps, T: Scalar>(b: &B) {
         );
     }
 }
-backend_tests!(hdg_conformance);
+backend_tests!(tier2_devices: hdg_conformance);

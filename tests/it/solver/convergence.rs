@@ -152,4 +152,5 @@ fn nonsymmetric_solvers<B: Backend, T: Scalar>(b: &B) {
     assert_ne!(report.reason, StopReason::Converged);
 }
 
-backend_tests!(every_solver_on_spd, nonsymmetric_solvers);
+backend_tests!(every_solver_on_spd);
+backend_tests!(tier2_devices: nonsymmetric_solvers);

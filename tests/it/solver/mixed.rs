@@ -212,7 +212,7 @@ fn mixed_precision_meets_the_f64_tolerance<B: Backend, T: Scalar>(b: &B) {
     assert!((report.relative_residual() - res).abs() <= 0.05 * res);
 }
 
-backend_tests!(mixed_precision_meets_the_f64_tolerance);
+backend_tests!(tier2_devices: mixed_precision_meets_the_f64_tolerance);
 
 /// A lower bound of the condition number of an SPD matrix: the Rayleigh quotients of a few
 /// power iterations (≤ λ_max) over those of a few inverse iterations (≥ λ_min).

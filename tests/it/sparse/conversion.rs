@@ -10,6 +10,7 @@ use galerkin::Cpu;
 use super::patterns;
 
 #[test]
+#[ignore = "tier 2 (long): cargo test --release -- --ignored"]
 fn conversions_round_trip_exactly() {
     use galerkin::sparse::{Format, FormatOptions, SparseMatrix};
     for (i, p) in patterns().iter().enumerate() {

@@ -106,6 +106,7 @@ backend_tests!(row_split_every_format);
 /// wgpu, SpMV in SELL and CSR against the CPU. Skipped where one buffer holds it.
 #[cfg(feature = "wgpu")]
 #[test]
+#[ignore = "tier 2 (long): cargo test --release -- --ignored"]
 fn wgpu_splits_a_matrix_above_the_binding_limit() {
     use galerkin::sparse::generate::poisson3d_7pt;
     use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};

@@ -57,6 +57,7 @@ fn tiles_against_cpu<B: BatchedOps>(b: &B) {
 
 #[cfg(feature = "wgpu")]
 #[test]
+#[ignore = "tier 2 (long on lavapipe): cargo test --release -- --ignored"]
 fn wgpu_tile_kernels_match_the_cpu() {
     on_test_device("wgpu", crate::backend::Wgpu::new(), |b| {
         tiles_against_cpu(&b)

@@ -159,6 +159,7 @@ fn columns_against_cpu<B: BatchedOps>(b: &B) {
 
 #[cfg(feature = "wgpu")]
 #[test]
+#[ignore = "tier 2 (long on lavapipe): cargo test --release -- --ignored"]
 fn wgpu_solve_columns_match_the_cpu() {
     on_test_device("wgpu", crate::backend::Wgpu::new(), |b| {
         columns_against_cpu(&b)

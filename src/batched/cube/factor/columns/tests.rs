@@ -325,6 +325,7 @@ fn padded_sides<R: crate::backend::cube::CubeRuntime>(b: &crate::backend::cube::
 
 #[cfg(feature = "wgpu")]
 #[test]
+#[ignore = "tier 2 (long on lavapipe): cargo test --release -- --ignored"]
 fn wgpu_pads_odd_cholesky_sides() {
     on_test_device("wgpu", crate::backend::Wgpu::new(), |b| padded_sides(&b));
 }
@@ -349,6 +350,7 @@ fn nan_pivots_against_cpu<B: BatchedOps>(b: &B) {
 
 #[cfg(feature = "wgpu")]
 #[test]
+#[ignore = "tier 2 (long on lavapipe): cargo test --release -- --ignored"]
 fn wgpu_nan_pivots_match_the_cpu() {
     on_test_device("wgpu", crate::backend::Wgpu::new(), |b| {
         nan_pivots_against_cpu(&b)
