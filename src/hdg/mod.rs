@@ -7,6 +7,7 @@ pub mod coefficients;
 mod cpu;
 pub(crate) mod cube;
 pub mod host;
+mod launch;
 pub mod ops;
 mod output;
 mod params;

@@ -29,6 +29,7 @@ use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
+use crate::sparse::convert::FormatConversion;
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
     add_if, rows_cpu, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
@@ -420,14 +421,6 @@ impl FormatKernels for DiaFormat {
     const SPMV_NAME: &'static str = "Dia::spmv";
     const FEW_DIAGONALS: bool = true;
 
-    fn from_csr<B: SparseOps, V: Element>(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        options: &FormatOptions,
-    ) -> Result<Dia<B, V>> {
-        Dia::from_csr(a, &options.limits)?.to_backend(backend)
-    }
-
     fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
         a: &Dia<B, V>,
         mover: &Mover<'_, B, B2>,
@@ -441,11 +434,6 @@ impl FormatKernels for DiaFormat {
             stats: a.stats,
             backend: mover.backend(),
         })
-    }
-
-    /// One candidate (refused, and skipped, unless a few diagonals hold the matrix).
-    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
-        vec![(FormatOptions::default(), "diagonals".into())]
     }
 
     fn spmv_cpu<V: Element, T: Scalar>(a: &Dia<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
@@ -505,5 +493,20 @@ impl FormatKernels for DiaFormat {
     ) -> Result<Option<CubeBuffer<T>>> {
         // SAFETY: the caller's contract.
         unsafe { spmv_dot_partials(b, a, x, y).map(Some) }
+    }
+}
+
+impl FormatConversion for DiaFormat {
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Dia<B, V>> {
+        Dia::from_csr(a, &options.limits)?.to_backend(backend)
+    }
+
+    /// One candidate (refused, and skipped, unless a few diagonals hold the matrix).
+    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        vec![(FormatOptions::default(), "diagonals".into())]
     }
 }

@@ -18,6 +18,7 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
+use crate::sparse::convert::FormatConversion;
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{add_slot, rows_cpu, AlphaBeta, AlphaBetaLaunch, Scaling, SparseOps};
 use crate::sparse::ops::{sealed, FormatKernels, Mover};
@@ -178,14 +179,6 @@ impl FormatKernels for EllFormat {
     const LABEL: &'static str = "ell";
     const SPMV_NAME: &'static str = "Ell::spmv";
 
-    fn from_csr<B: SparseOps, V: Element>(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        options: &FormatOptions,
-    ) -> Result<Ell<B, V>> {
-        Ell::from_csr(a, &options.limits)?.to_backend(backend)
-    }
-
     fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
         a: &Ell<B, V>,
         mover: &Mover<'_, B, B2>,
@@ -247,5 +240,15 @@ impl FormatKernels for EllFormat {
                 )
             }
         })
+    }
+}
+
+impl FormatConversion for EllFormat {
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Ell<B, V>> {
+        Ell::from_csr(a, &options.limits)?.to_backend(backend)
     }
 }

@@ -16,6 +16,7 @@ use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::block_ell::{BlockEll, BlockEllFormat};
 pub use crate::sparse::choose::{choose_format, detect_block_size};
+use crate::sparse::convert::FormatConversion;
 use crate::sparse::coo::{Coo, CooFormat};
 use crate::sparse::csr::{Csr, CsrFormat};
 use crate::sparse::dia::{Dia, DiaFormat};
@@ -76,7 +77,7 @@ macro_rules! formats {
             /// The parameter sets [`SparseMatrix::tune`] times for `a` in this format.
             fn tune_candidates<V: Element>(self, a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
                 match self {
-                    $(Format::$variant => <$kernels as FormatKernels>::tune_candidates(a),)*
+                    $(Format::$variant => <$kernels as FormatConversion>::tune_candidates(a),)*
                 }
             }
         }
@@ -101,7 +102,7 @@ macro_rules! formats {
             ) -> Result<Self> {
                 Ok(match format {
                     $(Format::$variant => SparseMatrix::$variant(
-                        <$kernels as FormatKernels>::from_csr(backend, a, options)?,
+                        <$kernels as FormatConversion>::from_csr(backend, a, options)?,
                     ),)*
                 })
             }

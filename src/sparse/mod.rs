@@ -28,9 +28,9 @@
 //! # Adding a format
 //! A format is one file and one line (see [`storage`]): the file holds the container with
 //! its host constructors and invariants, its [`SparseStorage`] (sizes; the device moves and
-//! the checked SpMV come with it), a marker with [`FormatKernels`] (names, conversion from
-//! CSR, the arrays a device move carries, tune candidates, the CPU kernel and the CubeCL
-//! launch) and one `sparse_operator!` line for
+//! the checked SpMV come with it), a marker with [`FormatKernels`] (names, the arrays a
+//! device move carries, the CPU kernel and the CubeCL launch) and [`FormatConversion`]
+//! (conversion from CSR, tune candidates), and one `sparse_operator!` line for
 //! [`LinearOperator`](crate::operator::LinearOperator); the line is its entry in the list of
 //! [`matrix`], which gives [`Format`], [`SparseMatrix`] and the verification rows.
 //!
@@ -44,6 +44,7 @@ use crate::error::Result;
 
 pub mod block_ell;
 mod choose;
+pub mod convert;
 pub mod coo;
 pub mod csr;
 pub mod dia;
@@ -62,6 +63,7 @@ pub mod storage;
 
 pub use block_ell::{BlockEll, BlockEllFormat, BlockEllKernel};
 pub use choose::{choose_format, detect_block_size};
+pub use convert::FormatConversion;
 pub use coo::{Coo, CooFormat};
 pub use csr::{Csr, CsrFormat, CsrKernel};
 pub use dia::{diagonal_offsets, Dia, DiaFormat};

@@ -1,6 +1,6 @@
 //! The sparse operator family: [`FormatKernels`], what each format implements on a marker
-//! type (its container type, names, conversion from CSR, the arrays a device move carries,
-//! tune candidates, CPU kernel and CubeCL launch); [`SparseOps`], one generic SpMV entry per
+//! type (its container type, names, the arrays a device move carries, CPU kernel and CubeCL
+//! launch; its conversion from CSR is [`FormatConversion`](super::convert::FormatConversion)); [`SparseOps`], one generic SpMV entry per
 //! operation that every backend implements once by dispatching to the format's kernels (a
 //! new format touches no backend; a new backend implements one trait with three methods);
 //! and the pieces the formats' kernels share (the scaling arguments, the branch-free padded
@@ -15,8 +15,6 @@ pub(crate) use crate::backend::cube::{AlphaBeta, AlphaBetaLaunch};
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar, Storable};
-use crate::sparse::csr::Csr;
-use crate::sparse::options::FormatOptions;
 use crate::vector::cube::reduce::{finish, finish_sum, Finish};
 use crate::vector::VectorOps;
 
@@ -95,19 +93,6 @@ pub trait FormatKernels: sealed::Format + 'static {
     /// tests and checks then use banded matrices).
     const FEW_DIAGONALS: bool = false;
 
-    /// Converts a host CSR matrix and moves it to `backend`, with the format's parameters
-    /// from `options` (or derived from the matrix's statistics where `options` leaves them
-    /// open).
-    ///
-    /// # Errors
-    /// The format's conversion errors ([`Error::Padding`](crate::error::Error::Padding)
-    /// where it would pad beyond `options.limits`, ...), device and allocation errors.
-    fn from_csr<B: SparseOps, V: Element>(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        options: &FormatOptions,
-    ) -> Result<Self::Matrix<B, V>>;
-
     /// The matrix on the backend `mover` moves to: every array of the container moved by
     /// [`Mover::buffer`] (or by its download and upload where the move reorders them).
     ///
@@ -117,14 +102,6 @@ pub trait FormatKernels: sealed::Format + 'static {
         a: &Self::Matrix<B, V>,
         mover: &Mover<'_, B, B2>,
     ) -> Result<Self::Matrix<B2, V>>;
-
-    /// The parameter sets [`SparseMatrix::tune`](crate::sparse::SparseMatrix::tune) times
-    /// for `a`, each with its description; none (the default) where the format is not a
-    /// candidate.
-    fn tune_candidates<V: Element>(a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
-        let _ = a;
-        Vec::new()
-    }
 
     /// `y = α A x + β y` on the CPU (`y` not read when `β = 0`).
     fn spmv_cpu<V: Element, T: Scalar>(

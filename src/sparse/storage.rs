@@ -8,10 +8,12 @@
 //!   footprint; its provided methods are the device moves (`to_backend`, `to_host`) and the
 //!   checked SpMV (`spmv`, `spmv_dot`, `spmv_dot_device`), the only safe way to the kernels;
 //! - a marker type with [`FormatKernels`]: the container type per backend, the format's names,
-//!   its conversion from CSR, the list of its arrays for a device move ([`Mover`]), its tune
-//!   candidates, its CPU kernel (the reference) and its CubeCL launch; the fused `SpMV + dot`
-//!   variants fall back to SpMV and a separate dot unless the format fuses them (SELL-C-σ and
-//!   DIA give the partial sums of the dot from their product kernel);
+//!   the list of its arrays for a device move ([`Mover`]), its CPU kernel (the reference) and
+//!   its CubeCL launch; the fused `SpMV + dot` variants fall back to SpMV and a separate dot
+//!   unless the format fuses them (SELL-C-σ and DIA give the partial sums of the dot from
+//!   their product kernel); and [`FormatConversion`](crate::sparse::FormatConversion): its
+//!   conversion from CSR and its tune candidates (a format with its own parameters puts them
+//!   in [`options`](crate::sparse::options));
 //! - one `sparse_operator!(Container)` line: the container as a
 //!   [`LinearOperator`](crate::operator::LinearOperator);
 //! - `impl sealed::Format` for the container and the marker.

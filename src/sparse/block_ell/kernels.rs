@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::scalar::{Element, Scalar};
 use crate::sparse::block_ell::{BlockEll, BlockEllKernel};
 use crate::sparse::choose::detect_block_size;
+use crate::sparse::convert::FormatConversion;
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
     axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
@@ -216,21 +217,6 @@ impl FormatKernels for BlockEllFormat {
     const LABEL: &'static str = "block-ell";
     const SPMV_NAME: &'static str = "BlockEll::spmv";
 
-    /// Blocks of `options.block_size` (detected where `None`), `options.block_kernel`.
-    fn from_csr<B: SparseOps, V: Element>(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        options: &FormatOptions,
-    ) -> Result<BlockEll<B, V>> {
-        let m = match options.block_size {
-            Some(m) => m,
-            None => detect_block_size(a, f64::INFINITY).unwrap_or(1),
-        };
-        Ok(BlockEll::from_csr(a, m, &options.limits)?
-            .to_backend(backend)?
-            .with_kernel(options.block_kernel))
-    }
-
     fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
         a: &BlockEll<B, V>,
         mover: &Mover<'_, B, B2>,
@@ -247,24 +233,6 @@ impl FormatKernels for BlockEllFormat {
             kernel: a.kernel,
             backend: mover.backend(),
         })
-    }
-
-    /// Both kernels, where the matrix has dense blocks (at most 1.5x padding).
-    fn tune_candidates<V: Element>(a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
-        let Some(m) = detect_block_size(a, 1.5) else {
-            return Vec::new();
-        };
-        [BlockEllKernel::Direct, BlockEllKernel::InflateContract]
-            .into_iter()
-            .map(|kernel| {
-                let options = FormatOptions {
-                    block_size: Some(m),
-                    block_kernel: kernel,
-                    ..FormatOptions::default()
-                };
-                (options, format!("block size {m}, {kernel:?}"))
-            })
-            .collect()
     }
 
     /// Block rows in parallel, the small dense products row by row.
@@ -372,5 +340,40 @@ impl FormatKernels for BlockEllFormat {
                 })
             }
         }
+    }
+}
+
+impl FormatConversion for BlockEllFormat {
+    /// Blocks of `options.block_size` (detected where `None`), `options.block_kernel`.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<BlockEll<B, V>> {
+        let m = match options.block_size {
+            Some(m) => m,
+            None => detect_block_size(a, f64::INFINITY).unwrap_or(1),
+        };
+        Ok(BlockEll::from_csr(a, m, &options.limits)?
+            .to_backend(backend)?
+            .with_kernel(options.block_kernel))
+    }
+
+    /// Both kernels, where the matrix has dense blocks (at most 1.5x padding).
+    fn tune_candidates<V: Element>(a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        let Some(m) = detect_block_size(a, 1.5) else {
+            return Vec::new();
+        };
+        [BlockEllKernel::Direct, BlockEllKernel::InflateContract]
+            .into_iter()
+            .map(|kernel| {
+                let options = FormatOptions {
+                    block_size: Some(m),
+                    block_kernel: kernel,
+                    ..FormatOptions::default()
+                };
+                (options, format!("block size {m}, {kernel:?}"))
+            })
+            .collect()
     }
 }

@@ -18,6 +18,7 @@
 //! inflated vector `X[k + q l] = x[neighbour(l, k / m) m + k % m]` (`q = s m`), then the
 //! batched small matrix-vector product `y[u] = Σ_k A[u + m r k] X[k + q l]`.
 
+pub use crate::sparse::options::BlockEllKernel;
 use rayon::prelude::*;
 
 use crate::backend::core::BackendCore;
@@ -36,16 +37,6 @@ pub use kernels::BlockEllFormat;
 
 /// The largest supported block size.
 pub const MAX_BLOCK_SIZE: usize = 64;
-
-/// Which block-ELL SpMV kernel to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum BlockEllKernel {
-    /// Read `x` through the neighbour table inside the contraction (one pass).
-    #[default]
-    Direct,
-    /// Gather the inflated vector first, then contract (the seed's kernel).
-    InflateContract,
-}
 
 /// A sparse matrix of dense `m x m` blocks. See the [module docs](self).
 pub struct BlockEll<B: BackendCore, V: Element> {

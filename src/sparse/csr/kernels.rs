@@ -9,6 +9,7 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{ceil_div, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
+use crate::sparse::convert::FormatConversion;
 use crate::sparse::csr::{Csr, CsrKernel};
 use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, Scaling};
 use crate::sparse::ops::{sealed, FormatKernels, Mover, SparseOps};
@@ -148,15 +149,6 @@ impl FormatKernels for CsrFormat {
     const LABEL: &'static str = "csr";
     const SPMV_NAME: &'static str = "Csr::spmv";
 
-    /// The matrix with `options.csr_kernel`.
-    fn from_csr<B: SparseOps, V: Element>(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        options: &FormatOptions,
-    ) -> Result<Csr<B, V>> {
-        a.to_backend(backend)?.with_kernel(options.csr_kernel)
-    }
-
     fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
         a: &Csr<B, V>,
         mover: &Mover<'_, B, B2>,
@@ -171,24 +163,6 @@ impl FormatKernels for CsrFormat {
             kernel: a.kernel,
             backend: mover.backend(),
         })
-    }
-
-    /// The unit-per-row kernel and groups of 4 and 32 units per row.
-    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
-        [
-            CsrKernel::Scalar,
-            CsrKernel::Vector { group: 4 },
-            CsrKernel::Vector { group: 32 },
-        ]
-        .into_iter()
-        .map(|kernel| {
-            let options = FormatOptions {
-                csr_kernel: kernel,
-                ..FormatOptions::default()
-            };
-            (options, format!("{kernel:?}"))
-        })
-        .collect()
     }
 
     /// `y = alpha A x + beta y`, one row at a time, accumulating in `T` in the order of the
@@ -278,5 +252,34 @@ impl FormatKernels for CsrFormat {
                 })
             }
         }
+    }
+}
+
+impl FormatConversion for CsrFormat {
+    /// The matrix with `options.csr_kernel`.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Csr<B, V>> {
+        a.to_backend(backend)?.with_kernel(options.csr_kernel)
+    }
+
+    /// The unit-per-row kernel and groups of 4 and 32 units per row.
+    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        [
+            CsrKernel::Scalar,
+            CsrKernel::Vector { group: 4 },
+            CsrKernel::Vector { group: 32 },
+        ]
+        .into_iter()
+        .map(|kernel| {
+            let options = FormatOptions {
+                csr_kernel: kernel,
+                ..FormatOptions::default()
+            };
+            (options, format!("{kernel:?}"))
+        })
+        .collect()
     }
 }

@@ -21,6 +21,7 @@ use crate::scalar::Element;
 use crate::sparse::coo::Coo;
 use crate::sparse::ops::sealed;
 use crate::sparse::ops::SparseOps;
+pub use crate::sparse::options::CsrKernel;
 use crate::sparse::storage::{sparse_operator, SparseStorage};
 use crate::sparse::{to_u32, RowStats};
 
@@ -38,36 +39,6 @@ pub struct Csr<B: BackendCore, V: Element> {
     pub(crate) stats: RowStats,
     pub(crate) kernel: CsrKernel,
     pub(crate) backend: B,
-}
-
-/// Which CSR SpMV kernel to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum CsrKernel {
-    /// Picks from the row-length statistics: [`Vector`](CsrKernel::Vector) with a group of
-    /// up to 32 units when rows average 12 or more entries, else [`Scalar`](CsrKernel::Scalar).
-    #[default]
-    Auto,
-    /// One unit per row.
-    Scalar,
-    /// `group` units per row (a power of two, 2..=32), reduced by plane shuffles where the
-    /// device has plane operations and through shared memory elsewhere.
-    Vector {
-        /// Units per row.
-        group: u32,
-    },
-}
-
-impl CsrKernel {
-    /// The concrete kernel for rows with these statistics.
-    pub fn resolve(self, stats: &RowStats) -> CsrKernel {
-        match self {
-            CsrKernel::Auto if stats.mean >= 12.0 => CsrKernel::Vector {
-                group: (stats.mean / 2.0).clamp(2.0, 32.0).log2().round().exp2() as u32,
-            },
-            CsrKernel::Auto => CsrKernel::Scalar,
-            k => k,
-        }
-    }
 }
 
 impl<V: Element> Csr<Cpu, V> {

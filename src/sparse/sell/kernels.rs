@@ -9,6 +9,7 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
+use crate::sparse::convert::FormatConversion;
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
     add_slot, axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling,
@@ -198,18 +199,6 @@ impl FormatKernels for SellFormat {
     const LABEL: &'static str = "sell-c-sigma";
     const SPMV_NAME: &'static str = "Sell::spmv";
 
-    /// `options.sell`, or C and σ from the row statistics.
-    fn from_csr<B: SparseOps, V: Element>(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        options: &FormatOptions,
-    ) -> Result<Sell<B, V>> {
-        let params = options
-            .sell
-            .unwrap_or_else(|| SellParams::default_for(a.stats()));
-        Sell::from_csr(a, params, &options.limits)?.to_backend(backend)
-    }
-
     fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
         a: &Sell<B, V>,
         mover: &Mover<'_, B, B2>,
@@ -230,25 +219,6 @@ impl FormatKernels for SellFormat {
             stats: a.stats,
             backend: mover.backend(),
         })
-    }
-
-    /// Slices of C = 32, 128, 512 rows, unsorted (σ = 1) and sorted over 64 slices.
-    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
-        let mut candidates = Vec::new();
-        for c in [32, 128, 512] {
-            for sigma in [1, 64 * c] {
-                let sell = SellParams {
-                    slice_height: c,
-                    sigma,
-                };
-                let options = FormatOptions {
-                    sell: Some(sell),
-                    ..FormatOptions::default()
-                };
-                candidates.push((options, format!("C = {c}, sigma = {sigma}")));
-            }
-        }
-        candidates
     }
 
     /// Slices in parallel; without sorting (σ = 1) each task writes its own slice of `y`,
@@ -337,5 +307,38 @@ impl FormatKernels for SellFormat {
     ) -> Result<Option<CubeBuffer<T>>> {
         // SAFETY: the caller's contract.
         unsafe { spmv_dot_partials(b, a, x, y).map(Some) }
+    }
+}
+
+impl FormatConversion for SellFormat {
+    /// `options.sell`, or C and σ from the row statistics.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<Sell<B, V>> {
+        let params = options
+            .sell
+            .unwrap_or_else(|| SellParams::default_for(a.stats()));
+        Sell::from_csr(a, params, &options.limits)?.to_backend(backend)
+    }
+
+    /// Slices of C = 32, 128, 512 rows, unsorted (σ = 1) and sorted over 64 slices.
+    fn tune_candidates<V: Element>(_a: &Csr<Cpu, V>) -> Vec<(FormatOptions, String)> {
+        let mut candidates = Vec::new();
+        for c in [32, 128, 512] {
+            for sigma in [1, 64 * c] {
+                let sell = SellParams {
+                    slice_height: c,
+                    sigma,
+                };
+                let options = FormatOptions {
+                    sell: Some(sell),
+                    ..FormatOptions::default()
+                };
+                candidates.push((options, format!("C = {c}, sigma = {sigma}")));
+            }
+        }
+        candidates
     }
 }

@@ -14,11 +14,12 @@
 //! sorted row, the slice found by division; `y` is written through `row_perm`, so `x` and
 //! `y` stay in the original numbering.
 
+pub use crate::sparse::options::SellParams;
 use rayon::prelude::*;
 
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scalar::Element;
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{sealed, SparseOps};
@@ -29,48 +30,6 @@ use crate::sparse::{to_u32, RowStats, PAD};
 mod kernels;
 
 pub use kernels::SellFormat;
-
-/// Parameters of a SELL-C-σ matrix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SellParams {
-    /// Slice height C (rows per slice): a power of two in 1..=1024.
-    pub slice_height: u32,
-    /// Sorting window σ in rows (1: no sorting; a multiple of C otherwise).
-    pub sigma: u32,
-}
-
-impl SellParams {
-    /// C = 32 (a warp) and σ = 1 for rows of nearly equal length, else σ = 64 C.
-    pub fn default_for(stats: &RowStats) -> Self {
-        let regular = (stats.max as f64) <= 1.25 * stats.mean + 1.0;
-        SellParams {
-            slice_height: 32,
-            sigma: if regular { 1 } else { 32 * 64 },
-        }
-    }
-
-    fn validate(&self) -> Result<()> {
-        let c = self.slice_height;
-        if !(1..=1024).contains(&c) || !c.is_power_of_two() {
-            return Err(Error::InvalidArgument {
-                op: "Sell::from_csr",
-                name: "slice_height",
-                reason: format!("{c}: must be a power of two in 1..=1024"),
-            });
-        }
-        if self.sigma == 0 || (self.sigma > 1 && !self.sigma.is_multiple_of(c)) {
-            return Err(Error::InvalidArgument {
-                op: "Sell::from_csr",
-                name: "sigma",
-                reason: format!(
-                    "{}: must be 1 or a positive multiple of the slice height {c}",
-                    self.sigma
-                ),
-            });
-        }
-        Ok(())
-    }
-}
 
 /// A sparse matrix in SELL-C-σ format. See the [module docs](self).
 pub struct Sell<B: BackendCore, V: Element> {
@@ -103,7 +62,7 @@ impl<V: Element> Sell<Cpu, V> {
     /// Converts a CSR matrix (exact).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for bad parameters; [`Error::Padding`] if the padding
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for bad parameters; [`Error::Padding`](crate::error::Error::Padding) if the padding
     /// exceeds the limit.
     pub fn from_csr(a: &Csr<Cpu, V>, params: SellParams, limits: &FormatLimits) -> Result<Self> {
         params.validate()?;

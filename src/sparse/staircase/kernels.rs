@@ -9,6 +9,7 @@ use crate::backend::cpu::Cpu;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{Element, Scalar};
+use crate::sparse::convert::FormatConversion;
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
     add_slot, axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling,
@@ -90,16 +91,6 @@ impl FormatKernels for StaircaseFormat {
     const ALIASES: &'static [&'static str] = &["staircase-sell"];
     const LABEL: &'static str = "staircase sell";
     const SPMV_NAME: &'static str = "StaircaseSell::spmv";
-
-    /// `options.staircase`, or the default parameters.
-    fn from_csr<B: SparseOps, V: Element>(
-        backend: &B,
-        a: &Csr<Cpu, V>,
-        options: &FormatOptions,
-    ) -> Result<StaircaseSell<B, V>> {
-        let params = options.staircase.unwrap_or_default();
-        StaircaseSell::from_csr(a, params, &options.limits)?.to_backend(backend)
-    }
 
     fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
         a: &StaircaseSell<B, V>,
@@ -184,5 +175,17 @@ impl FormatKernels for StaircaseFormat {
             })?;
         }
         Ok(())
+    }
+}
+
+impl FormatConversion for StaircaseFormat {
+    /// `options.staircase`, or the default parameters.
+    fn from_csr<B: SparseOps, V: Element>(
+        backend: &B,
+        a: &Csr<Cpu, V>,
+        options: &FormatOptions,
+    ) -> Result<StaircaseSell<B, V>> {
+        let params = options.staircase.unwrap_or_default();
+        StaircaseSell::from_csr(a, params, &options.limits)?.to_backend(backend)
     }
 }

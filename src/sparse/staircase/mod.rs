@@ -30,6 +30,7 @@ use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{sealed, SparseOps};
 use crate::sparse::options::FormatLimits;
+pub use crate::sparse::options::StaircaseParams;
 use crate::sparse::storage::{sparse_operator, SparseStorage};
 use crate::sparse::{to_u32, RowStats, PAD};
 use crate::vector::Vector;
@@ -37,26 +38,6 @@ use crate::vector::Vector;
 mod kernels;
 
 pub use kernels::StaircaseFormat;
-
-/// Parameters of a Staircase SELL matrix.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct StaircaseParams {
-    /// Slice height C (`sh` in the seed): a power of two in 1..=1024.
-    pub slice_height: u32,
-    /// Merge threshold α: a length group holding fewer than `α n` rows is merged into the
-    /// next longer one. `α ≤ C/n` gives SELL-C in the new order; the seed's range is `[C/n, 1]`.
-    pub alpha: f64,
-}
-
-impl Default for StaircaseParams {
-    /// C = 512 (the seed's best) and α = 0.05.
-    fn default() -> Self {
-        StaircaseParams {
-            slice_height: 512,
-            alpha: 0.05,
-        }
-    }
-}
 
 /// One step: rows of equal stored length, launched together.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
