@@ -123,22 +123,39 @@ fn solve_example(n: usize) {
         );
         assert!(out.status.success(), "{text}");
         let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            !stdout.contains("\"ranks\": 1,"),
+        let report: serde_json::Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("--json did not print one JSON object ({e})\n{text}"));
+        assert_ne!(
+            report["ranks"],
+            serde_json::json!(1),
             "{} was built without the `mpi` feature (it ran single-process under mpirun): \
              build it first with `cargo build --release --features mpi,wgpu --example solve`",
             solve.display()
         );
-        for key in [
-            "\"ranks\": 2",
-            "\"halo_s\"",
-            "\"reduce_s\"",
-            "\"compute_s\"",
-            "\"row_imbalance\"",
-            "\"cut_nonzeros\"",
-            "\"iterations\"",
-        ] {
-            assert!(stdout.contains(key), "{key} missing\n{text}");
+        assert_eq!(report["ranks"], serde_json::json!(2), "{text}");
+        assert_eq!(report["converged"], serde_json::json!(true), "{text}");
+        assert!(
+            report["iterations"].as_u64().is_some_and(|n| n > 0),
+            "{text}"
+        );
+        let partition_report = &report["partition"];
+        for key in ["row_imbalance", "cut_nonzeros"] {
+            assert!(
+                partition_report[key].is_number(),
+                "partition.{key} missing\n{text}"
+            );
+        }
+        let per_rank = report["per_rank"]
+            .as_array()
+            .unwrap_or_else(|| panic!("per_rank missing\n{text}"));
+        assert_eq!(per_rank.len(), 2, "{text}");
+        for rank in per_rank {
+            for key in ["halo_s", "reduce_s", "compute_s"] {
+                assert!(
+                    rank[key].as_f64().is_some_and(|t| t >= 0.0),
+                    "per_rank.{key} missing\n{text}"
+                );
+            }
         }
         let read = |p: &PathBuf| -> Vec<f64> {
             std::fs::read_to_string(p)
