@@ -9,23 +9,27 @@
 //!     --exact "exp(x)*cos(pi*y)" --lambda 1 --neumann 2,3 --vtk out.vtu
 //! ```
 //!
-//! Expressions are in `x` and `y` (`pi`, `PI` and `π` are π), parsed by `exmex`; `--exact`
+//! Expressions are in `x` and `y` (`pi`, `PI` and `π` are π; `--flux` also takes `nx`, `ny`),
+//! parsed by [`galerkin::expr`] (at most 4096 bytes and 64 levels of nesting); `--exact`
 //! alone is enough: the right-hand side `−∇²u + λu`, the Dirichlet values and the Neumann
-//! flux `∇u·n` are derived from it by symbolic differentiation. Every boundary edge is
+//! flux `∇u·n` are derived from it by forward differentiation. Every boundary edge is
 //! Dirichlet unless `--neumann` names its physical tag (generated squares: 1 bottom,
 //! 2 right, 3 top, 4 left). Exit status: 0 converged, 3 not converged, 2 bad arguments or
 //! input, 1 other errors (a device error).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use exmex::{Differentiate, Express, FlatEx};
+
+use galerkin::expr::Expr;
 use galerkin::hdg::{
     Exact, Hdg, HdgParams, L2Errors, Problem, StageTimes, TracePreconditioner, TraceSolverParams,
 };
 use galerkin::mesh::tri::{Diagonal, TriMesh};
+use galerkin::mesh::CellKind;
 use galerkin::solver::Progress;
 use galerkin::{BackendTask, Error, FullBackend, Result, Scalar};
 
@@ -55,7 +59,7 @@ enum PreconditionerArg {
 
 /// HDG for −∇²u + λu = f on triangles: every stage on the chosen backend.
 #[derive(Parser, Debug)]
-#[command(name = "hdg_poisson", version)]
+#[command(name = "hdg_poisson", version, after_help = common::EXIT_HELP)]
 struct Args {
     /// The mesh: `square:N` (N x N squares of 2 triangles on [0,1]²), `perturbed:N` (the
     /// same with interior points moved at random), or a Gmsh file (`.msh`, 2.2 or 4.1)
@@ -137,75 +141,13 @@ fn bad(name: &'static str, reason: String) -> Error {
     }
 }
 
-/// A parsed expression in x, y (and nx, ny for fluxes), `pi` bound to π.
-struct Expr {
-    ex: FlatEx<f64>,
-    /// For each variable of `ex` (exmex sorts them), its slot in `[x, y, nx, ny, π]`.
-    slots: Vec<usize>,
-}
-
-impl Expr {
-    const NAMES: [&'static str; 5] = ["x", "y", "nx", "ny", "pi"];
-
-    fn parse(option: &'static str, text: &str, allowed: usize) -> Result<Self> {
-        let ex = FlatEx::<f64>::parse(text)
-            .map_err(|e| bad(option, format!("cannot parse {text:?}: {e}")))?;
-        Self::from_flat(option, text, ex, allowed)
-    }
-
-    fn from_flat(
-        option: &'static str,
-        text: &str,
-        ex: FlatEx<f64>,
-        allowed: usize,
-    ) -> Result<Self> {
-        let slots = ex
-            .var_names()
-            .iter()
-            .map(|v| match Self::NAMES.iter().position(|n| n == v) {
-                Some(k) if k < allowed || k == 4 => Ok(k),
-                _ => Err(bad(
-                    option,
-                    format!(
-                        "{text:?} uses the unknown variable {v:?} (allowed: {})",
-                        Self::NAMES[..allowed].join(", ")
-                    ),
-                )),
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Expr { ex, slots })
-    }
-
-    fn eval(&self, values: [f64; 4]) -> f64 {
-        let all = [
-            values[0],
-            values[1],
-            values[2],
-            values[3],
-            std::f64::consts::PI,
-        ];
-        let vars: Vec<f64> = self.slots.iter().map(|&k| all[k]).collect();
-        self.ex.eval(&vars).unwrap_or(f64::NAN)
-    }
-
-    fn at(&self, x: f64, y: f64) -> f64 {
-        self.eval([x, y, 0.0, 0.0])
-    }
-
-    /// `∂/∂x` (`var = 0`) or `∂/∂y` (`var = 1`); zero when the variable is absent.
-    fn partial(&self, option: &'static str, var: usize) -> Result<Self> {
-        match self.slots.iter().position(|&k| k == var) {
-            Some(i) => {
-                let d = self
-                    .ex
-                    .clone()
-                    .partial(i)
-                    .map_err(|e| bad(option, format!("cannot differentiate: {e}")))?;
-                Self::from_flat(option, "", d, 2)
-            }
-            None => Self::parse(option, "0", 2),
-        }
-    }
+/// Parses `text` for `option` in the given variables.
+fn parse(option: &'static str, text: &str, variables: &[&str]) -> Result<Expr> {
+    Expr::parse(text, variables).map_err(|e| {
+        let shown: String = text.chars().take(60).collect();
+        let more = if text.chars().count() > 60 { "..." } else { "" };
+        bad(option, format!("cannot parse \"{shown}{more}\": {e}"))
+    })
 }
 
 /// A scalar function of the point, owned.
@@ -218,62 +160,56 @@ struct Functions {
     rhs: BoxedField,
     dirichlet: BoxedField,
     flux: Option<BoxedFlux>,
-    exact: Option<(Expr, Expr, Expr)>,
+    /// The exact solution: value, gradient and Laplacian by forward differentiation.
+    exact: Option<Arc<Expr>>,
 }
 
 fn functions(args: &Args, mesh: &TriMesh) -> Result<Functions> {
+    const XY: &[&str] = &["x", "y"];
     let default_exact = args.rhs.is_none() && args.exact.is_none();
-    let exact_text = match (&args.exact, default_exact) {
-        (Some(e), _) => Some(e.clone()),
-        (None, true) => Some("sin(pi*x)*sin(pi*y)".to_string()),
+    let exact = match (&args.exact, default_exact) {
+        (Some(e), _) => Some(Arc::new(parse("--exact", e, XY)?)),
+        (None, true) => Some(Arc::new(parse("--exact", "sin(pi*x)*sin(pi*y)", XY)?)),
         (None, false) => None,
-    };
-    let exact = match &exact_text {
-        Some(t) => {
-            let u = Expr::parse("--exact", t, 2)?;
-            let (ux, uy) = (u.partial("--exact", 0)?, u.partial("--exact", 1)?);
-            Some((u, ux, uy))
-        }
-        None => None,
     };
     let lambda = args.lambda;
     let rhs: BoxedField = match (&args.rhs, &exact) {
         (Some(t), _) => {
-            let e = Expr::parse("--rhs", t, 2)?;
-            Box::new(move |x, y| e.at(x, y))
+            let e = parse("--rhs", t, XY)?;
+            Box::new(move |x, y| e.eval(&[x, y]))
         }
-        (None, Some((_, ux, uy))) => {
-            let (uxx, uyy) = (ux.partial("--exact", 0)?, uy.partial("--exact", 1)?);
-            let u = Expr::parse("--exact", exact_text.as_deref().unwrap_or("0"), 2)?;
-            Box::new(move |x, y| -(uxx.at(x, y) + uyy.at(x, y)) + lambda * u.at(x, y))
+        (None, Some(u)) => {
+            let u = Arc::clone(u);
+            Box::new(move |x, y| {
+                let j = u.eval_jet(&[x, y]);
+                -j.laplacian() + lambda * j.value
+            })
         }
         (None, None) => return Err(bad("--rhs", "give --rhs or --exact".into())),
     };
-    let dirichlet: BoxedField = match (&args.dirichlet, &exact_text) {
+    let dirichlet: BoxedField = match (&args.dirichlet, &exact) {
         (Some(t), _) => {
-            let e = Expr::parse("--dirichlet", t, 2)?;
-            Box::new(move |x, y| e.at(x, y))
+            let e = parse("--dirichlet", t, XY)?;
+            Box::new(move |x, y| e.eval(&[x, y]))
         }
-        (None, Some(t)) => {
-            let e = Expr::parse("--exact", t, 2)?;
-            Box::new(move |x, y| e.at(x, y))
+        (None, Some(u)) => {
+            let u = Arc::clone(u);
+            Box::new(move |x, y| u.eval(&[x, y]))
         }
         (None, None) => Box::new(|_, _| 0.0),
     };
     let flux: Option<BoxedFlux> = match (&args.flux, &exact) {
         (Some(t), _) => {
-            let e = Expr::parse("--flux", t, 4)?;
+            let e = parse("--flux", t, &["x", "y", "nx", "ny"])?;
             Some(Box::new(move |x, y, n: [f64; 2]| {
-                e.eval([x, y, n[0], n[1]])
+                e.eval(&[x, y, n[0], n[1]])
             }))
         }
-        (None, Some((_, ux, uy))) => {
-            let (ux, uy) = (
-                Expr::from_flat("--exact", "", ux.ex.clone(), 2)?,
-                Expr::from_flat("--exact", "", uy.ex.clone(), 2)?,
-            );
+        (None, Some(u)) => {
+            let u = Arc::clone(u);
             Some(Box::new(move |x, y, n: [f64; 2]| {
-                ux.at(x, y) * n[0] + uy.at(x, y) * n[1]
+                let g = u.eval_jet(&[x, y]).gradient;
+                g[0] * n[0] + g[1] * n[1]
             }))
         }
         (None, None) if !args.neumann.is_empty() => {
@@ -281,15 +217,23 @@ fn functions(args: &Args, mesh: &TriMesh) -> Result<Functions> {
         }
         (None, None) => None,
     };
+    // Every function finite at every mesh point, the exact solution (and its gradient, for
+    // the errors) too, even where --rhs and --dirichlet are given.
     for p in &mesh.points {
-        for (name, v) in [
-            ("--rhs", rhs(p[0], p[1])),
-            ("--dirichlet", dirichlet(p[0], p[1])),
-        ] {
+        let (x, y) = (p[0], p[1]);
+        let mut values = vec![("--rhs", rhs(x, y)), ("--dirichlet", dirichlet(x, y))];
+        if let Some(u) = &exact {
+            let j = u.eval_jet(&[x, y]);
+            values.extend([
+                ("--exact", j.value),
+                ("--exact (its gradient)", j.gradient[0] + j.gradient[1]),
+            ]);
+        }
+        for (name, v) in values {
             if !v.is_finite() {
                 return Err(bad(
                     name,
-                    format!("the expression is {v} at ({}, {})", p[0], p[1]),
+                    format!("the expression is {v} at the mesh point ({x}, {y})"),
                 ));
             }
         }
@@ -300,6 +244,25 @@ fn functions(args: &Args, mesh: &TriMesh) -> Result<Functions> {
         flux,
         exact,
     })
+}
+
+/// Refuses a run whose host memory, estimated from the triangles and the degree, exceeds
+/// what is available: about `1200 + 60 n_p²` bytes per triangle (`n_p` the element's
+/// unknowns), measured on the CPU backend (P = 1, 3, 6 on 80,000 triangles: 1.45, 6.9 and
+/// 33 kB per triangle).
+fn check_memory(args: &Args, triangles: u64) -> Result<()> {
+    let p = args.degree as u64;
+    let np = p.saturating_add(1).saturating_mul(p.saturating_add(2)) / 2;
+    galerkin::limits::check_host_items(
+        format_args!(
+            "the HDG solve of degree {} on {triangles} triangles (estimated)",
+            args.degree
+        ),
+        triangles,
+        np.saturating_mul(np)
+            .saturating_mul(60)
+            .saturating_add(1200),
+    )
 }
 
 fn mesh(args: &Args) -> Result<TriMesh> {
@@ -315,6 +278,7 @@ fn mesh(args: &Args) -> Result<TriMesh> {
                 format!("{:?}: N must be a positive integer", args.mesh),
             )
         })?;
+        check_memory(args, 2u64.saturating_mul(n as u64).saturating_mul(n as u64))?;
         TriMesh::unit_square(n, diagonal, perturbation, args.seed)
     };
     if let Some(n) = args.mesh.strip_prefix("square:") {
@@ -323,6 +287,7 @@ fn mesh(args: &Args) -> Result<TriMesh> {
         generated(n, 0.2)
     } else {
         let gmsh = galerkin::mesh::gmsh::read(&args.mesh)?;
+        check_memory(args, gmsh.num_cells(CellKind::Tri3) as u64)?;
         match args.untagged_as {
             Some(tag) => TriMesh::from_gmsh_with_default_tag(&gmsh, tag),
             None => TriMesh::from_gmsh(&gmsh).map_err(|e| match e {
@@ -412,10 +377,21 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
     let solution = hdg.run_observed(&problem, &solver, !args.no_post_process, &mut observe)?;
     let (fields, trace, times) = (solution.fields, solution.trace, solution.times);
     let errors = match &f.exact {
-        Some((u, ux, uy)) => {
-            let ue = |x: f64, y: f64| u.at(x, y);
-            let ge = |x: f64, y: f64| [ux.at(x, y), uy.at(x, y)];
-            Some(hdg.errors(&fields, &Exact { u: &ue, grad: &ge })?)
+        Some(u) => {
+            let ue = |x: f64, y: f64| u.eval(&[x, y]);
+            let ge = |x: f64, y: f64| u.eval_jet(&[x, y]).gradient;
+            let e = hdg.errors(&fields, &Exact { u: &ue, grad: &ge })?;
+            if !(e.u.is_finite() && e.q.is_finite() && e.u_star.is_none_or(f64::is_finite)) {
+                return Err(bad(
+                    "--exact",
+                    format!(
+                        "the L2 errors are not finite (u: {}, q: {}): the exact solution or its \
+                         gradient is not finite at some quadrature point",
+                        e.u, e.q
+                    ),
+                ));
+            }
+            Some(e)
         }
         None => None,
     };
@@ -552,12 +528,7 @@ fn main() -> ExitCode {
         Ok(_) => ExitCode::from(3),
         Err(e) => {
             eprintln!("hdg_poisson: {e}");
-            match e {
-                Error::InvalidArgument { .. } | Error::Parse { .. } | Error::Io { .. } => {
-                    ExitCode::from(2)
-                }
-                _ => ExitCode::from(1),
-            }
+            common::exit_code(&e)
         }
     }
 }

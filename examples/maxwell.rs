@@ -47,7 +47,7 @@ enum Precision {
 /// Maxwell's equations by nodal DG on tetrahedra: the PEC cavity of the unit cube or a
 /// Gmsh mesh, low-storage RK4, L² error against the cavity mode and energy drift.
 #[derive(Parser, Debug)]
-#[command(name = "maxwell", version)]
+#[command(name = "maxwell", version, after_help = common::EXIT_HELP)]
 struct Args {
     /// The mesh: `box:N` (the unit cube cut into N³ hexahedra of 6 tetrahedra, every
     /// boundary face a perfect conductor) or a Gmsh 2.2/4.1 file with tetrahedra.
@@ -100,6 +100,9 @@ struct Args {
     /// Energy samples over the run (for the monitor and the JSON history).
     #[arg(long, default_value_t = 10)]
     energy_samples: usize,
+    /// Refuse runs of more time steps than this (T / dt, before starting).
+    #[arg(long, default_value_t = 1_000_000)]
+    max_steps: usize,
     /// Print one JSON object on stdout instead of the table.
     #[arg(long)]
     json: bool,
@@ -129,6 +132,23 @@ fn parse_mode(s: &str) -> Result<[usize; 3]> {
     }
 }
 
+/// Refuses a run whose host memory, estimated from the tetrahedra and the order, exceeds
+/// what is available: about `1000 + 300 n_p` bytes per tetrahedron (`n_p` nodes per
+/// element), measured on the CPU backend (N = 1, 3, 6 on 24,576 tetrahedra: 2.0, 6.5 and
+/// 24 kB per tetrahedron).
+fn check_memory(args: &Args, tets: u64) -> Result<()> {
+    let n = args.order.min(64) as u64;
+    let np = (n + 1) * (n + 2) * (n + 3) / 6;
+    galerkin::limits::check_host_items(
+        format_args!(
+            "DG of order {} on {tets} tetrahedra (estimated)",
+            args.order
+        ),
+        tets,
+        1000 + 300 * np,
+    )
+}
+
 /// The mesh and whether the cavity mode is its exact solution.
 fn load_mesh(args: &Args) -> Result<(TetMesh, bool)> {
     let mesh = if let Some(n) = args.mesh.strip_prefix("box:") {
@@ -137,6 +157,7 @@ fn load_mesh(args: &Args) -> Result<(TetMesh, bool)> {
             .ok()
             .filter(|&n| n >= 1)
             .ok_or_else(|| bad("--mesh", format!("`{}`: box:N needs N ≥ 1", args.mesh)))?;
+        check_memory(args, (n as u64).saturating_pow(3).saturating_mul(6))?;
         let mesh = TetMesh::unit_cube(n, args.perturbation, 1)?;
         if !args.absorbing.is_empty() {
             return Err(bad(
@@ -153,7 +174,9 @@ fn load_mesh(args: &Args) -> Result<(TetMesh, bool)> {
                 format!("`{}` is neither box:N nor an existing file", args.mesh),
             ));
         }
-        TetMesh::from_gmsh(&gmsh::read(path)?)?.with_absorbing(&args.absorbing)?
+        let gmsh = gmsh::read(path)?;
+        check_memory(args, (gmsh.tets().len()) as u64)?;
+        TetMesh::from_gmsh(&gmsh)?.with_absorbing(&args.absorbing)?
     };
     let exact = args.mesh.starts_with("box:");
     let mesh = if args.block > 0 {
@@ -226,7 +249,19 @@ fn simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Result<Outcome>
         dg.autotune()?;
     }
     let setup_seconds = start.elapsed().as_secs_f64();
-    let steps = (args.final_time / dg.stable_dt(args.cfl)).ceil().max(1.0) as usize;
+    let stable_dt = dg.stable_dt(args.cfl);
+    let steps = (args.final_time / stable_dt).ceil().max(1.0);
+    if !(stable_dt > 0.0 && steps.is_finite() && steps <= args.max_steps as f64) {
+        return Err(bad(
+            "--final-time",
+            format!(
+                "T = {:e} with dt = {stable_dt:e} (CFL {}) needs {steps:e} time steps, more than \
+                 --max-steps {}: lower --final-time, raise --cfl (≤ 2) or --max-steps",
+                args.final_time, args.cfl, args.max_steps
+            ),
+        ));
+    }
+    let steps = steps as usize;
     let dt = args.final_time / steps as f64;
     let mut energy = vec![(0.0, dg.energy()?)];
     let mut vtk_files = Vec::new();
@@ -247,9 +282,19 @@ fn simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Result<Outcome>
     let mut next_vtk = 0;
     let mut elapsed = 0.0;
     let mut clock = Instant::now();
+    // Off a terminal, a long run still says how far it is: a line every 10% on stderr.
+    let lines = bar.is_none() && steps >= 10_000;
+    let run_start = Instant::now();
     dg.run(steps, dt, |dg, s| {
         if let Some(p) = &bar {
             p.set_position(s as u64);
+        }
+        if lines && s * 10 / steps != (s - 1) * 10 / steps {
+            eprintln!(
+                "maxwell: step {s} of {steps} (t = {:.6}), {:.1} s",
+                dg.time(),
+                run_start.elapsed().as_secs_f64()
+            );
         }
         let sample = s * samples / steps != (s - 1) * samples / steps;
         let vtk_due = args.vtk.is_some()
@@ -365,6 +410,27 @@ fn report(args: &Args, o: &Outcome) {
     }
 }
 
+/// Why a finished run is not an answer: non-finite energy or error, or (upwind flux, which
+/// only dissipates) energy that grew by more than 1%, the mark of an unstable run.
+fn unphysical(args: &Args, o: &Outcome) -> Option<String> {
+    let e0 = o.energy[0].1;
+    if let Some(&(t, e)) = o.energy.iter().find(|(_, e)| !e.is_finite()) {
+        return Some(format!("the energy is {e} at t = {t:.6}"));
+    }
+    if !o.l2_error.is_finite() {
+        return Some(format!("the L2 error is {}", o.l2_error));
+    }
+    if args.flux == FluxArg::Upwind {
+        if let Some(&(t, e)) = o.energy.iter().find(|(_, e)| *e > 1.01 * e0) {
+            return Some(format!(
+                "the energy grew from {e0:.6e} to {e:.6e} at t = {t:.6} under the upwind flux, \
+                 which only dissipates: the run is unstable (lower --cfl)"
+            ));
+        }
+    }
+    None
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = (|| -> Result<Outcome> {
@@ -396,17 +462,16 @@ fn main() -> ExitCode {
         Ok(outcome)
     })();
     match result {
-        Ok(_) => ExitCode::SUCCESS,
+        Ok(o) => match unphysical(&args, &o) {
+            None => ExitCode::SUCCESS,
+            Some(why) => {
+                eprintln!("maxwell: not a meaningful answer: {why}");
+                ExitCode::from(3)
+            }
+        },
         Err(e) => {
             eprintln!("maxwell: {e}");
-            match e {
-                Error::InvalidArgument { .. }
-                | Error::Parse { .. }
-                | Error::Io { .. }
-                | Error::ResourceLimit { .. }
-                | Error::Unsupported { .. } => ExitCode::from(2),
-                _ => ExitCode::from(1),
-            }
+            common::exit_code(&e)
         }
     }
 }

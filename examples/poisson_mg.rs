@@ -77,7 +77,7 @@ enum ScatterArg {
 
 /// Poisson on [0,1]^d with Q_k elements, matrix-free, solved by geometric multigrid.
 #[derive(Parser, Debug)]
-#[command(name = "poisson_mg", version)]
+#[command(name = "poisson_mg", version, after_help = common::EXIT_HELP)]
 struct Args {
     /// Dimension (2 or 3).
     #[arg(long, default_value_t = 2)]
@@ -402,7 +402,7 @@ fn solve<B: FullBackend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result
         device: b.info().to_string(),
         grid,
         iterations,
-        converged: converged && relative_residual <= 2.0 * args.tol,
+        converged: converged && relative_residual <= args.tol,
         relative_residual,
         history,
         l2_error: l2,
@@ -536,12 +536,7 @@ fn main() -> ExitCode {
         Ok(_) => ExitCode::from(3),
         Err(e) => {
             eprintln!("poisson_mg: {e}");
-            match e {
-                Error::InvalidArgument { .. }
-                | Error::ResourceLimit { .. }
-                | Error::Unsupported { .. } => ExitCode::from(2),
-                _ => ExitCode::from(1),
-            }
+            common::exit_code(&e)
         }
     }
 }

@@ -29,7 +29,7 @@ use common::{load, read_vector, say, write_vector, BackendArg, FormatArg, Precis
 /// `y = A x` on any backend, format and precision: a Matrix Market file or a generated
 /// matrix, x from a file or all ones; prints the chosen format, the storage and ‖y‖.
 #[derive(Parser, Debug)]
-#[command(name = "spmv", version, after_help = common::GENERATORS_HELP)]
+#[command(name = "spmv", version, after_help = format!("{}\n\n{}", common::GENERATORS_HELP, common::EXIT_HELP))]
 struct Args {
     /// The matrix: a Matrix Market file (`.mtx`, `.mtx.gz`) or a generator (below).
     #[arg(long)]
@@ -188,14 +188,51 @@ fn main() -> ExitCode {
             }
             None => vec![1.0; a.ncols()],
         };
+        let underflow = args.precision == PrecisionArg::F32;
+        if args.precision != PrecisionArg::F64 {
+            if let Some((k, v)) = common::f32_unrepresentable(a.values(), true) {
+                let row = a.row_ptr().partition_point(|&p| p as usize <= k) - 1;
+                return Err(Error::InvalidArgument {
+                    op: "spmv",
+                    name: "--precision",
+                    reason: format!(
+                        "A[{}, {}] (1-based) = {v:e} has no f32 value: use --precision f64",
+                        row + 1,
+                        a.col_idx()[k] + 1
+                    ),
+                });
+            }
+        }
+        if let Some((i, v)) = common::f32_unrepresentable(&x, underflow) {
+            return Err(Error::InvalidArgument {
+                op: "spmv",
+                name: "--precision",
+                reason: format!(
+                    "x[{}] (1-based) = {v:e} has no f32 value: use --precision mixed or f64",
+                    i + 1
+                ),
+            });
+        }
         let (out, json) = (args.out.clone(), args.json);
         let (matrix, precision) = (args.matrix.clone(), args.precision);
         let (rows, cols, nnz) = (a.nrows(), a.ncols(), a.nnz());
         let backend = args.backend.kind();
         let o = galerkin::with_backend(backend, Task { args, a, x })?;
         let y = &o.y;
-        let norm = y.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let max = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        if let Some((i, v)) = y.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+            return Err(Error::InvalidArgument {
+                op: "spmv",
+                name: "--matrix",
+                reason: format!(
+                    "y[{}] (1-based) is {v}: the product overflows the {} range",
+                    i + 1,
+                    format!("{precision:?}").to_lowercase()
+                ),
+            });
+        }
+        // Scaled norms (the CPU backend's): no overflow or underflow on the way.
+        let yv = galerkin::Vector::from_slice(&galerkin::Cpu::new(), y)?;
+        let (norm, max) = (yv.nrm2()?, yv.amax()?);
         say!("‖y‖₂ = {norm:.12e}, ‖y‖∞ = {max:.12e}");
         if let Some(path) = out {
             write_vector(&path, y)?;
@@ -229,7 +266,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("spmv: error: {e}");
-            ExitCode::FAILURE
+            common::exit_code(&e)
         }
     }
 }

@@ -108,6 +108,7 @@ fn cell_centred(points: &[[f64; 3]], mut tets: Tets) -> Result<Csr<Cpu, f64>> {
     const OP: &str = "fvm::tpfa_tets";
     check_geometry(OP, points, &mut tets, false)?;
     let neighbors = tet_neighbors(&tets, points.len())?;
+    crate::mesh::check_conforming(&tets, points, &neighbors)?;
     let corners = |t: usize| tets[t].map(|v| points[v as usize]);
     let centroids: Vec<[f64; 3]> = (0..tets.len())
         .into_par_iter()
@@ -166,6 +167,7 @@ fn vertex_centred(points: &[[f64; 3]], mut tets: Tets) -> Result<Csr<Cpu, f64>> 
         &corner_points
     };
     let neighbors = tet_neighbors(&tets, points.len())?;
+    crate::mesh::check_conforming(&tets, points, &neighbors)?;
     let incidence = PointCells::new(&tets, points.len());
 
     // The edge neighbours of point p, sorted.

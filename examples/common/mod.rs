@@ -3,7 +3,7 @@
 // Each example uses a part of this module.
 #![allow(dead_code)]
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use galerkin::sparse::Csr;
@@ -35,6 +35,65 @@ macro_rules! say {
 }
 #[allow(unused_imports)]
 pub(crate) use say;
+
+/// The exit statuses every example documents in its `--help`.
+pub const EXIT_HELP: &str = "Exit status: 0 a meaningful answer (converged to the tolerance, \
+checked on the system as given), 1 an error of the device or the library, 2 bad usage or \
+input (arguments, files, sizes beyond the memory), 3 ran but did not converge (the reason is \
+printed).";
+
+/// The exit status of an error: 2 for bad usage or input (the user can fix it), 1 for a
+/// failure of the device or the library.
+pub fn exit_code(e: &Error) -> std::process::ExitCode {
+    match e {
+        Error::InvalidArgument { .. }
+        | Error::InvalidMatrix { .. }
+        | Error::Padding { .. }
+        | Error::DimensionMismatch { .. }
+        | Error::Parse { .. }
+        | Error::Io { .. }
+        | Error::ResourceLimit { .. }
+        | Error::Unsupported { .. }
+        | Error::UnknownBackend(_)
+        | Error::BackendUnavailable { .. } => std::process::ExitCode::from(2),
+        _ => std::process::ExitCode::FAILURE,
+    }
+}
+
+/// Checks that a tolerance is in (0, 1).
+pub fn check_tolerance(option: &'static str, tol: f64) -> Result<()> {
+    if tol > 0.0 && tol < 1.0 {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            op: "command line",
+            name: option,
+            reason: format!("{tol}: a relative tolerance must be in (0, 1)"),
+        })
+    }
+}
+
+/// Checks that a count is at least 1.
+pub fn check_positive(option: &'static str, n: usize) -> Result<()> {
+    if n >= 1 {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            op: "command line",
+            name: option,
+            reason: "must be at least 1".into(),
+        })
+    }
+}
+
+/// The first entry of `values` that f32 cannot hold: beyond `f32::MAX` (it would become
+/// infinite) or, with `underflow`, non-zero below the smallest normal f32 (it would become
+/// 0 or lose its digits).
+pub fn f32_unrepresentable(values: &[f64], underflow: bool) -> Option<(usize, f64)> {
+    values.iter().copied().enumerate().find(|&(_, v)| {
+        v.abs() > f32::MAX as f64 || (underflow && v != 0.0 && v.abs() < f32::MIN_POSITIVE as f64)
+    })
+}
 
 /// The generators `load` understands, for help texts.
 pub const GENERATORS: &str = "poisson7:N, poisson27:N (3D, N^3 rows), poisson2d:N, fvm-tet:N (two-point-flux \
@@ -81,7 +140,25 @@ pub fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
                 1,
             )
         }
-        _ => galerkin::sparse::read_matrix_market(spec)?.to_csr(),
+        _ => {
+            let a = galerkin::sparse::read_matrix_market(spec)?.to_csr()?;
+            // NaN or infinity (which the format can hold) makes every answer meaningless.
+            a.check_finite().map_err(|e| Error::InvalidArgument {
+                op: "--matrix",
+                name: "file",
+                reason: format!("{spec}: {e}"),
+            })?;
+            Ok(a)
+        }
+    }
+}
+
+/// At most 40 characters of `s`, for messages.
+fn truncate(s: &str) -> String {
+    if s.chars().count() <= 40 {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(40).collect::<String>())
     }
 }
 
@@ -92,20 +169,49 @@ pub fn read_vector(path: &str) -> Result<Vec<f64>> {
         source,
     })?;
     let mut values = Vec::new();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| Error::Io {
-            path: path.into(),
-            source,
-        })?;
+    let mut reader = std::io::BufReader::new(file);
+    let mut buf = Vec::new();
+    for i in 0.. {
+        // An endless line must not be read into memory: a number needs far less than 1 KiB.
+        match galerkin::limits::read_line(&mut reader, &mut buf, 1024) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(galerkin::limits::LineError::TooLong) => {
+                return Err(Error::Parse {
+                    path: path.into(),
+                    line: i as u64 + 1,
+                    message: "the line is longer than 1024 bytes: one number per line expected"
+                        .into(),
+                })
+            }
+            Err(galerkin::limits::LineError::Io(source)) => {
+                return Err(Error::Io {
+                    path: path.into(),
+                    source,
+                })
+            }
+        }
+        let line = String::from_utf8_lossy(&buf);
         let t = line.trim();
         if t.is_empty() || t.starts_with('#') || t.starts_with('%') {
             continue;
         }
-        values.push(t.parse::<f64>().map_err(|e| Error::Parse {
+        let value = t.parse::<f64>().map_err(|e| Error::Parse {
             path: path.into(),
             line: i as u64 + 1,
-            message: format!("`{t}` is not a number: {e}"),
-        })?);
+            message: format!("`{}` is not a number: {e}", truncate(t)),
+        })?;
+        if !value.is_finite() {
+            return Err(Error::Parse {
+                path: path.into(),
+                line: i as u64 + 1,
+                message: format!(
+                    "`{}` is {value}: only finite values are accepted",
+                    truncate(t)
+                ),
+            });
+        }
+        values.push(value);
     }
     Ok(values)
 }

@@ -253,8 +253,8 @@ pub struct BackendInfo {
     /// Whether f64 atomic add is available (an optimisation; never required).
     pub atomic_f64: bool,
     /// Device memory in bytes where the runtime reports it (CUDA: cubecl reads
-    /// `cuDeviceTotalMem` and makes its largest pool page a quarter of it); `None` on the
-    /// CPU and on wgpu. Its memory pools round allocations up to pages, so plan on less.
+    /// `cuDeviceTotalMem` and makes its largest pool page a quarter of it); the CPU: the
+    /// host's physical memory; `None` on wgpu. Its memory pools round allocations up to pages, so plan on less.
     pub memory_bytes: Option<u64>,
     /// wgpu on an NVIDIA GPU: whether the backend holds a CUDA context open on the GPU so
     /// that its driver keeps the multiprocessor clock up (Vulkan work alone leaves it near

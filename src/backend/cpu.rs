@@ -39,7 +39,7 @@ impl Cpu {
                 max_units_per_cube: threads,
                 max_cube_count: (u32::MAX, 1, 1),
                 atomic_f64: false,
-                memory_bytes: None,
+                memory_bytes: crate::limits::host_memory_total(),
                 clock_held: false,
             }),
         }
@@ -74,7 +74,22 @@ impl Cpu {
                 limit: self.info.max_buffer_bytes,
             });
         }
+        // Large buffers: the memory available now, so that a request the machine cannot
+        // hold is refused rather than overcommitted and killed later.
+        if requested >= 1 << 26 {
+            crate::limits::check_host_bytes(format!("a buffer of {len} {}", T::DTYPE), requested)?;
+        }
         Ok(())
+    }
+
+    /// The error of an allocation that failed after [`check_size`](Self::check_size).
+    fn alloc_failed<T: Storable>(&self, len: usize) -> Error {
+        Error::ResourceLimit {
+            backend: self.info.to_string(),
+            what: format!("a buffer of {len} {}", T::DTYPE),
+            requested: (len as u64).saturating_mul(T::DTYPE.size() as u64),
+            limit: crate::limits::host_memory_available().unwrap_or(self.info.max_buffer_bytes),
+        }
     }
 }
 
@@ -98,12 +113,8 @@ impl BackendCore for Cpu {
     fn alloc<T: Storable>(&self, len: usize) -> Result<Vec<T>> {
         self.check_size::<T>(len)?;
         let mut v = Vec::new();
-        v.try_reserve_exact(len).map_err(|_| Error::ResourceLimit {
-            backend: self.info.to_string(),
-            what: format!("a buffer of {len} {}", T::DTYPE),
-            requested: (len as u64).saturating_mul(T::DTYPE.size() as u64),
-            limit: self.info.max_buffer_bytes,
-        })?;
+        v.try_reserve_exact(len)
+            .map_err(|_| self.alloc_failed::<T>(len))?;
         v.resize(len, T::default());
         Ok(v)
     }
@@ -112,12 +123,7 @@ impl BackendCore for Cpu {
         self.check_size::<T>(data.len())?;
         let mut v = self.alloc::<T>(0)?;
         v.try_reserve_exact(data.len())
-            .map_err(|_| Error::ResourceLimit {
-                backend: self.info.to_string(),
-                what: format!("a buffer of {} {}", data.len(), T::DTYPE),
-                requested: (data.len() as u64).saturating_mul(T::DTYPE.size() as u64),
-                limit: self.info.max_buffer_bytes,
-            })?;
+            .map_err(|_| self.alloc_failed::<T>(data.len()))?;
         v.extend_from_slice(data);
         Ok(v)
     }

@@ -220,6 +220,7 @@ impl DgGeometry {
             }
         }
         check_conforming(points, tets, &neighbours, &normals)?;
+        crate::mesh::check_conforming(tets, points, &neighbours)?;
         let mut vmap_m = Vec::with_capacity(4 * k * nfp);
         let mut vmap_p = Vec::with_capacity(4 * k * nfp);
         let mut neighbour = Vec::with_capacity(4 * k);

@@ -232,7 +232,7 @@ impl<'a> MaxwellHost<'a> {
 }
 
 /// Checks a cavity mode `[m, n, p]`: at most one index zero (two zeros give the zero
-/// field).
+/// field), none above [`MAX_MODE`].
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] naming the mode otherwise.
@@ -247,8 +247,21 @@ pub fn check_mode(mode: [usize; 3]) -> Result<()> {
             ),
         });
     }
+    if let Some(&i) = mode.iter().find(|&&i| i > MAX_MODE) {
+        return Err(Error::InvalidArgument {
+            op: "cavity_mode",
+            name: "mode",
+            reason: format!(
+                "the cavity mode {mode:?} has index {i}, above {MAX_MODE}: resolving it would \
+                 take more than 10^9 elements"
+            ),
+        });
+    }
     Ok(())
 }
+
+/// The largest index of a cavity mode [`check_mode`] accepts.
+pub const MAX_MODE: usize = 1000;
 
 /// The PEC cavity eigenmode `[m, n, p]` of the unit cube (at most one index zero, see
 /// [`check_mode`]) at time `t`, at point `x`: `E = A(x) cos(ωt)`, `H = −(∇×A)(x) sin(ωt)/ω`,

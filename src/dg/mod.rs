@@ -22,7 +22,7 @@ pub mod setup;
 
 pub use check::{DgCheck, DgStage};
 pub use geometry::{face_vertices, DgGeometry};
-pub use host::{cavity_mode, check_mode, Flux, MaxwellHost};
+pub use host::{cavity_mode, check_mode, Flux, MaxwellHost, MAX_MODE};
 pub use maxwell::{Maxwell, StageCost};
 pub use ops::{DgOps, DgParams, DgShape, FACE_ABSORBING, FACE_INTERIOR, FACE_PEC};
 pub use output::sub_tets;

@@ -45,8 +45,19 @@ impl TetMesh {
     /// of its triangles.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the mesh has no tetrahedra.
+    /// [`Error::InvalidArgument`] if the mesh has no tetrahedra, or cells of a kind other
+    /// than tetrahedra and triangles of dimension 2 or 3 (hexahedra, prisms, pyramids,
+    /// quadrilaterals), which the DG operator cannot take.
     pub fn from_gmsh(mesh: &Mesh) -> Result<Self> {
+        mesh.check_kinds(
+            "TetMesh::from_gmsh",
+            &[
+                CellKind::Tet4,
+                CellKind::Tet10,
+                CellKind::Tri3,
+                CellKind::Tri6,
+            ],
+        )?;
         let tets = mesh.tets();
         if tets.is_empty() {
             return Err(Error::invalid(
@@ -102,6 +113,21 @@ impl TetMesh {
     /// tags that exist).
     pub fn with_absorbing(mut self, tags: &[i32]) -> Result<Self> {
         let known: BTreeSet<i32> = self.boundary_tags.values().copied().collect();
+        // The tags of triangles that are boundary faces of the tetrahedra: a tag on interior
+        // faces (or on triangles that are no face at all) would make nothing absorbing.
+        let mut on_boundary = BTreeSet::new();
+        if !tags.is_empty() {
+            let neighbours = crate::mesh::tet_neighbors(&self.tets, self.points.len())?;
+            for (tet, across) in self.tets.iter().zip(&neighbours) {
+                for c in (0..4).filter(|&c| across[c] == crate::mesh::NO_NEIGHBOR) {
+                    let mut key = crate::mesh::tet_face(*tet, c);
+                    key.sort_unstable();
+                    if let Some(&t) = self.boundary_tags.get(&key) {
+                        on_boundary.insert(t);
+                    }
+                }
+            }
+        }
         for t in tags {
             if !known.contains(t) {
                 return Err(Error::invalid(
@@ -110,6 +136,17 @@ impl TetMesh {
                     format!(
                         "no boundary triangle has the physical tag {t}; the mesh's triangle tags \
                          are {known:?}"
+                    ),
+                ));
+            }
+            if !on_boundary.contains(t) {
+                return Err(Error::invalid(
+                    "TetMesh::with_absorbing",
+                    "absorbing",
+                    format!(
+                        "the triangles with physical tag {t} are none of them a boundary face of \
+                         the tetrahedra (interior faces or no face at all), so nothing would \
+                         absorb; the tags on boundary faces are {on_boundary:?}"
                     ),
                 ));
             }

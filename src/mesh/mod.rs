@@ -34,8 +34,8 @@ pub mod structured;
 mod tet;
 pub mod tri;
 
+pub use tet::{check_conforming, tet_edges, tet_face, tet_neighbors, tet_volume, NO_NEIGHBOR};
 pub(crate) use tet::{check_tets, cross, dot, norm, sub, PointCells, TET_EDGES};
-pub use tet::{tet_edges, tet_face, tet_neighbors, tet_volume, NO_NEIGHBOR};
 
 /// The kinds of cells: every first- and second-order element type of Gmsh (type ids 1-19).
 ///
@@ -247,6 +247,36 @@ impl Mesh {
     /// The block of `kind`, if the mesh has cells of that kind.
     pub fn block(&self, kind: CellKind) -> Option<&CellBlock> {
         self.blocks.iter().find(|b| b.kind == kind)
+    }
+
+    /// Checks that every cell of dimension 2 or 3 is of a kind in `allowed`: a consumer
+    /// that would skip the others (quadrilaterals, hexahedra, prisms, pyramids in a
+    /// tetrahedral solver, say) refuses the mesh instead of solving on a part of it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) naming the first
+    /// block of another kind: its count, Gmsh type and the physical tag of its first cell.
+    pub fn check_kinds(&self, op: &'static str, allowed: &[CellKind]) -> crate::error::Result<()> {
+        let other = self
+            .blocks
+            .iter()
+            .find(|b| b.kind.dim() >= 2 && !b.is_empty() && !allowed.contains(&b.kind));
+        match other {
+            None => Ok(()),
+            Some(b) => Err(crate::error::Error::invalid(
+                op,
+                "mesh",
+                format!(
+                    "the mesh has {} cells of kind {:?} (Gmsh type {}, the first with physical \
+                     tag {}), which {op} does not support (it takes {:?}): remesh, or remove them",
+                    b.len(),
+                    b.kind,
+                    b.kind.gmsh_type(),
+                    b.physical.first().copied().unwrap_or(0),
+                    allowed
+                ),
+            )),
+        }
     }
 
     /// Number of cells of `kind`.

@@ -145,6 +145,12 @@ impl StructuredTets {
                 format!("{:?} needs more than 2^32 indices", self.cells),
             ));
         }
+        // Points (3 f64) and tetrahedra (4 u32 and the tags).
+        let cells = (nx as u64) * (ny as u64) * (nz as u64);
+        crate::limits::check_host_bytes(
+            format_args!("a {nx} x {ny} x {nz} mesh of 6 tetrahedra per cell"),
+            (self.num_points() as u64) * 24 + cells * 6 * 24,
+        )?;
 
         let h: [f64; 3] =
             std::array::from_fn(|d| (self.upper[d] - self.lower[d]) / self.cells[d] as f64);

@@ -38,8 +38,9 @@ pub const NO_NEIGHBOR: u32 = u32::MAX;
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] if a point index is `>= npoints`, a tetrahedron repeats a
-/// point, or a face is shared by more than two tetrahedra (a non-manifold mesh); the
-/// message names the tetrahedra.
+/// point, two tetrahedra have the same points (a duplicate), a face is shared by more than
+/// two tetrahedra (a non-manifold mesh), or the unmatched faces do not close (a
+/// non-conforming mesh: a hanging node); the message names the tetrahedra or the edge.
 pub fn tet_neighbors(tets: &[[u32; 4]], npoints: usize) -> Result<Vec<[u32; 4]>> {
     const OP: &str = "mesh::tet_neighbors";
     check_tets(OP, tets, npoints)?;
@@ -87,7 +88,24 @@ pub fn tet_neighbors(tets: &[[u32; 4]], npoints: usize) -> Result<Vec<[u32; 4]>>
                     }
                     match j - i {
                         1 => {}
-                        2 => pairs.push((keyed[i].1, keyed[i + 1].1)),
+                        2 => {
+                            let (f, g) = (keyed[i].1, keyed[i + 1].1);
+                            let opposite = |f: u32| tets[(f / 4) as usize][(f % 4) as usize];
+                            if opposite(f) == opposite(g) {
+                                return Err(Error::invalid(
+                                    OP,
+                                    "tets",
+                                    format!(
+                                        "tetrahedra {} and {} have the same points {:?}: a \
+                                         duplicated element",
+                                        f / 4,
+                                        g / 4,
+                                        tets[(f / 4) as usize]
+                                    ),
+                                ));
+                            }
+                            pairs.push((f, g))
+                        }
                         _ => {
                             let owners: Vec<u32> = keyed[i..j].iter().map(|&(_, f)| f / 4).collect();
                             return Err(Error::invalid(
@@ -114,7 +132,40 @@ pub fn tet_neighbors(tets: &[[u32; 4]], npoints: usize) -> Result<Vec<[u32; 4]>>
             neighbors[(g / 4) as usize][(g % 4) as usize] = f / 4;
         }
     }
+    check_closed_boundary(OP, tets, &neighbors)?;
     Ok(neighbors)
+}
+
+/// Checks that the unmatched faces form a closed surface: every edge of them lies on an
+/// even number of them. It holds for every conforming mesh (the boundary of a boundary is
+/// empty); a hanging node (a face covered by several smaller ones) breaks it, and its faces
+/// would otherwise become walls without a word.
+fn check_closed_boundary(
+    op: &'static str,
+    tets: &[[u32; 4]],
+    neighbors: &[[u32; 4]],
+) -> Result<()> {
+    let mut count: std::collections::HashMap<(u32, u32), (u32, u32)> = Default::default();
+    for (t, (tet, across)) in tets.iter().zip(neighbors).enumerate() {
+        for k in (0..4).filter(|&k| across[k] == NO_NEIGHBOR) {
+            let [a, b, c] = tet_face(*tet, k);
+            for (p, q) in [(a, b), (b, c), (c, a)] {
+                count.entry((p.min(q), p.max(q))).or_insert((0, t as u32)).0 += 1;
+            }
+        }
+    }
+    match count.into_iter().filter(|(_, (n, _))| n % 2 == 1).min() {
+        None => Ok(()),
+        Some(((p, q), (n, t))) => Err(Error::invalid(
+            op,
+            "tets",
+            format!(
+                "the mesh is not conforming: edge ({p}, {q}) lies on {n} boundary face(s) (an \
+                 even number in a conforming mesh), next to tetrahedron {t}; a hanging node or \
+                 a face that no neighbour matches"
+            ),
+        )),
+    }
 }
 
 /// The unique edges `[a, b]` (`a < b`) of the tetrahedra, sorted.
@@ -257,6 +308,107 @@ pub(crate) fn cross(a: [f64; 3], b: [f64; 3]) -> [f64; 3] {
 
 pub(crate) fn norm(a: [f64; 3]) -> f64 {
     dot(a, a).sqrt()
+}
+
+/// Checks that no two boundary faces overlap: where a face of one tetrahedron is covered
+/// by faces of others that do not share its points (a hanging node on an edge or a face, a
+/// non-conforming mesh), both sides are unmatched and lie in one plane with opposite
+/// normals. Such faces would otherwise become boundary walls inside the domain.
+///
+/// Pairs are looked for among the boundary faces around each boundary point (every such
+/// overlap has a point in common with the face it covers); `neighbors` as
+/// [`tet_neighbors`] returns them.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] naming the two tetrahedra and their faces.
+pub fn check_conforming(
+    tets: &[[u32; 4]],
+    points: &[[f64; 3]],
+    neighbors: &[[u32; 4]],
+) -> Result<()> {
+    const OP: &str = "mesh::check_conforming";
+    let mut faces_at: std::collections::HashMap<u32, Vec<u32>> = Default::default();
+    for (t, across) in neighbors.iter().enumerate() {
+        for k in (0..4).filter(|&k| across[k] == NO_NEIGHBOR) {
+            for v in tet_face(tets[t], k) {
+                faces_at.entry(v).or_default().push((4 * t + k) as u32);
+            }
+        }
+    }
+    let corners =
+        |f: u32| tet_face(tets[(f / 4) as usize], (f % 4) as usize).map(|v| points[v as usize]);
+    let mut at: Vec<_> = faces_at.into_iter().collect();
+    at.sort_unstable();
+    for (_, faces) in at {
+        for (i, &f) in faces.iter().enumerate() {
+            for &g in &faces[i + 1..] {
+                if f / 4 != g / 4 && faces_overlap(corners(f), corners(g)) {
+                    let (a, b) = ((f / 4) as usize, (g / 4) as usize);
+                    return Err(Error::invalid(
+                        OP,
+                        "tets",
+                        format!(
+                            "the mesh is not conforming: boundary face {:?} of tetrahedron {a} \
+                             overlaps boundary face {:?} of tetrahedron {b} (a hanging node: \
+                             faces that should be shared are not)",
+                            tet_face(tets[a], (f % 4) as usize),
+                            tet_face(tets[b], (g % 4) as usize)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether triangles `p` and `q` lie in one plane, face opposite ways and overlap with a
+/// positive area.
+fn faces_overlap(p: [[f64; 3]; 3], q: [[f64; 3]; 3]) -> bool {
+    let normal = |t: [[f64; 3]; 3]| cross(sub(t[1], t[0]), sub(t[2], t[0]));
+    let (np, nq) = (normal(p), normal(q));
+    let (lp, lq) = (norm(np), norm(nq));
+    if lp == 0.0 || lq == 0.0 || dot(np, nq) > -(1.0 - 1e-9) * lp * lq {
+        return false;
+    }
+    let n = np.map(|c| c / lp);
+    let size = [
+        sub(p[1], p[0]),
+        sub(p[2], p[0]),
+        sub(q[1], q[0]),
+        sub(q[2], q[0]),
+    ]
+    .iter()
+    .map(|d| norm(*d))
+    .fold(0.0f64, f64::max);
+    if q.iter().any(|&v| dot(sub(v, p[0]), n).abs() > 1e-9 * size) {
+        return false;
+    }
+    // In-plane coordinates, then the separating axis test on the 6 edge normals: a gap (or
+    // mere touching) along any of them means no overlap of positive area.
+    let e1 = sub(p[1], p[0]).map(|c| c / norm(sub(p[1], p[0])));
+    let e2 = cross(n, e1);
+    let flat = |t: [[f64; 3]; 3]| t.map(|v| [dot(sub(v, p[0]), e1), dot(sub(v, p[0]), e2)]);
+    let (a, b) = (flat(p), flat(q));
+    for tri in [a, b] {
+        for k in 0..3 {
+            let (u, w) = (tri[k], tri[(k + 1) % 3]);
+            let axis = [w[1] - u[1], u[0] - w[0]];
+            let project = |t: [[f64; 2]; 3]| {
+                t.iter()
+                    .map(|v| v[0] * axis[0] + v[1] * axis[1])
+                    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                        (lo.min(x), hi.max(x))
+                    })
+            };
+            let ((alo, ahi), (blo, bhi)) = (project(a), project(b));
+            let tol = 1e-9 * size * size;
+            if ahi <= blo + tol || bhi <= alo + tol {
+                return false;
+            }
+        }
+    }
+    true
 }
 
 #[cfg(test)]

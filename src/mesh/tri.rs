@@ -138,6 +138,13 @@ impl TriMesh {
                 ));
             }
         }
+        // The edge records (16 bytes, 3 per triangle) and the per-triangle and per-edge
+        // arrays: about 80 bytes per triangle.
+        crate::limits::check_host_items(
+            format_args!("the edges of {} triangles", triangles.len()),
+            triangles.len() as u64,
+            80,
+        )?;
         // Edges: sort the 3 n (low, high, element, local) records by their point pair.
         let mut records: Vec<(u32, u32, u32, u8)> = Vec::with_capacity(3 * triangles.len());
         for (e, t) in triangles.iter().enumerate() {
@@ -192,6 +199,7 @@ impl TriMesh {
             boundary.push(k - i == 1);
             i = k;
         }
+        check_boundary_overlap(&points, &edges, &boundary)?;
         let mut edge_tags = vec![0; edges.len()];
         for (g, &[a, b]) in edges.iter().enumerate() {
             if !boundary[g] {
@@ -244,6 +252,19 @@ impl TriMesh {
                 ),
             });
         }
+        let points_count = (n as u64 + 1).saturating_mul(n as u64 + 1);
+        if points_count > u64::from(u32::MAX) {
+            return Err(Error::InvalidArgument {
+                op: "TriMesh::unit_square",
+                name: "n",
+                reason: format!("n = {n}: {points_count} points need indices of more than 32 bits"),
+            });
+        }
+        // Points (2 f64) and triangles (3 u32 and a tag each).
+        crate::limits::check_host_bytes(
+            format_args!("a {n} x {n} triangle mesh"),
+            points_count * 16 + (n as u64 * n as u64) * 2 * 16,
+        )?;
         let h = 1.0 / n as f64;
         let id = |i: usize, j: usize| (j * (n + 1) + i) as u32;
         let mut rng = Rng::new(seed);
@@ -316,6 +337,7 @@ impl TriMesh {
     }
 
     fn gmsh(mesh: &Mesh, default_tag: Option<i32>) -> Result<Self> {
+        mesh.check_kinds("TriMesh", &[CellKind::Tri3])?;
         let tri = mesh
             .block(CellKind::Tri3)
             .filter(|b| !b.is_empty())
@@ -435,6 +457,53 @@ impl TriMesh {
         }
         out
     }
+}
+
+/// Checks that no two boundary edges leave a point in the same direction: they would
+/// overlap, as where a hanging node splits an edge that the triangle across does not
+/// (a non-conforming mesh, whose unmatched edges would otherwise become boundary).
+fn check_boundary_overlap(
+    points: &[[f64; 2]],
+    edges: &[[u32; 2]],
+    boundary: &[bool],
+) -> Result<()> {
+    let mut at: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (g, &[a, b]) in edges.iter().enumerate().filter(|&(g, _)| boundary[g]) {
+        at.entry(a).or_default().push(g as u32);
+        at.entry(b).or_default().push(g as u32);
+    }
+    let mut vertices: Vec<_> = at.into_iter().filter(|(_, e)| e.len() > 1).collect();
+    vertices.sort_unstable();
+    for (v, list) in vertices {
+        let p = points[v as usize];
+        let direction = |g: u32| {
+            let [a, b] = edges[g as usize];
+            let q = points[if a == v { b } else { a } as usize];
+            let d = [q[0] - p[0], q[1] - p[1]];
+            let len = d[0].hypot(d[1]);
+            [d[0] / len, d[1] / len]
+        };
+        for (i, &g) in list.iter().enumerate() {
+            for &h in &list[i + 1..] {
+                let (d, e) = (direction(g), direction(h));
+                if (d[0] * e[1] - d[1] * e[0]).abs() < 1e-10 && d[0] * e[0] + d[1] * e[1] > 0.0 {
+                    {
+                        return Err(Error::invalid(
+                            "TriMesh",
+                            "mesh",
+                            format!(
+                                "the mesh is not conforming: boundary edges {:?} and {:?} overlap \
+                                 at point {v} ({:.6}, {:.6}); a hanging node (an edge split on one \
+                                 side only)",
+                                edges[g as usize], edges[h as usize], p[0], p[1]
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -94,6 +94,7 @@ pub fn fmg<B: Backend + TensorOps, S: Scalar, T: Scalar>(
     params: &FmgParams<'_>,
 ) -> Result<FmgReport> {
     let stop = params.stop;
+    stop.check("fmg")?;
     let n = mg.grid().len();
     check_len("fmg", "b", n, b.len())?;
     check_len("fmg", "x", n, x.len())?;

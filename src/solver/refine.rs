@@ -49,6 +49,8 @@ pub fn iterative_refinement<B: Backend>(
     params: &RefinementParams,
 ) -> Result<SolveReport> {
     check_system("iterative_refinement", a64, b, x)?;
+    params.stop.check("iterative_refinement")?;
+    params.inner_stop.check("iterative_refinement (inner)")?;
     crate::error::check_len("iterative_refinement", "a32 rows", a64.nrows(), a32.nrows())?;
     let start = Instant::now();
     let backend = b.backend().clone();
@@ -75,7 +77,7 @@ pub fn iterative_refinement<B: Backend>(
                 quantity: "residual",
             };
         }
-        if params.stop.met(rnorm, bnorm) || rnorm == 0.0 {
+        if params.stop.met(rnorm, bnorm) {
             break StopReason::Converged;
         }
         if outer >= params.stop.max_iter {

@@ -120,6 +120,7 @@ pub(crate) fn drive<S: Scalar, V: KrylovVector<S>>(
         let norm = r.norm()?;
         Ok((r, norm))
     };
+    params.stop.check(name)?;
     let bnorm = b.norm()?;
     let mut t = Tracker::with_progress(params, name, bnorm, b.shows_progress());
     if !bnorm.is_finite() || bnorm == 0.0 {
@@ -132,6 +133,14 @@ pub(crate) fn drive<S: Scalar, V: KrylovVector<S>>(
         };
         let (_, true_norm) = true_residual(x)?;
         t.applications += 1;
+        // x = 0 answers b = 0 unless A·0 is not 0 (NaN or infinity in A).
+        let reason = if reason == StopReason::Converged && !t.converged(true_norm) {
+            StopReason::NonFinite {
+                quantity: "b − A x (the operator gives NaN or infinity)",
+            }
+        } else {
+            reason
+        };
         return Ok(b.finish_report(t.report(0, reason, true_norm)));
     }
     let (mut r, _) = true_residual(x)?;
@@ -142,6 +151,12 @@ pub(crate) fn drive<S: Scalar, V: KrylovVector<S>>(
         k = k_end;
         let (true_r, true_norm) = true_residual(x)?;
         t.applications += 1;
+        if reason == StopReason::Converged && !true_norm.is_finite() {
+            let reason = StopReason::NonFinite {
+                quantity: "the true residual b − A x",
+            };
+            return Ok(b.finish_report(t.report(k, reason, true_norm)));
+        }
         if reason != StopReason::Converged || t.converged(true_norm) {
             return Ok(b.finish_report(t.report(k, reason, true_norm)));
         }

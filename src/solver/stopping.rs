@@ -50,6 +50,56 @@ impl Stopping {
         (self.rtol * rhs_norm).max(self.atol)
     }
 
+    /// Checks that the criterion can be met and means something: `rtol` in `[0, 1)`,
+    /// `atol ≥ 0`, both finite and not both zero, `max_iter ≥ 1`.
+    ///
+    /// ```
+    /// use galerkin::solver::Stopping;
+    ///
+    /// assert!(Stopping::new(1e-8, 100).check("cg").is_ok());
+    /// assert!(Stopping::new(2.0, 100).check("cg").is_err()); // met before the first step
+    /// assert!(Stopping::new(f64::NAN, 100).check("cg").is_err());
+    /// assert!(Stopping::new(0.0, 100).check("cg").is_err()); // never met
+    /// assert!(Stopping::new(0.0, 100).with_atol(1e-12).check("cg").is_ok());
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) naming the field.
+    pub fn check(&self, op: &'static str) -> crate::error::Result<()> {
+        use crate::error::Error;
+        if !(self.rtol.is_finite() && (0.0..1.0).contains(&self.rtol)) {
+            return Err(Error::invalid(
+                op,
+                "rtol",
+                format!(
+                    "{}: the relative tolerance must be in [0, 1) (1 or more is met by x = 0)",
+                    self.rtol
+                ),
+            ));
+        }
+        if !(self.atol.is_finite() && self.atol >= 0.0) {
+            return Err(Error::invalid(
+                op,
+                "atol",
+                format!(
+                    "{}: the absolute tolerance must be finite and ≥ 0",
+                    self.atol
+                ),
+            ));
+        }
+        if self.rtol == 0.0 && self.atol == 0.0 {
+            return Err(Error::invalid(
+                op,
+                "rtol, atol",
+                "both tolerances are 0: the criterion can only be met by an exact answer",
+            ));
+        }
+        if self.max_iter == 0 {
+            return Err(Error::invalid(op, "max_iter", "must be at least 1"));
+        }
+        Ok(())
+    }
+
     /// Whether `residual` meets the criterion for a right-hand side of norm `rhs_norm`.
     pub fn met(&self, residual: f64, rhs_norm: f64) -> bool {
         residual <= self.target(rhs_norm)

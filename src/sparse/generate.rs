@@ -262,6 +262,11 @@ pub(crate) fn build_csr<V: Element>(
 ) -> Result<Csr<Cpu, V>> {
     to_u32(nrows, "CSR", "nrows")?;
     to_u32(ncols, "CSR", "ncols")?;
+    crate::limits::check_host_items(
+        format_args!("the row pointers of a {nrows}-row matrix"),
+        nrows as u64 + 1,
+        4,
+    )?;
     let mut row_ptr = vec![0u32; nrows + 1];
     row_ptr[1..]
         .par_iter_mut()
@@ -275,6 +280,11 @@ pub(crate) fn build_csr<V: Element>(
     }
     let nnz = usize::try_from(total).unwrap_or(usize::MAX);
     to_u32(nnz, "CSR", "nnz")?;
+    crate::limits::check_host_items(
+        format_args!("a {nrows} x {ncols} matrix with {nnz} entries"),
+        nnz as u64,
+        4 + V::DTYPE.size() as u64,
+    )?;
     let mut col_idx = vec![0u32; nnz];
     let mut values = vec![V::default(); nnz];
     fill_rows(&row_ptr, &mut col_idx, &mut values, unit, fill);

@@ -78,6 +78,18 @@ impl RandomPattern {
 pub fn random_csr<V: Element>(pattern: &RandomPattern, seed: u64) -> Result<Csr<Cpu, V>> {
     let p = pattern;
     let mut rng = Rng::new(seed);
+    // The most the pattern can hold: every row at its longest, plus the long row.
+    let most = (p.nrows as u64)
+        .saturating_mul(p.max_len.max(p.min_len) as u64 + u64::from(p.diagonal))
+        .saturating_add(p.long_row as u64);
+    crate::limits::check_host_items(
+        format_args!(
+            "a random {} x {} matrix of up to {most} entries",
+            p.nrows, p.ncols
+        ),
+        most,
+        4 + V::DTYPE.size() as u64,
+    )?;
     let mut row_ptr = Vec::with_capacity(p.nrows + 1);
     let mut col_idx = Vec::new();
     let mut values = Vec::new();

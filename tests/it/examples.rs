@@ -21,7 +21,7 @@ fn example(name: &str) -> Command {
     Command::new(path)
 }
 
-fn run(name: &str, args: &[&str]) -> Output {
+pub(crate) fn run(name: &str, args: &[&str]) -> Output {
     example(name).args(args).output().expect("the example runs")
 }
 
@@ -37,7 +37,7 @@ fn json(out: &Output) -> serde_json::Value {
 }
 
 /// `stdout` as exactly one JSON object.
-fn object(stdout: &[u8]) -> serde_json::Value {
+pub(crate) fn object(stdout: &[u8]) -> serde_json::Value {
     let text = String::from_utf8_lossy(stdout);
     let value: serde_json::Value = serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("stdout is not one JSON object ({e}): {text}"));
@@ -106,7 +106,7 @@ fn hdg_poisson_json() {
 #[test]
 fn hdg_poisson_bad_input() {
     for (args, words) in [
-        (&["--exact", "sin(pi*x"][..], "parentheses"),
+        (&["--exact", "sin(pi*x"][..], "parenthesis"),
         (&["--exact", "z*x"], "unknown variable"),
         (&["--degree", "10"], "P = 10"),
         (&["--mesh", "square:abc"], "positive integer"),

@@ -13,6 +13,7 @@ mod errors;
 mod examples;
 mod harness;
 mod hdg;
+mod hostile;
 mod mesh;
 mod mtx;
 mod multigrid;

@@ -39,9 +39,16 @@ impl NodeMap {
             .max(count.saturating_mul(2).saturating_add(1024));
     }
 
-    /// Inserts; returns false if the tag was already present.
+    /// Inserts; returns false if the tag was already present. A tag goes into the dense
+    /// table only while the table stays within twice the nodes inserted so far (plus 2²⁰):
+    /// a header that declares billions of nodes, or one huge tag, must not allocate
+    /// gigabytes for a file that holds a few.
     fn insert(&mut self, tag: u64, index: u32) -> bool {
-        if tag < self.dense_limit {
+        let earned = 2 * u64::from(index) + (1 << 20);
+        if tag < self.dense_limit.min(earned) {
+            if self.sparse.contains_key(&tag) {
+                return false;
+            }
             let t = tag as usize;
             if t >= self.dense.len() {
                 self.dense.resize(t + 1, Self::NONE);
@@ -108,20 +115,31 @@ impl<R: BufRead> Parser<R> {
         }
     }
 
-    /// Reads the next line into `buf`; false at the end of the file.
+    /// Reads the next line into `buf`; false at the end of the file. Lines are at most
+    /// [`MAX_LINE_BYTES`](crate::limits::MAX_LINE_BYTES) long.
     fn advance(&mut self) -> Result<bool> {
+        use crate::limits::{read_line, LineError, MAX_LINE_BYTES};
         self.buf.clear();
-        match self.reader.read_line(&mut self.buf) {
+        let mut bytes = std::mem::take(&mut self.buf).into_bytes();
+        match read_line(&mut self.reader, &mut bytes, MAX_LINE_BYTES) {
             Ok(0) => Ok(false),
             Ok(_) => {
                 self.line += 1;
-                Ok(true)
+                match String::from_utf8(bytes) {
+                    Ok(text) => {
+                        self.buf = text;
+                        Ok(true)
+                    }
+                    Err(_) => Err(self.error("the line is not valid UTF-8 text (a binary file?)")),
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            Err(LineError::TooLong) => {
                 self.line += 1;
-                Err(self.error("the line is not valid UTF-8 text (a binary file?)"))
+                Err(self.error(format!(
+                    "the line is longer than {MAX_LINE_BYTES} bytes (not a Gmsh file?)"
+                )))
             }
-            Err(source) => Err(Error::Io {
+            Err(LineError::Io(source)) => Err(Error::Io {
                 path: self.path.clone(),
                 source,
             }),

@@ -75,6 +75,16 @@ impl<V: Element> Csr<Cpu, V> {
     pub fn from_coo(coo: &Coo<Cpu, V>) -> Result<Self> {
         let nnz_in = coo.values.len();
         to_u32(nnz_in, "CSR", "the number of COO entries")?;
+        // Three row arrays (counts, next, row pointers) and the sorted entries.
+        crate::limits::check_host_bytes(
+            format_args!(
+                "CSR of a {} x {} matrix with {nnz_in} entries",
+                coo.nrows, coo.ncols
+            ),
+            (coo.nrows as u64 + 1)
+                .saturating_mul(12)
+                .saturating_add((nnz_in as u64).saturating_mul(8 + V::DTYPE.size() as u64)),
+        )?;
         // Counting sort by row, stable: entries of a row keep their input order.
         let mut count = vec![0u32; coo.nrows + 1];
         for &r in &coo.rows {
@@ -137,6 +147,30 @@ impl<V: Element> Csr<Cpu, V> {
     /// The column indices (`nnz`).
     pub fn col_idx(&self) -> &[u32] {
         &self.col_idx
+    }
+
+    /// Checks that every stored value is finite: NaN or infinity in a matrix makes every
+    /// solve with it meaningless.
+    ///
+    /// # Errors
+    /// [`Error::InvalidMatrix`] naming the first such entry (1-based row and column) and
+    /// its value.
+    pub fn check_finite(&self) -> Result<()> {
+        match self.values.iter().position(|v| !v.as_f64().is_finite()) {
+            None => Ok(()),
+            Some(k) => {
+                let row = self.row_ptr.partition_point(|&p| p as usize <= k) - 1;
+                Err(Error::InvalidMatrix {
+                    format: "CSR",
+                    reason: format!(
+                        "entry ({}, {}) (1-based) is {}: only finite values can be solved with",
+                        row + 1,
+                        self.col_idx[k] + 1,
+                        self.values[k].as_f64()
+                    ),
+                })
+            }
+        }
     }
 
     /// The values (`nnz`).

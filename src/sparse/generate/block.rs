@@ -51,6 +51,19 @@ pub fn hdg_trace(
         .checked_add(1)
         .and_then(|q| q.checked_mul(4))
         .ok_or_else(|| too_large(format!("degree {p}")))?;
+    // The matrix: up to HDG_SLOTS blocks of m² values (f64 and a u32 column) per edge.
+    let edges = (nx as u64)
+        .saturating_mul(ny as u64)
+        .saturating_mul(3)
+        .saturating_add(nx as u64)
+        .saturating_add(ny as u64);
+    crate::limits::check_host_items(
+        format_args!("an HDG-like trace matrix of degree {p} on {nx} x {ny} squares"),
+        edges
+            .saturating_mul(HDG_SLOTS as u64)
+            .saturating_mul((m as u64).saturating_mul(m as u64)),
+        12,
+    )?;
     let pattern = BlockPattern {
         block_size: m,
         slots_per_row: HDG_SLOTS,
@@ -162,6 +175,14 @@ pub fn dg_7block(
         .and_then(|a| a.checked_mul(nz))
         .filter(|&n| u32::try_from(n).is_ok())
         .ok_or_else(|| too_large(format!("a {nx} x {ny} x {nz} grid")))?;
+    // The matrix: nel·7 blocks of block_size² values (f64 and a u32 column each).
+    crate::limits::check_host_items(
+        format_args!("a {nx} x {ny} x {nz} grid of blocks of size {block_size}"),
+        (nel as u64)
+            .saturating_mul(DG_SLOTS as u64)
+            .saturating_mul((block_size as u64).saturating_mul(block_size as u64)),
+        12,
+    )?;
     let mut neighbours = vec![PAD; nel * DG_SLOTS];
     neighbours
         .par_chunks_mut(DG_SLOTS)

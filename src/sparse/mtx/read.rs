@@ -50,14 +50,22 @@ pub(super) enum Line<'b> {
 impl<R: BufRead> Lines<'_, R> {
     /// Reads the next line into `buf`; `None` at the end of the file.
     pub(super) fn next<'b>(&mut self, buf: &'b mut Vec<u8>) -> Result<Option<Line<'b>>> {
-        buf.clear();
-        let read = self
-            .reader
-            .read_until(b'\n', buf)
-            .map_err(|source| Error::Io {
-                path: self.name.to_string(),
-                source,
-            })?;
+        use crate::limits::{read_line, LineError, MAX_LINE_BYTES};
+        let read = match read_line(&mut self.reader, buf, MAX_LINE_BYTES) {
+            Ok(read) => read,
+            Err(LineError::Io(source)) => {
+                return Err(Error::Io {
+                    path: self.name.to_string(),
+                    source,
+                })
+            }
+            Err(LineError::TooLong) => {
+                self.line += 1;
+                return Err(self.error(format!(
+                    "the line is longer than {MAX_LINE_BYTES} bytes (not a Matrix Market file?)"
+                )));
+            }
+        };
         if read == 0 {
             return Ok(None);
         }
