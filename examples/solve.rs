@@ -346,6 +346,32 @@ fn check_args(args: &Args) -> Result<()> {
     Ok(())
 }
 
+/// A right-hand side every solver can take: finite entries (b = A·1 of a matrix with huge
+/// values may overflow) and a finite norm.
+fn check_rhs(args: &Args, b: &[f64]) -> Result<()> {
+    let what = if args.rhs.is_some() {
+        "--rhs"
+    } else {
+        "b = A·1"
+    };
+    let refuse = |reason: String| galerkin::Error::InvalidArgument {
+        op: "solve",
+        name: "b",
+        reason,
+    };
+    if let Some((i, v)) = b.iter().enumerate().find(|(_, v)| !v.is_finite()) {
+        return Err(refuse(format!("{what}: b[{}] (1-based) is {v}", i + 1)));
+    }
+    let norm = Vector::from_slice(&Cpu::new(), b)?.nrm2()?;
+    if !norm.is_finite() {
+        return Err(refuse(format!(
+            "{what}: ‖b‖₂ overflows f64 (its entries are finite, but too large together): \
+             scale the system"
+        )));
+    }
+    Ok(())
+}
+
 /// Values that the precision cannot hold: with `f32` every value of A and b must be a
 /// normal f32; with `mixed` (whose f32 copy only preconditions) none may overflow.
 fn check_precision(args: &Args, a: &Csr<Cpu, f64>, b: &[f64]) -> Result<()> {
@@ -441,6 +467,7 @@ fn main() -> ExitCode {
                 b.to_vec()?
             }
         };
+        check_rhs(&args, &b)?;
         check_precision(&args, &a, &b)?;
         say!(
             "solver: {:?}, preconditioner: {:?}, precision: {:?}, tolerance {:e}",

@@ -240,6 +240,7 @@ fn solve_and_spmv_refuse_what_they_cannot_answer() {
     );
     let tiny = write(&dir, "tiny-rhs.txt", &"1e-50\n".repeat(1296));
     let endless = write(&dir, "endless.txt", &"1".repeat(1 << 20));
+    let huge = write(&dir, "huge-rhs.txt", &"1e308\n".repeat(1296));
     let small = ["--matrix", "fvm-tet:6"];
     let cases: Vec<(&str, Vec<&str>, Vec<&str>)> = vec![
         ("solve", vec!["--tol", "inf"], vec!["(0, 1)"]),
@@ -264,6 +265,7 @@ fn solve_and_spmv_refuse_what_they_cannot_answer() {
             vec!["b[1]", "no f32 value"],
         ),
         ("solve", vec!["--rhs", &endless], vec!["longer than"]),
+        ("solve", vec!["--rhs", &huge], vec!["‖b‖₂ overflows"]),
         (
             "solve",
             vec!["--matrix", "random:3000000000"],
