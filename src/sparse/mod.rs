@@ -54,6 +54,7 @@ pub mod matrix;
 pub mod mtx;
 pub mod ops;
 pub mod options;
+pub mod product;
 pub mod random;
 pub mod reorder;
 pub mod sell;
