@@ -42,15 +42,30 @@ fn meminfo_field(name: &str) -> Option<u64> {
 }
 
 /// The host memory available now (`MemAvailable` of `/proc/meminfo` on Linux, plus free
-/// swap, at most what an address-space limit leaves), or `None` where it cannot be read.
+/// swap, at most what an address-space limit or a cgroup memory limit leaves), or `None`
+/// where it cannot be read.
 pub fn host_memory_available() -> Option<u64> {
     let available = meminfo_field("MemAvailable:")?;
     let memory = available.saturating_add(meminfo_field("SwapFree:").unwrap_or(0));
-    // A process limit (`ulimit -v`) leaves less: what is left of its address space.
-    Some(match address_space_left() {
-        Some(left) => memory.min(left),
-        None => memory,
-    })
+    // A process limit (`ulimit -v`) or a container's (cgroup v2 `memory.max`) leaves less.
+    Some(
+        [address_space_left(), cgroup_memory_left()]
+            .into_iter()
+            .flatten()
+            .fold(memory, u64::min),
+    )
+}
+
+/// What is left of this process's cgroup (v2) memory limit, if it has one.
+fn cgroup_memory_left() -> Option<u64> {
+    let read = |name: &str| -> Option<u64> {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok() // "max" does not parse: no limit
+    };
+    Some(read("memory.max")?.saturating_sub(read("memory.current").unwrap_or(0)))
 }
 
 /// What is left of the process's address-space limit (`RLIMIT_AS`, from
