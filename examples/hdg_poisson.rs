@@ -342,9 +342,6 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
     let hdg = hdg?;
     let mut solver = TraceSolverParams::for_precision::<S>();
     if let Some(rtol) = args.rtol {
-        if !(rtol > 0.0 && rtol < 1.0) {
-            return Err(bad("--rtol", format!("{rtol}: must be in (0, 1)")));
-        }
         solver.stop.rtol = rtol;
     }
     solver.stop.max_iter = args.max_iter;
@@ -504,6 +501,10 @@ fn report(args: &Args, mesh: &TriMesh, o: &Outcome) {
 fn main() -> ExitCode {
     let args = Args::parse();
     let result = (|| -> Result<Outcome> {
+        // Before any setup: the tolerance the trace solve will need.
+        if let Some(rtol) = args.rtol {
+            common::check_tolerance("--rtol", rtol)?;
+        }
         if let Some(path) = &args.vtk {
             if !(path.ends_with(".vtu") || path.ends_with(".vtk")) {
                 return Err(bad(

@@ -162,12 +162,9 @@ fn check_args(args: &Args) -> Result<Grid> {
             format!("{}: must be in 1..={MAX_LEVEL}", args.levels),
         ));
     }
-    if !(args.tol > 0.0 && args.tol < 1.0) {
-        return Err(bad("--tol", format!("{}: must be in (0, 1)", args.tol)));
-    }
-    if args.restart == 0 || args.max_iter == 0 {
-        return Err(bad("--restart/--max-iter", "must be positive".into()));
-    }
+    common::check_tolerance("--tol", args.tol)?;
+    common::check_positive("--restart", args.restart)?;
+    common::check_positive("--max-iter", args.max_iter)?;
     if let Some(path) = &args.vtk {
         if !(path.ends_with(".vtu") || path.ends_with(".vtk")) {
             return Err(bad(

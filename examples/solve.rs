@@ -394,8 +394,7 @@ fn check_precision(args: &Args, a: &Csr<Cpu, f64>, b: &[f64]) -> Result<()> {
         ),
     };
     if let Some((k, v)) = common::f32_unrepresentable(a.values(), underflow) {
-        let row = a.row_ptr().partition_point(|&p| p as usize <= k) - 1;
-        let col = a.col_idx()[k];
+        let (row, col) = a.entry_position(k);
         return Err(refuse(format!("A[{}, {}] (1-based)", row + 1, col + 1), v));
     }
     if let Some((i, v)) = common::f32_unrepresentable(b, underflow) {

@@ -191,14 +191,14 @@ fn main() -> ExitCode {
         let underflow = args.precision == PrecisionArg::F32;
         if args.precision != PrecisionArg::F64 {
             if let Some((k, v)) = common::f32_unrepresentable(a.values(), true) {
-                let row = a.row_ptr().partition_point(|&p| p as usize <= k) - 1;
+                let (row, col) = a.entry_position(k);
                 return Err(Error::InvalidArgument {
                     op: "spmv",
                     name: "--precision",
                     reason: format!(
                         "A[{}, {}] (1-based) = {v:e} has no f32 value: use --precision f64",
                         row + 1,
-                        a.col_idx()[k] + 1
+                        col + 1
                     ),
                 });
             }

@@ -30,13 +30,12 @@ pub fn bytes_for(count: u64, each: u64) -> Option<u64> {
 /// The host's physical memory (`MemTotal` of `/proc/meminfo` on Linux), or `None` where it
 /// cannot be read.
 pub fn host_memory_total() -> Option<u64> {
-    meminfo_field("MemTotal:")
+    meminfo_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemTotal:")
 }
 
-/// A field of `/proc/meminfo`, in bytes.
-fn meminfo_field(name: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with(name))?;
+/// A field of the text of `/proc/meminfo`, in bytes.
+fn meminfo_field(meminfo: &str, name: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with(name))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
 }
@@ -45,8 +44,9 @@ fn meminfo_field(name: &str) -> Option<u64> {
 /// swap, at most what an address-space limit or a cgroup memory limit leaves), or `None`
 /// where it cannot be read.
 pub fn host_memory_available() -> Option<u64> {
-    let available = meminfo_field("MemAvailable:")?;
-    let memory = available.saturating_add(meminfo_field("SwapFree:").unwrap_or(0));
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let available = meminfo_field(&meminfo, "MemAvailable:")?;
+    let memory = available.saturating_add(meminfo_field(&meminfo, "SwapFree:").unwrap_or(0));
     // A process limit (`ulimit -v`) or a container's (cgroup v2 `memory.max`) leaves less.
     Some(
         [address_space_left(), cgroup_memory_left()]

@@ -149,6 +149,13 @@ impl<V: Element> Csr<Cpu, V> {
         &self.col_idx
     }
 
+    /// The (0-based) row and column of the `k`-th stored entry (`k < nnz`), for messages
+    /// that name an entry found by its position in [`values`](Self::values).
+    pub fn entry_position(&self, k: usize) -> (usize, usize) {
+        let row = self.row_ptr.partition_point(|&p| p as usize <= k) - 1;
+        (row, self.col_idx[k] as usize)
+    }
+
     /// Checks that every stored value is finite: NaN or infinity in a matrix makes every
     /// solve with it meaningless.
     ///
@@ -159,13 +166,13 @@ impl<V: Element> Csr<Cpu, V> {
         match self.values.iter().position(|v| !v.as_f64().is_finite()) {
             None => Ok(()),
             Some(k) => {
-                let row = self.row_ptr.partition_point(|&p| p as usize <= k) - 1;
+                let (row, col) = self.entry_position(k);
                 Err(Error::InvalidMatrix {
                     format: "CSR",
                     reason: format!(
                         "entry ({}, {}) (1-based) is {}: only finite values can be solved with",
                         row + 1,
-                        self.col_idx[k] + 1,
+                        col + 1,
                         self.values[k].as_f64()
                     ),
                 })
