@@ -55,6 +55,9 @@ enum PreconditionerArg {
     BlockJacobi,
     /// Chebyshev polynomial (degree --chebyshev-degree) over block-Jacobi
     Chebyshev,
+    /// smoothed-aggregation algebraic multigrid set up from K (--amg-*): iterations that
+    /// do not grow with the mesh
+    Amg,
 }
 
 /// HDG for −∇²u + λu = f on triangles: every stage on the chosen backend.
@@ -108,8 +111,10 @@ struct Args {
     #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
     precision: PrecisionArg,
     /// Preconditioner of PCG on the trace system.
-    #[arg(long, value_enum, default_value_t = PreconditionerArg::BlockJacobi)]
+    #[arg(long, visible_alias = "precond", value_enum, default_value_t = PreconditionerArg::BlockJacobi)]
     preconditioner: PreconditionerArg,
+    #[command(flatten)]
+    amg: common::AmgArgs,
     /// Degree of the Chebyshev polynomial.
     #[arg(long, default_value_t = 4)]
     chebyshev_degree: usize,
@@ -310,6 +315,7 @@ struct Outcome {
     iterations: usize,
     converged: bool,
     reason: String,
+    amg: Option<galerkin::solver::AmgInfo>,
     times: StageTimes,
     errors: Option<L2Errors>,
     backend: String,
@@ -350,10 +356,22 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
     } else {
         Progress::Auto
     };
-    if args.preconditioner == PreconditionerArg::Chebyshev {
-        solver.preconditioner = TracePreconditioner::Chebyshev {
-            degree: args.chebyshev_degree,
-        };
+    match args.preconditioner {
+        PreconditionerArg::BlockJacobi => {}
+        PreconditionerArg::Chebyshev => {
+            solver.preconditioner = TracePreconditioner::Chebyshev {
+                degree: args.chebyshev_degree,
+            };
+        }
+        PreconditionerArg::Amg => {
+            let p = args.amg.params(galerkin::hdg::TRACE_AMG_THETA)?;
+            solver.preconditioner = TracePreconditioner::Amg {
+                theta: p.theta,
+                smoother: p.smoother,
+                cycle: p.cycle,
+                max_coarse: p.max_coarse,
+            };
+        }
     }
     let f = task.functions;
     let problem = Problem {
@@ -408,6 +426,7 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
         iterations: trace.report.iterations,
         converged: trace.report.converged(),
         reason: format!("{:?}", trace.report.reason),
+        amg: trace.amg,
         times,
         errors,
         backend: b.info().to_string(),
@@ -445,6 +464,8 @@ fn report(args: &Args, mesh: &TriMesh, o: &Outcome) {
             "converged": o.converged,
             "reason": o.reason,
             "seconds": seconds,
+            "precond": format!("{:?}", args.preconditioner).to_lowercase(),
+            "amg": o.amg.as_ref().map(|info| common::amg_json(info, if args.precision == PrecisionArg::F32 { "f32" } else { "f64" })),
         });
         if let Some(e) = &o.errors {
             value["l2_error"] = serde_json::json!({
@@ -478,6 +499,9 @@ fn report(args: &Args, mesh: &TriMesh, o: &Outcome) {
             format!("NOT converged: {}", o.reason)
         }
     );
+    if let Some(info) = &o.amg {
+        common::amg_table(info);
+    }
     println!("\n{:<16} {:>12} {:>7}", "stage", "time (ms)", "share");
     for (name, d) in stages {
         println!(
@@ -505,6 +529,7 @@ fn main() -> ExitCode {
         if let Some(rtol) = args.rtol {
             common::check_tolerance("--rtol", rtol)?;
         }
+        args.amg.params(galerkin::hdg::TRACE_AMG_THETA)?;
         if let Some(path) = &args.vtk {
             if !(path.ends_with(".vtu") || path.ends_with(".vtk")) {
                 return Err(bad(

@@ -23,19 +23,23 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use galerkin::solver::{
-    bicgstab, cg, fgmres, gmres, iterative_refinement, mixed_solve, pcg, BlockJacobi, Chebyshev,
-    ChebyshevParams, Identity, InnerSolver, Jacobi, LinearOperator, MixedOuter, MixedParams,
-    Preconditioner, RefinementParams, SolveReport, SolverParams, Stopping,
+    bicgstab, cg, fgmres, gmres, iterative_refinement, mixed_solve, pcg, Amg, AmgInfo, BlockJacobi,
+    Chebyshev, ChebyshevParams, Identity, InnerSolver, Jacobi, LinearOperator, MixedOuter,
+    MixedParams, MixedPrecision, Preconditioner, RefinementParams, SolveReport, SolverParams,
+    Stopping,
 };
 use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};
-use galerkin::{Backend, BackendTask, Cpu, Element, FullBackend, Result, Scalar, Vector};
+use galerkin::{Backend, BackendTask, Cpu, DType, Element, FullBackend, Result, Scalar, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
 #[cfg(feature = "mpi")]
 #[path = "common/solve_dist.rs"]
 mod solve_dist;
-use common::{load, read_vector, say, write_vector, BackendArg, FormatArg, PrecisionArg};
+use common::{
+    load, read_vector, say, write_vector, AmgArgs, AmgPrecisionArg, BackendArg, FormatArg,
+    PrecisionArg,
+};
 
 /// The Krylov method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -65,6 +69,8 @@ enum PrecondArg {
     BlockJacobi,
     /// Chebyshev polynomial of the Jacobi-scaled operator
     Chebyshev,
+    /// smoothed-aggregation algebraic multigrid, one cycle per application (--amg-*)
+    Amg,
 }
 
 /// Solve A x = b on any backend, in f32, f64 or mixed precision; b = A·1 unless --rhs.
@@ -86,6 +92,8 @@ struct Args {
     /// Block size of block-Jacobi.
     #[arg(long, default_value_t = 4)]
     block_size: usize,
+    #[command(flatten)]
+    amg: AmgArgs,
     /// Precision: `mixed` answers the f64 system to --tol with the work in f32.
     #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
     precision: PrecisionArg,
@@ -117,6 +125,10 @@ struct Args {
     /// Print one JSON object on stdout (the text report goes to stderr).
     #[arg(long)]
     json: bool,
+    /// Also write the matrix (as built or read) here in Matrix Market format, e.g. to give
+    /// the same system to another solver.
+    #[arg(long, value_name = "PATH")]
+    write_matrix: Option<String>,
     /// Distributed runs (feature `mpi`, under `mpirun`): how rows are given to ranks,
     /// `contiguous` or `metis`.
     #[arg(long, default_value = "contiguous")]
@@ -181,14 +193,47 @@ fn operator<B: Backend, V: Element>(
     }
 }
 
+/// A preconditioner, what its setup built and cost, and whether the solver must be flexible.
+struct Built<'a, B: Backend, P: Scalar> {
+    m: Box<dyn Preconditioner<B, P> + 'a>,
+    amg: Option<AmgInfo>,
+    /// An f32 hierarchy inside a solve in another precision: not exactly symmetric.
+    flexible: bool,
+    setup_s: f64,
+}
+
+/// What a solve returns to `main`.
+struct Outcome {
+    x: Vec<f64>,
+    report: SolveReport,
+    amg: Option<AmgInfo>,
+    setup_s: f64,
+}
+
 /// A preconditioner in precision `P` for the host matrix.
 fn preconditioner<'a, B: Backend, P: Scalar>(
     b: &B,
     args: &Args,
     a: &Csr<Cpu, f64>,
     op: &'a dyn LinearOperator<B, P>,
-) -> Result<Box<dyn Preconditioner<B, P> + 'a>> {
-    Ok(match args.precond {
+) -> Result<Built<'a, B, P>> {
+    let t0 = Instant::now();
+    let mut amg = None;
+    let mut flexible = false;
+    let m: Box<dyn Preconditioner<B, P> + 'a> = match args.precond {
+        PrecondArg::Amg => {
+            let params = args.amg.params(0.0)?;
+            if args.amg.amg_precision == AmgPrecisionArg::F32 && P::DTYPE != DType::F32 {
+                let h = Amg::<B, f32>::new(b, a, &params)?;
+                amg = Some(h.info().clone());
+                flexible = true;
+                Box::new(MixedPrecision::new(h))
+            } else {
+                let h = Amg::<B, P>::new(b, a, &params)?;
+                amg = Some(h.info().clone());
+                Box::new(h)
+            }
+        }
         PrecondArg::Jacobi => Box::new(Jacobi::<B, P>::new(b, a)?),
         PrecondArg::BlockJacobi => Box::new(BlockJacobi::<B, P>::new(b, a, args.block_size)?),
         PrecondArg::Chebyshev => Box::new(Chebyshev::new(
@@ -198,6 +243,15 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
             ChebyshevParams::default(),
         )?),
         PrecondArg::None => Box::new(Identity::new(a.nrows())),
+    };
+    if let Some(info) = &amg {
+        common::amg_table(info);
+    }
+    Ok(Built {
+        m,
+        amg,
+        flexible,
+        setup_s: t0.elapsed().as_secs_f64(),
     })
 }
 
@@ -214,10 +268,11 @@ fn run_solver<B: Backend, S: Scalar>(
     args: &Args,
     op: &dyn LinearOperator<B, S>,
     m: &dyn Preconditioner<B, S>,
+    flexible: bool,
     bv: &Vector<B, S>,
     x: &mut Vector<B, S>,
 ) -> Result<SolveReport> {
-    let params = params(args, false);
+    let params = params(args, flexible);
     let with_m = (args.precond != PrecondArg::None).then_some(m);
     match args.solver {
         SolverArg::Cg if args.precond == PrecondArg::None => cg(op, bv, x, &params),
@@ -229,9 +284,10 @@ fn run_solver<B: Backend, S: Scalar>(
 }
 
 /// The solve in precision `S` throughout (f32 or f64).
-fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport)> {
+fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<Outcome> {
     let op = operator::<B, S>(b, t.a, t.args.format.format())?;
-    let m = preconditioner::<B, S>(b, t.args, t.a, &op)?;
+    let built = preconditioner::<B, S>(b, t.args, t.a, &op)?;
+    let m = &built.m;
     let bv = Vector::from_slice(b, &t.b.iter().map(|&v| S::from_f64(v)).collect::<Vec<_>>())?;
     let mut x = Vector::zeros(b, t.a.ncols())?;
     if t.args.warmup {
@@ -239,22 +295,28 @@ fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveR
             t.args,
             &op,
             m.as_ref(),
+            built.flexible,
             &bv,
             &mut Vector::zeros(b, t.a.ncols())?,
         )?;
     }
-    let report = run_solver(t.args, &op, m.as_ref(), &bv, &mut x)?;
-    Ok((x.to_vec()?.iter().map(|v| v.as_f64()).collect(), report))
+    let report = run_solver(t.args, &op, m.as_ref(), built.flexible, &bv, &mut x)?;
+    Ok(Outcome {
+        x: x.to_vec()?.iter().map(|v| v.as_f64()).collect(),
+        report,
+        amg: built.amg,
+        setup_s: built.setup_s,
+    })
 }
 
 /// The f64 system solved to `--tol` with the work in f32 (see the header).
-fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport)> {
+fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<Outcome> {
     let bv = Vector::from_slice(b, t.b)?;
     let mut x = Vector::<B, f64>::zeros(b, t.a.ncols())?;
     let op64 = operator::<B, f64>(b, t.a, t.args.format.format())?;
     let op32 = operator::<B, f32>(b, t.a, t.args.format.format())?;
-    let m32 = preconditioner::<B, f32>(b, t.args, t.a, &op32)?;
-    let m32 = (t.args.precond != PrecondArg::None).then_some(m32.as_ref());
+    let built = preconditioner::<B, f32>(b, t.args, t.a, &op32)?;
+    let m32 = (t.args.precond != PrecondArg::None).then_some(built.m.as_ref());
     let report = if t.args.solver == SolverArg::Refine {
         let refinement = RefinementParams {
             stop: Stopping::new(t.args.tol, t.args.max_iter),
@@ -287,12 +349,17 @@ fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<(Vec<f64>, SolveReport
             &mixed,
         )?
     };
-    Ok((x.to_vec()?, report))
+    Ok(Outcome {
+        x: x.to_vec()?,
+        report,
+        amg: built.amg.clone(),
+        setup_s: built.setup_s,
+    })
 }
 
 impl BackendTask for Task<'_> {
-    type Output = (Vec<f64>, SolveReport);
-    fn run<B: FullBackend>(self, b: B) -> Result<(Vec<f64>, SolveReport)> {
+    type Output = Outcome;
+    fn run<B: FullBackend>(self, b: B) -> Result<Outcome> {
         let b = match self.args.buffer_limit {
             Some(bytes) => b.with_buffer_limit(bytes)?,
             None => b,
@@ -334,6 +401,7 @@ fn check_args(args: &Args) -> Result<()> {
     common::check_positive("--inner-max-iter", args.inner_max_iter)?;
     common::check_positive("--restart", args.restart)?;
     common::check_positive("--block-size", args.block_size)?;
+    args.amg.params(0.0)?;
     if args.precision == PrecisionArg::Mixed && args.solver == SolverArg::Bicgstab {
         return Err(galerkin::Error::InvalidArgument {
             op: "command line",
@@ -467,6 +535,10 @@ fn main() -> ExitCode {
             }
         };
         check_rhs(&args, &b)?;
+        if let Some(path) = &args.write_matrix {
+            galerkin::sparse::write_matrix_market(path, &a)?;
+            say!("matrix written to {path}");
+        }
         check_precision(&args, &a, &b)?;
         say!(
             "solver: {:?}, preconditioner: {:?}, precision: {:?}, tolerance {:e}",
@@ -481,7 +553,12 @@ fn main() -> ExitCode {
             a: &a,
             b: &b,
         };
-        let (x, report) = galerkin::with_backend(args.backend.kind(), task)?;
+        let Outcome {
+            x,
+            report,
+            amg,
+            setup_s,
+        } = galerkin::with_backend(args.backend.kind(), task)?;
         let true_relative = relative_residual(&a, &b, &x)?;
         // Converged only when the system as given is answered to --tol (an f32 solve, or one
         // whose data underflowed, may claim it on the system it saw).
@@ -517,6 +594,9 @@ fn main() -> ExitCode {
                 "true_relative_residual": finite(true_relative),
                 "error_from_ones": error.map(finite),
                 "time_s": report.time.as_secs_f64(),
+                "setup_s": setup_s,
+                "precond": format!("{:?}", args.precond).to_lowercase(),
+                "amg": amg.as_ref().map(|info| common::amg_json(info, amg_precision(&args))),
             });
             println!("{value}");
         }
@@ -541,6 +621,14 @@ fn main() -> ExitCode {
             eprintln!("solve: error: {e}");
             common::exit_code(&e)
         }
+    }
+}
+
+/// The precision the AMG hierarchy was built in.
+fn amg_precision(args: &Args) -> &'static str {
+    match (args.precision, args.amg.amg_precision) {
+        (PrecisionArg::F64, AmgPrecisionArg::Same) if args.solver != SolverArg::Refine => "f64",
+        _ => "f32",
     }
 }
 

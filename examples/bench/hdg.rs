@@ -93,6 +93,12 @@ fn one<B: FullBackend, V: Scalar, S: Scalar>(
     if options.hdg_chebyshev {
         solver.preconditioner = TracePreconditioner::Chebyshev { degree: 4 };
     }
+    if options.hdg_amg {
+        solver.preconditioner = TracePreconditioner::amg();
+    }
+    if let Some(rtol) = options.hdg_rtol {
+        solver.stop.rtol = rtol;
+    }
     let reps = if b.kind() == galerkin::BackendKind::Cpu {
         1
     } else {

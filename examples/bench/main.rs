@@ -45,6 +45,8 @@ pub struct Options {
     pub hdg_sizes: Vec<usize>,
     pub hdg_degrees: Vec<usize>,
     pub hdg_chebyshev: bool,
+    pub hdg_amg: bool,
+    pub hdg_rtol: Option<f64>,
     pub hdg_spmv: bool,
 }
 
@@ -142,6 +144,13 @@ struct Cli {
     /// HDG suite: precondition PCG with Chebyshev(4) over block-Jacobi.
     #[arg(long)]
     hdg_chebyshev: bool,
+    /// HDG suite: precondition PCG with smoothed-aggregation AMG (its setup is in the solve
+    /// stage).
+    #[arg(long, conflicts_with = "hdg_chebyshev")]
+    hdg_amg: bool,
+    /// HDG suite: relative tolerance of the trace solve (default 1e-12 in f64, 1e-5 in f32).
+    #[arg(long)]
+    hdg_rtol: Option<f64>,
     /// HDG suite: also time the trace SpMV (block-ELL against CSR; --dump writes K).
     #[arg(long)]
     hdg_spmv: bool,
@@ -215,6 +224,8 @@ fn parse() -> Options {
         hdg_sizes: cli.hdg_sizes,
         hdg_degrees: cli.hdg_degrees,
         hdg_chebyshev: cli.hdg_chebyshev,
+        hdg_amg: cli.hdg_amg,
+        hdg_rtol: cli.hdg_rtol,
         hdg_spmv: cli.hdg_spmv,
     }
 }

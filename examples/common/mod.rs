@@ -298,3 +298,151 @@ pub enum PrecisionArg {
     /// f32 storage / inner work, the answer to f64 accuracy
     Mixed,
 }
+
+/// The smoother of `--precond amg`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AmgSmootherArg {
+    /// Chebyshev polynomial of the Jacobi-scaled operator (--amg-degree SpMVs)
+    Chebyshev,
+    /// l1-Jacobi (--amg-degree sweeps)
+    L1Jacobi,
+}
+
+/// The cycle of `--precond amg`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AmgCycleArg {
+    /// V-cycle
+    V,
+    /// W-cycle
+    W,
+}
+
+/// Precision of the AMG hierarchy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AmgPrecisionArg {
+    /// the hierarchy in f32 (inside an f64 solve: flexible PCG, the answer still to --tol)
+    F32,
+    /// the hierarchy in the solve's precision
+    Same,
+}
+
+/// The options of smoothed-aggregation AMG (`--precond amg`).
+#[derive(clap::Args, Clone, Debug)]
+pub struct AmgArgs {
+    /// AMG: strength threshold θ in [0, 1] (0 keeps every connection, as PyAMG; default 0,
+    /// and 0.1 for the HDG trace system).
+    #[arg(long)]
+    pub amg_theta: Option<f64>,
+    /// AMG: smoother of every level.
+    #[arg(long, value_enum, default_value_t = AmgSmootherArg::Chebyshev)]
+    pub amg_smoother: AmgSmootherArg,
+    /// AMG: Chebyshev degree or l1-Jacobi sweeps, before and after each coarse correction.
+    #[arg(long, default_value_t = 3)]
+    pub amg_degree: usize,
+    /// AMG: cycle.
+    #[arg(long, value_enum, default_value_t = AmgCycleArg::V)]
+    pub amg_cycle: AmgCycleArg,
+    /// AMG: coarsen until at most this many rows (then a dense inverse).
+    #[arg(long, default_value_t = 500)]
+    pub amg_max_coarse: usize,
+    /// AMG: precision of the hierarchy.
+    #[arg(long, value_enum, default_value_t = AmgPrecisionArg::Same)]
+    pub amg_precision: AmgPrecisionArg,
+}
+
+impl AmgArgs {
+    /// The library's parameters, the options checked (`θ` from `--amg-theta`, else
+    /// `default_theta`).
+    pub fn params(&self, default_theta: f64) -> Result<galerkin::solver::AmgParams> {
+        use galerkin::solver::{AmgCycle, AmgParams, AmgSmoother};
+        let theta = self.amg_theta.unwrap_or(default_theta);
+        check_positive("--amg-degree", self.amg_degree)?;
+        check_positive("--amg-max-coarse", self.amg_max_coarse)?;
+        if !(0.0..=1.0).contains(&theta) {
+            return Err(Error::InvalidArgument {
+                op: "command line",
+                name: "--amg-theta",
+                reason: format!("{theta}: must be in [0, 1]"),
+            });
+        }
+        Ok(AmgParams {
+            theta,
+            smoother: match self.amg_smoother {
+                AmgSmootherArg::Chebyshev => AmgSmoother::Chebyshev {
+                    degree: self.amg_degree,
+                },
+                AmgSmootherArg::L1Jacobi => AmgSmoother::L1Jacobi {
+                    sweeps: self.amg_degree,
+                },
+            },
+            cycle: match self.amg_cycle {
+                AmgCycleArg::V => AmgCycle::V,
+                AmgCycleArg::W => AmgCycle::W,
+            },
+            max_coarse: self.amg_max_coarse,
+            ..AmgParams::default()
+        })
+    }
+}
+
+/// The `amg` object of `--json`: levels, complexities, setup seconds (whole and per phase),
+/// rows and nonzeros per level, and the precision of the hierarchy.
+pub fn amg_json(info: &galerkin::solver::AmgInfo, precision: &str) -> serde_json::Value {
+    let p = &info.phases;
+    serde_json::json!({
+        "levels": info.levels.len(),
+        "operator_complexity": info.operator_complexity,
+        "grid_complexity": info.grid_complexity,
+        "setup_seconds": info.setup_seconds,
+        "precision": precision,
+        "coarse_solver": info.coarse_solver,
+        "level_rows": info.levels.iter().map(|l| l.rows).collect::<Vec<_>>(),
+        "level_nnz": info.levels.iter().map(|l| l.nnz).collect::<Vec<_>>(),
+        "phases": {
+            "spectral": p.spectral, "strength": p.strength, "aggregation": p.aggregation,
+            "tentative": p.tentative, "prolongator": p.prolongator, "galerkin": p.galerkin,
+            "coarse": p.coarse, "upload": p.upload,
+        },
+    })
+}
+
+/// The AMG setup report as a table (on the text report's stream).
+pub fn amg_table(info: &galerkin::solver::AmgInfo) {
+    say!(
+        "AMG hierarchy ({} levels, coarse solve: {}):",
+        info.levels.len(),
+        info.coarse_solver
+    );
+    say!(
+        "  {:>5} {:>12} {:>14} {:>8}",
+        "level",
+        "rows",
+        "nonzeros",
+        "nnz/row"
+    );
+    for (l, lv) in info.levels.iter().enumerate() {
+        say!(
+            "  {l:>5} {:>12} {:>14} {:>8.1}",
+            lv.rows,
+            lv.nnz,
+            lv.nnz as f64 / lv.rows.max(1) as f64
+        );
+    }
+    let p = &info.phases;
+    say!(
+        "  operator complexity {:.3}, grid complexity {:.3}; setup {:.3} s (spectral {:.3}, \
+         strength {:.3}, aggregation {:.3}, tentative {:.3}, prolongator {:.3}, galerkin {:.3}, \
+         coarse {:.3}, upload {:.3})",
+        info.operator_complexity,
+        info.grid_complexity,
+        info.setup_seconds,
+        p.spectral,
+        p.strength,
+        p.aggregation,
+        p.tentative,
+        p.prolongator,
+        p.galerkin,
+        p.coarse,
+        p.upload
+    );
+}

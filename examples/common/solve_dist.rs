@@ -8,8 +8,8 @@ use galerkin::distributed::{
     PartitionMethod,
 };
 use galerkin::solver::{
-    BlockJacobi as LocalBlockJacobi, Chebyshev, ChebyshevParams, Identity, Jacobi, Preconditioner,
-    SolveReport, SolverParams, Stopping,
+    Amg, BlockJacobi as LocalBlockJacobi, Chebyshev, ChebyshevParams, Identity, Jacobi,
+    Preconditioner, SolveReport, SolverParams, Stopping,
 };
 use galerkin::{Backend, BackendTask, Error, FullBackend, Result, Scalar};
 
@@ -72,6 +72,8 @@ fn local_preconditioner<'p, B: Backend, S: Scalar>(
                 ChebyshevParams::default(),
             )?)
         }
+        // This rank's diagonal block: AMG per rank inside the global Krylov solve.
+        PrecondArg::Amg => Box::new(Amg::<B, S>::new(backend, block, &args.amg.params(0.0)?)?),
     })
 }
 

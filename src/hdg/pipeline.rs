@@ -25,6 +25,7 @@ use crate::solver::params::SolverParams;
 use crate::solver::precond::chebyshev::{Chebyshev, ChebyshevParams};
 use crate::solver::precond::jacobi::BlockJacobi;
 use crate::solver::{pcg, Preconditioner};
+use crate::solver::{Amg, AmgParams};
 use crate::vector::Vector;
 
 /// The HDG discretisation of a mesh on a backend: element storage `V` (local matrices and
@@ -335,6 +336,7 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
             ..SolverParams::default()
         };
         let jacobi = BlockJacobi::<B, S>::from_blocks(&system.diagonal)?;
+        let mut amg_info = None;
         let report = match params.preconditioner {
             TracePreconditioner::BlockJacobi => pcg(
                 &system.k,
@@ -361,8 +363,45 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                     &solver,
                 )?
             }
+            TracePreconditioner::Amg {
+                theta,
+                smoother,
+                cycle,
+                max_coarse,
+            } => {
+                let k = system.k.to_host()?.to_csr()?.convert::<f64>();
+                // The constants of the trace space: the first (orthonormal Legendre) mode
+                // of every edge.
+                let nl = system.k.block_size();
+                let mut constants = vec![0.0; n];
+                constants
+                    .iter_mut()
+                    .step_by(nl.max(1))
+                    .for_each(|v| *v = 1.0);
+                let params = AmgParams {
+                    theta,
+                    smoother,
+                    cycle,
+                    max_coarse,
+                    near_null: vec![constants],
+                    ..AmgParams::default()
+                };
+                let amg = Amg::<B, S>::new(&self.backend, &k, &params)?;
+                amg_info = Some(amg.info().clone());
+                pcg(
+                    &system.k,
+                    Some(&amg as &dyn Preconditioner<B, S>),
+                    &system.rhs,
+                    &mut lambda,
+                    &solver,
+                )?
+            }
         };
-        Ok(TraceSolution { lambda, report })
+        Ok(TraceSolution {
+            lambda,
+            report,
+            amg: amg_info,
+        })
     }
 
     /// Stage "recover": from the trace values `lambda` on the free edges (the solution of

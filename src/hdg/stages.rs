@@ -72,6 +72,8 @@ pub struct TraceSolution<B: Backend + HdgOps, S: Scalar> {
     pub lambda: Vector<B, S>,
     /// What the solver did.
     pub report: SolveReport,
+    /// The AMG hierarchy's setup report, when AMG preconditioned the solve.
+    pub amg: Option<crate::solver::AmgInfo>,
 }
 
 /// The recovered fields (stages "recover" and "post-process"), modal coefficients per

@@ -49,6 +49,7 @@ use crate::error::{check_len, Result};
 use crate::scalar::Scalar;
 use crate::vector::Vector;
 
+pub(crate) mod amg;
 mod bicgstab;
 pub(crate) mod cg;
 pub(crate) mod gmres;
@@ -62,6 +63,7 @@ mod stopping;
 pub(crate) mod tracker;
 
 pub use crate::operator::{LinearOperator, OperatorCost};
+pub use amg::{Amg, AmgCycle, AmgInfo, AmgLevelInfo, AmgParams, AmgPhases, AmgSmoother};
 pub use bicgstab::bicgstab;
 pub(crate) use bicgstab::iterate as bicgstab_iterate;
 pub(crate) use cg::pcg_flexible;

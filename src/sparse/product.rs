@@ -132,8 +132,8 @@ pub fn spgemm<V: Scalar>(a: &Csr<Cpu, V>, b: &Csr<Cpu, V>) -> Result<Csr<Cpu, V>
     )
 }
 
-/// The symmetric strength of connection: the diagonal and every off-diagonal entry with
-/// `|aᵢⱼ| ≥ θ √|aᵢᵢ aⱼⱼ|`, values kept (Bell, Dalton and Olson's filter for smoothed
+/// The symmetric strength of connection: the diagonal and every nonzero off-diagonal entry
+/// with `|aᵢⱼ| ≥ θ √|aᵢᵢ aⱼⱼ|` (stored zeros are no connection), values kept (Bell, Dalton and Olson's filter for smoothed
 /// aggregation). A zero diagonal makes a row's off-diagonals strong only when `θ = 0`.
 ///
 /// # Errors
@@ -149,7 +149,9 @@ pub fn strength<V: Scalar>(a: &Csr<Cpu, V>, theta: f64) -> Result<Csr<Cpu, V>> {
     check_len("strength", "ncols (square)", a.nrows(), a.ncols())?;
     let diag: Vec<f64> = a.diagonal().iter().map(|d| d.as_f64().abs()).collect();
     let strong = |i: usize, j: u32, v: V| {
-        j as usize == i || v.as_f64().abs() >= theta * (diag[i] * diag[j as usize]).sqrt()
+        j as usize == i
+            || (v.as_f64() != 0.0
+                && v.as_f64().abs() >= theta * (diag[i] * diag[j as usize]).sqrt())
     };
     build_csr(
         a.nrows(),
@@ -259,8 +261,10 @@ mod tests {
                     .zip(vals)
                     .filter(|&(&j, &v)| {
                         j as usize == i
-                            || v.abs()
-                                >= theta * (d[i][i].abs() * d[j as usize][j as usize].abs()).sqrt()
+                            || (v != 0.0
+                                && v.abs()
+                                    >= theta
+                                        * (d[i][i].abs() * d[j as usize][j as usize].abs()).sqrt())
                     })
                     .map(|(&j, &v)| (j, v))
                     .collect();

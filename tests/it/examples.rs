@@ -354,3 +354,99 @@ fn solve_and_spmv_json() {
     assert!(number(&v, "seconds") > 0.0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("format:"));
 }
+
+/// `solve --precond amg --json` and `hdg_poisson --precond amg --json`: the `amg` object
+/// with the keys, levels that shrink, few iterations; bad AMG input refused with
+/// exit status 2 and the row named.
+#[test]
+fn amg_json_and_bad_input() {
+    let s = json(&run(
+        "solve",
+        &["--matrix", "poisson2d:64", "--precond", "amg", "--json"],
+    ));
+    let amg = &s["amg"];
+    for key in [
+        "levels",
+        "operator_complexity",
+        "grid_complexity",
+        "setup_seconds",
+        "level_rows",
+        "level_nnz",
+    ] {
+        assert!(amg.get(key).is_some(), "{key} missing in {s}");
+    }
+    let rows: Vec<u64> = amg["level_rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(rows.len() >= 2 && rows[0] == 4096, "{s}");
+    assert!(rows.windows(2).all(|w| w[1] < w[0] / 3), "{s}");
+    assert!(number(amg, "operator_complexity") > 1.0 && number(amg, "operator_complexity") < 2.0);
+    assert_eq!(s["converged"], true);
+    assert!(number(&s, "iterations") <= 20.0, "{s}");
+    assert!(number(&s, "true_relative_residual") <= 1e-8, "{s}");
+    // Without AMG the key is null.
+    let plain = json(&run("solve", &["--matrix", "poisson2d:16", "--json"]));
+    assert!(plain["amg"].is_null(), "{plain}");
+    // The f32 hierarchy inside the f64 solve answers to the f64 tolerance.
+    let mixed = json(&run(
+        "solve",
+        &[
+            "--matrix",
+            "fvm-tet:8",
+            "--precond",
+            "amg",
+            "--amg-precision",
+            "f32",
+            "--tol",
+            "1e-10",
+            "--json",
+        ],
+    ));
+    assert_eq!(mixed["amg"]["precision"], "f32", "{mixed}");
+    assert!(number(&mixed, "true_relative_residual") <= 1e-10, "{mixed}");
+
+    let h = json(&run(
+        "hdg_poisson",
+        &[
+            "--mesh",
+            "square:12",
+            "--precond",
+            "amg",
+            "--rtol",
+            "1e-10",
+            "--json",
+        ],
+    ));
+    assert_eq!(h["converged"], true, "{h}");
+    assert!(number(&h["amg"], "levels") >= 2.0, "{h}");
+    assert!(number(&h, "iterations") <= 60.0, "{h}");
+
+    // A zero diagonal, a bad θ, a zero degree.
+    let dir = std::env::temp_dir().join(format!("galerkin-amg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("zero_diag.mtx");
+    std::fs::write(
+        &path,
+        "%%MatrixMarket matrix coordinate real general\n3 3 5\n1 1 2\n1 2 -1\n2 1 -1\n2 3 -1\n3 3 2\n",
+    )
+    .unwrap();
+    let file = path.to_str().unwrap();
+    for (args, words) in [
+        (
+            &["--matrix", file, "--precond", "amg"][..],
+            "row 1 has diagonal 0",
+        ),
+        (&["--precond", "amg", "--amg-theta", "2"], "--amg-theta"),
+        (&["--precond", "amg", "--amg-degree", "0"], "--amg-degree"),
+    ] {
+        let out = run("solve", args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err:?} lacks {words:?}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -13,6 +13,7 @@ use galerkin::{Cpu, Element, Scalar};
 
 use crate::harness::exact_sum;
 
+mod amg;
 mod cg;
 mod convergence;
 mod mixed;

@@ -1,0 +1,190 @@
+//! Aggregation by a parallel maximal independent set of distance 2 (Bell, Dalton and Olson,
+//! 2012): the roots are an MIS-2 of the strength graph, every other node joins the
+//! aggregate of a root at distance 1, then of a neighbour already placed (distance 2).
+//!
+//! Ties are broken by a hash of the row index, the same on every backend, so the
+//! aggregates (and the whole hierarchy) do not depend on the number of threads.
+
+use rayon::prelude::*;
+
+use crate::backend::Cpu;
+use crate::scalar::Element;
+use crate::sparse::csr::Csr;
+
+/// A node's key in the MIS rounds: state in the top bits (2 root, 1 undecided, 0 out),
+/// then the hash of the index, then the index (unique keys, so the maximum is one node).
+fn key(state: u64, i: usize) -> u128 {
+    (u128::from(state) << 96) | (u128::from(hash(i as u64) as u32) << 64) | i as u128
+}
+
+/// A 64-bit mixing of the row index (splitmix64's finalizer).
+pub(crate) fn hash(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+const OUT: u64 = 0;
+const UNDECIDED: u64 = 1;
+const ROOT: u64 = 2;
+
+/// `m[i] = max(own[i], max over the neighbours j of own[j])`.
+fn spread<W: Element>(s: &Csr<Cpu, W>, own: &[u128], m: &mut [u128]) {
+    m.par_iter_mut()
+        .enumerate()
+        .with_min_len(1024)
+        .for_each(|(i, m)| {
+            *m = s
+                .row(i)
+                .0
+                .iter()
+                .fold(own[i], |acc, &j| acc.max(own[j as usize]));
+        });
+}
+
+/// The aggregate of every node (`agg[i] < count`) and the number of aggregates, from the
+/// strength graph `s` (its pattern; the diagonal may be in it or not).
+///
+/// Every round makes the undecided node of largest key a root or puts it out, so the loop
+/// ends; in practice after a few rounds (the number grows like `log n`).
+pub(crate) fn aggregate<W: Element>(s: &Csr<Cpu, W>) -> (Vec<u32>, usize) {
+    let n = s.nrows();
+    let mut state = vec![UNDECIDED; n];
+    let mut own = vec![0u128; n];
+    let mut m1 = vec![0u128; n];
+    let mut m2 = vec![0u128; n];
+    let mut undecided = n;
+    while undecided > 0 {
+        own.par_iter_mut()
+            .zip(&state)
+            .enumerate()
+            .for_each(|(i, (k, &st))| *k = key(st, i));
+        spread(s, &own, &mut m1);
+        spread(s, &m1, &mut m2);
+        state
+            .par_iter_mut()
+            .zip(&m2)
+            .zip(&own)
+            .for_each(|((st, &m), &k)| {
+                if *st == UNDECIDED {
+                    if (m >> 96) as u64 == ROOT {
+                        *st = OUT;
+                    } else if m == k {
+                        *st = ROOT;
+                    }
+                }
+            });
+        let left = state.par_iter().filter(|&&st| st == UNDECIDED).count();
+        debug_assert!(left < undecided, "an MIS-2 round decided nothing");
+        undecided = left;
+    }
+    // Roots numbered in index order.
+    const NONE: u32 = u32::MAX;
+    let mut agg = vec![NONE; n];
+    let mut count = 0usize;
+    for (i, &st) in state.iter().enumerate() {
+        if st == ROOT {
+            agg[i] = count as u32;
+            count += 1;
+        }
+    }
+    // Phase 1: the root neighbour of largest key; phase 2: the placed neighbour of
+    // largest key. Each phase reads the previous one's placement only.
+    for phase in 0..2 {
+        let placed = agg.clone();
+        agg.par_iter_mut()
+            .enumerate()
+            .with_min_len(1024)
+            .for_each(|(i, a)| {
+                if *a != NONE {
+                    return;
+                }
+                let best = s
+                    .row(i)
+                    .0
+                    .iter()
+                    .map(|&j| j as usize)
+                    .filter(|&j| placed[j] != NONE && (phase == 1 || state[j] == ROOT))
+                    .max_by_key(|&j| key(state[j], j));
+                if let Some(j) = best {
+                    *a = placed[j];
+                }
+            });
+    }
+    // Nodes no root reaches along the graph's direction (a nonsymmetric pattern): their
+    // own aggregates.
+    for a in agg.iter_mut().filter(|a| **a == NONE) {
+        *a = count as u32;
+        count += 1;
+    }
+    (agg, count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sparse::generate::{poisson2d_5pt, poisson3d_7pt};
+
+    /// Distances from `root` along the pattern, up to 3.
+    fn within(s: &Csr<Cpu, f64>, root: usize, hops: usize) -> Vec<usize> {
+        let mut set = vec![root];
+        for _ in 0..hops {
+            let mut next = set.clone();
+            for &i in &set {
+                next.extend(s.row(i).0.iter().map(|&j| j as usize));
+            }
+            next.sort_unstable();
+            next.dedup();
+            set = next;
+        }
+        set
+    }
+
+    #[test]
+    fn aggregates_are_connected_and_roots_are_an_mis2() {
+        for a in [poisson2d_5pt(23).unwrap(), poisson3d_7pt(9).unwrap()] {
+            let (agg, count) = aggregate(&a);
+            let n = a.nrows();
+            assert!(agg.iter().all(|&g| (g as usize) < count));
+            // Every aggregate lies within distance 2 of one node (its root) and has at
+            // least 2 members on these connected graphs (no singletons).
+            let mut members = vec![Vec::new(); count];
+            for (i, &g) in agg.iter().enumerate() {
+                members[g as usize].push(i);
+            }
+            for (g, m) in members.iter().enumerate() {
+                assert!(m.len() >= 2, "aggregate {g} is {m:?}");
+                let centre = m
+                    .iter()
+                    .find(|&&r| m.iter().all(|i| within(&a, r, 2).contains(i)));
+                assert!(centre.is_some(), "aggregate {g} = {m:?} has no centre");
+            }
+            // Coarsening by a factor typical of MIS-2: between 4 and 30 nodes each.
+            let ratio = n as f64 / count as f64;
+            assert!(
+                (4.0..30.0).contains(&ratio),
+                "{n} nodes in {count} aggregates"
+            );
+        }
+    }
+
+    #[test]
+    fn aggregation_is_deterministic_and_handles_isolated_nodes() {
+        let a = poisson2d_5pt(40).unwrap();
+        let first = aggregate(&a);
+        for _ in 0..3 {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(3)
+                .build()
+                .unwrap();
+            assert_eq!(pool.install(|| aggregate(&a)), first);
+        }
+        // A diagonal matrix: every node alone.
+        let d = Csr::new(4, 4, vec![0, 1, 2, 3, 4], vec![0, 1, 2, 3], vec![1.0; 4]).unwrap();
+        assert_eq!(aggregate(&d), (vec![0, 1, 2, 3], 4));
+        // An empty pattern (no diagonal stored) too.
+        let e = Csr::<Cpu, f64>::new(3, 3, vec![0, 0, 0, 0], vec![], vec![]).unwrap();
+        assert_eq!(aggregate(&e), (vec![0, 1, 2], 3));
+    }
+}

@@ -1,0 +1,384 @@
+use super::prolong::{tentative, NearNull};
+use super::setup::{build, spectral_radius};
+use super::*;
+use crate::random::random_vec;
+use crate::solver::{fgmres, pcg, Progress, SolverParams, StopReason};
+use crate::sparse::generate::{poisson2d_5pt, poisson3d_7pt};
+use crate::sparse::product::spgemm;
+
+fn dense(a: &Csr<Cpu, f64>) -> Vec<Vec<f64>> {
+    let mut d = vec![vec![0.0; a.ncols()]; a.nrows()];
+    for (i, row) in d.iter_mut().enumerate() {
+        let (c, v) = a.row(i);
+        for (&j, &x) in c.iter().zip(v) {
+            row[j as usize] += x;
+        }
+    }
+    d
+}
+
+fn quiet(tol: f64, max_iter: usize) -> SolverParams<'static> {
+    SolverParams {
+        progress: Progress::Never,
+        ..SolverParams::new(tol, max_iter)
+    }
+}
+
+/// PCG + AMG iterations to 1e-8 from x = 0 with a random right-hand side.
+fn iterations(a: &Csr<Cpu, f64>, params: &AmgParams) -> usize {
+    let cpu = Cpu::new();
+    let amg = Amg::<Cpu, f64>::new(&cpu, a, params).unwrap();
+    let b = Vector::from_slice(&cpu, &random_vec::<f64>(a.nrows(), 7)).unwrap();
+    let mut x = Vector::from_slice(&cpu, &vec![f64::NAN; a.nrows()]).unwrap();
+    x.fill(0.0).unwrap();
+    let report = pcg(a, Some(&amg), &b, &mut x, &quiet(1e-8, 200)).unwrap();
+    assert_eq!(report.reason, StopReason::Converged, "{report}");
+    report.iterations
+}
+
+#[test]
+fn lanczos_estimates_the_largest_eigenvalue_from_below() {
+    // D⁻¹A of the 5-point Laplacian on n x n: λmax = 1 + cos(π / (n + 1)).
+    for n in [10, 40, 100] {
+        let a = poisson2d_5pt(n).unwrap();
+        let inv: Vec<f64> = a.diagonal().iter().map(|d| 1.0 / d).collect();
+        let rho = spectral_radius(&a, &inv, 20);
+        let exact = 1.0 + (std::f64::consts::PI / (n as f64 + 1.0)).cos();
+        assert!(
+            rho <= exact * (1.0 + 1e-12) && rho > 0.95 * exact,
+            "n {n}: {rho} vs {exact}"
+        );
+    }
+}
+
+#[test]
+fn the_tentative_prolongator_is_orthonormal_and_reproduces_the_near_null_space() {
+    // 3 random vectors on 200 rows in 37 aggregates, two of them singletons (rank 1).
+    let n = 200;
+    let mut agg: Vec<u32> = (0..n)
+        .map(|i| (crate::solver::amg::aggregate::hash(i as u64) % 35) as u32)
+        .collect();
+    agg[5] = 35;
+    agg[6] = 36;
+    let b = NearNull {
+        rows: n,
+        k: 3,
+        data: random_vec::<f64>(3 * n, 11)
+            .iter()
+            .map(|x| x + 0.1)
+            .collect(),
+    };
+    let (t, bc) = tentative(&agg, 37, &b).unwrap();
+    assert_eq!(t.nrows(), n);
+    // An aggregate of m members keeps min(m, 3) columns (random vectors: full rank).
+    let mut size = [0usize; 37];
+    agg.iter().for_each(|&g| size[g as usize] += 1);
+    let want: usize = size.iter().map(|&m| m.min(3)).sum();
+    assert!(size[35] == 1 && size[36] == 1 && want < 37 * 3);
+    assert_eq!(t.ncols(), want);
+    // Tᵀ T = I.
+    let tt = spgemm(&t.transpose(), &t).unwrap();
+    let d = dense(&tt);
+    for (i, row) in d.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            let want = if i == j { 1.0 } else { 0.0 };
+            assert!((v - want).abs() < 1e-12, "TᵀT[{i}][{j}] = {v}");
+        }
+    }
+    // T B_c = B.
+    for c in 0..3 {
+        for i in 0..n {
+            let (cols, vals) = t.row(i);
+            let got: f64 = cols
+                .iter()
+                .zip(vals)
+                .map(|(&j, &v)| v * bc.data[c * bc.rows + j as usize])
+                .sum();
+            let want = b.data[c * n + i];
+            assert!(
+                (got - want).abs() < 1e-12 * (1.0 + want.abs()),
+                "({i}, {c}): {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn coarse_operators_are_the_galerkin_products() {
+    let a = poisson2d_5pt(20).unwrap();
+    let params = AmgParams {
+        max_coarse: 10,
+        ..AmgParams::default()
+    };
+    let h = build(&a, &params).unwrap();
+    assert!(h.levels.len() >= 3, "{} levels", h.levels.len());
+    for l in 0..h.levels.len() - 1 {
+        let (al, p, r) = (
+            h.levels[l].a.as_ref().unwrap_or(&a),
+            h.levels[l].p.as_ref().unwrap(),
+            h.levels[l].r.as_ref().unwrap(),
+        );
+        let (da, dp, dr, dc) = (
+            dense(al),
+            dense(p),
+            dense(r),
+            dense(h.levels[l + 1].a.as_ref().unwrap()),
+        );
+        let (n, nc) = (da.len(), dc.len());
+        assert!(nc < n / 3, "level {l}: {n} -> {nc}");
+        for i in 0..nc {
+            for j in 0..nc {
+                assert_eq!(dr[i][j.min(n - 1)], dp[j.min(n - 1)][i], "R = Pᵀ");
+                let want: f64 = (0..n)
+                    .map(|k| dr[i][k] * (0..n).map(|m| da[k][m] * dp[m][j]).sum::<f64>())
+                    .sum();
+                assert!(
+                    (dc[i][j] - want).abs() < 1e-12 * (1.0 + want.abs()),
+                    "level {l}: Ac[{i}][{j}]"
+                );
+            }
+        }
+        // P reproduces the constants on the interior: (P 1_c) is close to a smoothed 1.
+        assert!(dp.iter().all(|row| row.iter().sum::<f64>() > 0.0));
+    }
+    // The coarse inverse inverts the coarsest operator.
+    let last = h.levels.last().unwrap().a.as_ref().unwrap();
+    let inv = h.coarse_inverse.as_ref().unwrap();
+    let prod = dense(&spgemm(inv, last).unwrap());
+    for (i, row) in prod.iter().enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            assert!(
+                (v - f64::from(u8::from(i == j))).abs() < 1e-9,
+                "A⁻¹A[{i}][{j}] = {v}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_cycle_is_symmetric() {
+    let a = poisson3d_7pt(12).unwrap();
+    let cpu = Cpu::new();
+    let n = a.nrows();
+    for (smoother, cycle) in [
+        (AmgSmoother::Chebyshev { degree: 3 }, AmgCycle::V),
+        (AmgSmoother::L1Jacobi { sweeps: 2 }, AmgCycle::V),
+        (AmgSmoother::Chebyshev { degree: 2 }, AmgCycle::W),
+    ] {
+        let params = AmgParams {
+            smoother,
+            cycle,
+            max_coarse: 30,
+            ..AmgParams::default()
+        };
+        let amg = Amg::<Cpu, f64>::new(&cpu, &a, &params).unwrap();
+        let x = Vector::from_slice(&cpu, &random_vec::<f64>(n, 1)).unwrap();
+        let y = Vector::from_slice(&cpu, &random_vec::<f64>(n, 2)).unwrap();
+        let mut mx = Vector::from_slice(&cpu, &vec![f64::NAN; n]).unwrap();
+        let mut my = Vector::from_slice(&cpu, &vec![f64::NAN; n]).unwrap();
+        amg.precondition(&x, &mut mx).unwrap();
+        amg.precondition(&y, &mut my).unwrap();
+        let (a1, a2) = (y.dot(&mx).unwrap(), x.dot(&my).unwrap());
+        assert!(
+            (a1 - a2).abs() < 1e-10 * a1.abs(),
+            "{smoother:?} {cycle:?}: {a1} vs {a2}"
+        );
+        // Positive definite on random vectors.
+        assert!(x.dot(&mx).unwrap() > 0.0);
+        // The same answer from a second application (the work vectors are reused).
+        let mut again = Vector::zeros(&cpu, n).unwrap();
+        amg.precondition(&x, &mut again).unwrap();
+        assert_eq!(again.to_vec().unwrap(), mx.to_vec().unwrap());
+    }
+}
+
+#[test]
+fn iterations_do_not_grow_with_the_mesh() {
+    let p = AmgParams::default();
+    let its2: Vec<usize> = [32, 64, 128, 256]
+        .iter()
+        .map(|&n| iterations(&poisson2d_5pt(n).unwrap(), &p))
+        .collect();
+    let its3: Vec<usize> = [8, 16, 32]
+        .iter()
+        .map(|&n| iterations(&poisson3d_7pt(n).unwrap(), &p))
+        .collect();
+    for its in [&its2, &its3] {
+        assert!(its.iter().all(|&k| k <= 25), "{its:?}");
+        assert!(
+            *its.last().unwrap() as f64 <= 1.5 * its[0] as f64 + 2.0,
+            "{its:?}"
+        );
+    }
+    // Every smoother and cycle converges.
+    let a = poisson2d_5pt(64).unwrap();
+    for (smoother, cycle) in [
+        (AmgSmoother::L1Jacobi { sweeps: 2 }, AmgCycle::V),
+        (AmgSmoother::Chebyshev { degree: 2 }, AmgCycle::W),
+    ] {
+        let k = iterations(
+            &a,
+            &AmgParams {
+                smoother,
+                cycle,
+                ..AmgParams::default()
+            },
+        );
+        assert!(k <= 30, "{smoother:?} {cycle:?}: {k}");
+    }
+}
+
+#[test]
+fn a_singular_laplacian_gets_a_pseudo_inverse() {
+    // The pure-Neumann Laplacian of a path: singular, consistent right-hand side.
+    let n = 300;
+    let mut coo = Vec::new();
+    for i in 0..n {
+        let deg = if i == 0 || i == n - 1 { 1.0 } else { 2.0 };
+        coo.push((i, i, deg));
+        if i > 0 {
+            coo.push((i, i - 1, -1.0));
+        }
+        if i + 1 < n {
+            coo.push((i, i + 1, -1.0));
+        }
+    }
+    coo.sort_by_key(|e| (e.0, e.1));
+    let mut row_ptr = vec![0u32; n + 1];
+    for e in &coo {
+        row_ptr[e.0 + 1] += 1;
+    }
+    for i in 0..n {
+        row_ptr[i + 1] += row_ptr[i];
+    }
+    let a = Csr::new(
+        n,
+        n,
+        row_ptr,
+        coo.iter().map(|e| e.1 as u32).collect(),
+        coo.iter().map(|e| e.2).collect(),
+    )
+    .unwrap();
+    let cpu = Cpu::new();
+    let amg = Amg::<Cpu, f64>::new(
+        &cpu,
+        &a,
+        &AmgParams {
+            max_coarse: 20,
+            ..AmgParams::default()
+        },
+    )
+    .unwrap();
+    let mut b: Vec<f64> = random_vec(n, 3);
+    let mean = b.iter().sum::<f64>() / n as f64;
+    b.iter_mut().for_each(|v| *v -= mean);
+    let bv = Vector::from_slice(&cpu, &b).unwrap();
+    let mut x = Vector::zeros(&cpu, n).unwrap();
+    let report = pcg(&a, Some(&amg), &bv, &mut x, &quiet(1e-8, 100)).unwrap();
+    assert_eq!(report.reason, StopReason::Converged, "{report}");
+}
+
+#[test]
+fn an_f32_hierarchy_preconditions_an_f64_solve() {
+    let a = poisson3d_7pt(20).unwrap();
+    let cpu = Cpu::new();
+    let amg = crate::solver::MixedPrecision::new(
+        Amg::<Cpu, f32>::new(&cpu, &a, &AmgParams::default()).unwrap(),
+    );
+    let b = Vector::from_slice(&cpu, &random_vec::<f64>(a.nrows(), 5)).unwrap();
+    let mut x = Vector::zeros(&cpu, a.nrows()).unwrap();
+    let params = SolverParams {
+        flexible: true,
+        ..quiet(1e-10, 100)
+    };
+    let report = pcg(&a, Some(&amg), &b, &mut x, &params).unwrap();
+    assert_eq!(report.reason, StopReason::Converged, "{report}");
+    assert!(report.iterations <= 30, "{report}");
+    let mut x = Vector::zeros(&cpu, a.nrows()).unwrap();
+    let report = fgmres(&a, Some(&amg), &b, &mut x, &quiet(1e-10, 100)).unwrap();
+    assert_eq!(report.reason, StopReason::Converged, "{report}");
+}
+
+#[test]
+fn bad_matrices_and_parameters_are_named() {
+    let cpu = Cpu::new();
+    let p = AmgParams::default();
+    let err = |a: &Csr<Cpu, f64>, p: &AmgParams| {
+        Amg::<Cpu, f64>::new(&cpu, a, p)
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let rect = Csr::new(2, 3, vec![0, 1, 2], vec![0, 1], vec![1.0, 1.0]).unwrap();
+    assert!(err(&rect, &p).contains("2 x 3"), "{}", err(&rect, &p));
+    let zero_diag = Csr::new(
+        3,
+        3,
+        vec![0, 1, 3, 4],
+        vec![0, 0, 1, 2],
+        vec![1.0, -1.0, 0.0, 1.0],
+    )
+    .unwrap();
+    assert!(
+        err(&zero_diag, &p).contains("row 1"),
+        "{}",
+        err(&zero_diag, &p)
+    );
+    let negative = Csr::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -2.0]).unwrap();
+    assert!(
+        err(&negative, &p).contains("row 1 has diagonal -2"),
+        "{}",
+        err(&negative, &p)
+    );
+    let empty_row = Csr::new(3, 3, vec![0, 1, 1, 2], vec![0, 2], vec![1.0, 1.0]).unwrap();
+    assert!(
+        err(&empty_row, &p).contains("row 1 is empty"),
+        "{}",
+        err(&empty_row, &p)
+    );
+    let mut nan = poisson2d_5pt(4).unwrap();
+    nan.values_mut()[7] = f64::NAN;
+    assert!(err(&nan, &p).contains("NaN"), "{}", err(&nan, &p));
+    // Indefinite: the Laplacian with its sign flipped off the diagonal and a too small
+    // diagonal (positive diagonal, negative eigenvalues).
+    let mut indefinite = poisson2d_5pt(30).unwrap();
+    for k in 0..indefinite.nnz() {
+        let (row, col) = indefinite.entry_position(k);
+        if row == col {
+            indefinite.values_mut()[k] = 1.0;
+        }
+    }
+    let msg = err(
+        &indefinite,
+        &AmgParams {
+            max_coarse: 50,
+            ..p.clone()
+        },
+    );
+    assert!(msg.contains("not positive"), "{msg}");
+    let a = poisson2d_5pt(4).unwrap();
+    for bad in [
+        AmgParams {
+            theta: 1.5,
+            ..p.clone()
+        },
+        AmgParams {
+            smoother: AmgSmoother::Chebyshev { degree: 0 },
+            ..p.clone()
+        },
+        AmgParams {
+            max_coarse: 0,
+            ..p.clone()
+        },
+        AmgParams {
+            near_null: vec![vec![1.0; 3]],
+            ..p.clone()
+        },
+        AmgParams {
+            near_null: vec![vec![0.0; 16]],
+            ..p.clone()
+        },
+    ] {
+        assert!(Amg::<Cpu, f64>::new(&cpu, &a, &bad).is_err(), "{bad:?}");
+    }
+}

@@ -1,0 +1,117 @@
+//! Smoothed-aggregation AMG on every backend and precision: one cycle against the f64 CPU
+//! reference (outputs poisoned first), PCG iterations that do not grow with the mesh, and
+//! the f32 hierarchy inside an f64 solve.
+
+use galerkin::solver::{
+    pcg, Amg, AmgCycle, AmgParams, AmgSmoother, MixedPrecision, Preconditioner,
+};
+use galerkin::sparse::generate::poisson3d_7pt;
+use galerkin::sparse::Csr;
+use galerkin::verify::random_vec;
+use galerkin::{Backend, Cpu, Scalar, Vector};
+
+use super::{check_report, jumping_diffusion, quiet, tol};
+use crate::backend_tests;
+
+/// `‖x − y‖ / ‖y‖`.
+fn relative(x: &[f64], y: &[f64]) -> f64 {
+    let d: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
+    let n: f64 = y.iter().map(|b| b * b).sum();
+    (d / n).sqrt()
+}
+
+/// One application of the hierarchy on the backend in `T` against the f64 CPU hierarchy,
+/// for each smoother and cycle, on a diffusion matrix whose coefficients span 4 decades.
+fn amg_cycle_matches_the_cpu_reference<B: Backend, T: Scalar>(b: &B) {
+    let a = jumping_diffusion(40, 4.0, 3);
+    let n = a.nrows();
+    let r64 = random_vec::<f64>(n, 17);
+    let r: Vec<T> = r64.iter().map(|&v| T::from_f64(v)).collect();
+    for (smoother, cycle) in [
+        (AmgSmoother::Chebyshev { degree: 2 }, AmgCycle::V),
+        (AmgSmoother::L1Jacobi { sweeps: 2 }, AmgCycle::W),
+    ] {
+        let params = AmgParams {
+            smoother,
+            cycle,
+            max_coarse: 40,
+            ..AmgParams::default()
+        };
+        let cpu = Cpu::new();
+        let reference = Amg::<Cpu, f64>::new(&cpu, &a, &params).unwrap();
+        let mut want = Vector::zeros(&cpu, n).unwrap();
+        reference
+            .precondition(&Vector::from_slice(&cpu, &r64).unwrap(), &mut want)
+            .unwrap();
+        let want = want.to_vec().unwrap();
+        let amg = Amg::<B, T>::new(b, &a, &params).unwrap();
+        assert_eq!(
+            amg.info().levels,
+            reference.info().levels,
+            "the same hierarchy on every backend"
+        );
+        assert!(amg.info().levels.len() >= 3, "{:?}", amg.info());
+        let rv = Vector::from_slice(b, &r).unwrap();
+        let mut z = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); n]).unwrap();
+        amg.precondition(&rv, &mut z).unwrap();
+        let got: Vec<f64> = z.to_vec().unwrap().iter().map(|v| v.as_f64()).collect();
+        let err = relative(&got, &want);
+        let bound = if T::EPS > 1e-10 { 1e-4 } else { 1e-12 };
+        assert!(
+            err < bound,
+            "{smoother:?} {cycle:?}: relative difference {err:e}"
+        );
+    }
+}
+
+/// PCG with AMG on the 7-point Laplacian: few iterations, and not more on a grid 8 times
+/// larger; the answer checked by an independent residual.
+fn pcg_amg_iterations_do_not_grow<B: Backend, T: Scalar>(b: &B) {
+    let mut counts = Vec::new();
+    for n in [12, 24] {
+        let a64 = poisson3d_7pt(n).unwrap();
+        let a_host: Csr<Cpu, T> = a64.convert();
+        let a = a_host.to_backend(b).unwrap();
+        let amg = Amg::<B, T>::new(b, &a64, &AmgParams::default()).unwrap();
+        let rhs = random_vec::<T>(a64.nrows(), 5);
+        let bv = Vector::from_slice(b, &rhs).unwrap();
+        let mut x = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); a64.nrows()]).unwrap();
+        x.fill(T::ZERO).unwrap();
+        let report = pcg(&a, Some(&amg), &bv, &mut x, &quiet(tol::<T>(), 100)).unwrap();
+        check_report(&report, &a_host, &rhs, &x.to_vec().unwrap(), "PCG + AMG");
+        counts.push(report.iterations);
+    }
+    assert!(counts[0] <= 20 && counts[1] <= counts[0] + 3, "{counts:?}");
+}
+
+/// The f32 hierarchy preconditions an f64 flexible PCG to an f64 tolerance.
+fn f32_hierarchy_in_an_f64_solve<B: Backend, T: Scalar>(b: &B) {
+    if T::EPS > 1e-10 || !b.supports(galerkin::DType::F32) {
+        return; // the f64 instance covers it
+    }
+    let a64 = jumping_diffusion(48, 3.0, 8);
+    let a = a64.to_backend(b).unwrap();
+    let amg = MixedPrecision::new(Amg::<B, f32>::new(b, &a64, &AmgParams::default()).unwrap());
+    let rhs = random_vec::<f64>(a64.nrows(), 9);
+    let bv = Vector::from_slice(b, &rhs).unwrap();
+    let mut x = Vector::zeros(b, a64.nrows()).unwrap();
+    let params = galerkin::solver::SolverParams {
+        flexible: true,
+        ..quiet(1e-10, 200)
+    };
+    let report = pcg(&a, Some(&amg), &bv, &mut x, &params).unwrap();
+    check_report(
+        &report,
+        &a64,
+        &rhs,
+        &x.to_vec().unwrap(),
+        "f64 PCG + f32 AMG",
+    );
+    assert!(report.iterations <= 40, "{report}");
+}
+
+backend_tests!(
+    amg_cycle_matches_the_cpu_reference,
+    pcg_amg_iterations_do_not_grow,
+    f32_hierarchy_in_an_f64_solve
+);
