@@ -130,6 +130,11 @@ struct Args {
     /// Write u, q and u* for ParaView (`.vtu` or `.vtk`).
     #[arg(long)]
     vtk: Option<String>,
+    /// Also write the trace matrix K (the free edges' unknowns, P + 1 Legendre modes per
+    /// edge) here in Matrix Market format, e.g. to give it to another solver (with
+    /// `solve --amg-near-null-stride P+1`).
+    #[arg(long, value_name = "PATH")]
+    write_trace: Option<String>,
     /// Sub-triangles per element side in the VTK output (default P + 1).
     #[arg(long)]
     refine: Option<usize>,
@@ -364,7 +369,7 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
             };
         }
         PreconditionerArg::Amg => {
-            let p = args.amg.params(galerkin::hdg::TRACE_AMG_THETA)?;
+            let p = args.amg.params(galerkin::hdg::TRACE_AMG_THETA, 0)?;
             solver.preconditioner = TracePreconditioner::Amg {
                 theta: p.theta,
                 smoother: p.smoother,
@@ -410,6 +415,20 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
         }
         None => None,
     };
+    if let Some(path) = &args.write_trace {
+        let local = hdg.local_solvers()?;
+        let load = hdg.load(&local, &problem)?;
+        let k = hdg.assemble(&local, &load)?.k.to_host()?.to_csr()?;
+        galerkin::sparse::write_matrix_market(path, &k)?;
+        if !args.json {
+            println!(
+                "wrote {path}: K, {} x {}, {} entries",
+                k.nrows(),
+                k.ncols(),
+                k.nnz()
+            );
+        }
+    }
     if let Some(path) = &args.vtk {
         let grid = hdg.sample(&fields, args.refine.unwrap_or(args.degree + 1))?;
         grid.write(path)?;
@@ -529,7 +548,7 @@ fn main() -> ExitCode {
         if let Some(rtol) = args.rtol {
             common::check_tolerance("--rtol", rtol)?;
         }
-        args.amg.params(galerkin::hdg::TRACE_AMG_THETA)?;
+        args.amg.params(galerkin::hdg::TRACE_AMG_THETA, 0)?;
         if let Some(path) = &args.vtk {
             if !(path.ends_with(".vtu") || path.ends_with(".vtk")) {
                 return Err(bad(

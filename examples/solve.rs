@@ -222,7 +222,7 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
     let mut flexible = false;
     let m: Box<dyn Preconditioner<B, P> + 'a> = match args.precond {
         PrecondArg::Amg => {
-            let params = args.amg.params(0.0)?;
+            let params = args.amg.params(0.0, a.nrows())?;
             if args.amg.amg_precision == AmgPrecisionArg::F32 && P::DTYPE != DType::F32 {
                 let h = Amg::<B, f32>::new(b, a, &params)?;
                 amg = Some(h.info().clone());
@@ -401,7 +401,7 @@ fn check_args(args: &Args) -> Result<()> {
     common::check_positive("--inner-max-iter", args.inner_max_iter)?;
     common::check_positive("--restart", args.restart)?;
     common::check_positive("--block-size", args.block_size)?;
-    args.amg.params(0.0)?;
+    args.amg.params(0.0, 0)?;
     if args.precision == PrecisionArg::Mixed && args.solver == SolverArg::Bicgstab {
         return Err(galerkin::Error::InvalidArgument {
             op: "command line",

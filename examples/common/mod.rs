@@ -348,12 +348,18 @@ pub struct AmgArgs {
     /// AMG: precision of the hierarchy.
     #[arg(long, value_enum, default_value_t = AmgPrecisionArg::Same)]
     pub amg_precision: AmgPrecisionArg,
+    /// AMG: near-null space of one vector that is 1 on the first row of every block of this
+    /// many rows and 0 elsewhere (the constants of a modal basis with that many modes per
+    /// block, e.g. P + 1 for an HDG trace matrix from `hdg_poisson --write-trace`); default:
+    /// the constant vector.
+    #[arg(long, value_name = "N")]
+    pub amg_near_null_stride: Option<usize>,
 }
 
 impl AmgArgs {
-    /// The library's parameters, the options checked (`θ` from `--amg-theta`, else
-    /// `default_theta`).
-    pub fn params(&self, default_theta: f64) -> Result<galerkin::solver::AmgParams> {
+    /// The library's parameters for a matrix of `rows` rows, the options checked (`θ` from
+    /// `--amg-theta`, else `default_theta`).
+    pub fn params(&self, default_theta: f64, rows: usize) -> Result<galerkin::solver::AmgParams> {
         use galerkin::solver::{AmgCycle, AmgParams, AmgSmoother};
         let theta = self.amg_theta.unwrap_or(default_theta);
         check_positive("--amg-degree", self.amg_degree)?;
@@ -365,7 +371,17 @@ impl AmgArgs {
                 reason: format!("{theta}: must be in [0, 1]"),
             });
         }
+        let near_null = match self.amg_near_null_stride {
+            None => Vec::new(),
+            Some(stride) => {
+                check_positive("--amg-near-null-stride", stride)?;
+                let mut v = vec![0.0; rows];
+                v.iter_mut().step_by(stride).for_each(|x| *x = 1.0);
+                vec![v]
+            }
+        };
         Ok(AmgParams {
+            near_null,
             theta,
             smoother: match self.amg_smoother {
                 AmgSmootherArg::Chebyshev => AmgSmoother::Chebyshev {

@@ -58,6 +58,13 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     /// As [`alloc`](Self::alloc).
     fn upload<T: Storable>(&self, data: &[T]) -> Result<Self::Buffer<T>>;
 
+    /// `buffer`'s values in place, where the buffer is host memory (the CPU backend): moves
+    /// from the host then read them without a copy. `None` (the default) for device memory.
+    fn host_slice<'b, T: Storable>(&self, buffer: &'b Self::Buffer<T>) -> Option<&'b [T]> {
+        let _ = buffer;
+        None
+    }
+
     /// The contents of `buffer`, copied to the host. Waits for pending work on the buffer.
     ///
     /// # Errors

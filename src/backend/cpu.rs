@@ -132,6 +132,10 @@ impl BackendCore for Cpu {
         Ok(buffer.clone())
     }
 
+    fn host_slice<'b, T: Storable>(&self, buffer: &'b Vec<T>) -> Option<&'b [T]> {
+        Some(buffer)
+    }
+
     fn download_later<T: Storable>(&self, buffer: &Vec<T>) -> Result<Deferred<'_, T>> {
         Ok(Deferred::ready(buffer.clone()))
     }

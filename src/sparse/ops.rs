@@ -42,7 +42,11 @@ impl<'a, B: BackendCore, B2: BackendCore> Mover<'a, B, B2> {
     /// # Errors
     /// Device and allocation errors.
     pub fn buffer<T: Storable>(&self, buffer: &B::Buffer<T>) -> Result<B2::Buffer<T>> {
-        self.to.upload(&self.from.download(buffer)?)
+        match self.from.host_slice(buffer) {
+            // From the host: no intermediate copy.
+            Some(values) => self.to.upload(values),
+            None => self.to.upload(&self.from.download(buffer)?),
+        }
     }
 
     /// `buffer`'s values on the host (for a move that reorders them).

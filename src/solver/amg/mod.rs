@@ -236,6 +236,17 @@ pub struct Amg<B: Backend, T: Scalar> {
     scratch: RefCell<Option<Vector<B, T>>>,
 }
 
+/// `m` on `backend` with values `T`: moved as it is when `T` is f64 (no converted copy).
+fn upload<B: Backend, T: Scalar>(backend: &B, m: &Csr<Cpu, f64>) -> Result<Csr<B, T>> {
+    if T::DTYPE == crate::scalar::DType::F64 {
+        let moved: Box<dyn std::any::Any> = Box::new(m.to_backend(backend)?);
+        if let Ok(same) = moved.downcast::<Csr<B, T>>() {
+            return Ok(*same);
+        }
+    }
+    m.convert::<T>().to_backend(backend)
+}
+
 impl<B: Backend, T: Scalar> Amg<B, T> {
     /// Sets up the hierarchy of `a` (host, f64 values) and moves it to `backend` in `T`.
     ///
@@ -250,7 +261,7 @@ impl<B: Backend, T: Scalar> Amg<B, T> {
         backend.require::<T>("AMG")?;
         let host = setup::build(a, params)?;
         let t = Instant::now();
-        let up = |m: &Csr<Cpu, f64>| m.convert::<T>().to_backend(backend);
+        let up = |m: &Csr<Cpu, f64>| upload::<B, T>(backend, m);
         let mut levels = Vec::with_capacity(host.levels.len());
         let mut work = Vec::with_capacity(host.levels.len());
         let n = host.levels.len();
