@@ -76,7 +76,16 @@ pub(crate) fn aggregate<W: Element>(s: &Csr<Cpu, W>) -> (Vec<u32>, usize) {
                 }
             });
         let left = state.par_iter().filter(|&&st| st == UNDECIDED).count();
-        debug_assert!(left < undecided, "an MIS-2 round decided nothing");
+        if left == undecided {
+            // Cannot happen (the undecided node of largest key is decided in every round);
+            // should it, the undecided nodes become roots rather than the loop spinning.
+            debug_assert!(false, "an MIS-2 round decided nothing");
+            state
+                .iter_mut()
+                .filter(|st| **st == UNDECIDED)
+                .for_each(|st| *st = ROOT);
+            break;
+        }
         undecided = left;
     }
     // Roots numbered in index order.

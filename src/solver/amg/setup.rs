@@ -129,6 +129,9 @@ pub(crate) fn spectral_radius(a: &Csr<Cpu, f64>, scaling: &[f64], steps: usize) 
         v.par_iter_mut().zip(&w).for_each(|(v, w)| *v = w / be);
     }
     let m = alpha.len();
+    if m == 0 {
+        return 1.0; // an empty matrix: no spectrum, any positive bound will do
+    }
     beta.truncate(m.saturating_sub(1));
     // Gershgorin bounds, then bisection on the count of eigenvalues below x.
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -279,6 +282,16 @@ pub(crate) fn build(a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<HostHierarc
         let scale = scaling(current, &diag, params.smoother);
         let jacobi: Vec<f64> = diag.iter().map(|d| 1.0 / d).collect();
         let rho = spectral_radius(current, &jacobi, 20);
+        if rho.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !rho.is_finite() {
+            return Err(Error::invalid(
+                "Amg::new",
+                "a",
+                format!(
+                    "the estimate of λmax(D⁻¹A) on level {level} is {rho}: the matrix is not \
+                     positive definite"
+                ),
+            ));
+        }
         let rho_smoother = match params.smoother {
             AmgSmoother::Chebyshev { .. } => rho,
             AmgSmoother::L1Jacobi { .. } => 1.0,

@@ -382,3 +382,28 @@ fn bad_matrices_and_parameters_are_named() {
         assert!(Amg::<Cpu, f64>::new(&cpu, &a, &bad).is_err(), "{bad:?}");
     }
 }
+
+#[test]
+fn empty_and_one_row_matrices() {
+    let cpu = Cpu::new();
+    let empty = Csr::<Cpu, f64>::new(0, 0, vec![0], vec![], vec![]).unwrap();
+    let amg = Amg::<Cpu, f64>::new(&cpu, &empty, &AmgParams::default()).unwrap();
+    let mut z = Vector::zeros(&cpu, 0).unwrap();
+    amg.precondition(&Vector::zeros(&cpu, 0).unwrap(), &mut z)
+        .unwrap();
+    let one = Csr::new(1, 1, vec![0, 1], vec![0], vec![4.0]).unwrap();
+    let amg = Amg::<Cpu, f64>::new(&cpu, &one, &AmgParams::default()).unwrap();
+    let mut z = Vector::from_slice(&cpu, &[f64::NAN]).unwrap();
+    amg.precondition(&Vector::from_slice(&cpu, &[2.0]).unwrap(), &mut z)
+        .unwrap();
+    assert!(
+        (z.to_vec().unwrap()[0] - 0.5).abs() < 1e-15,
+        "{:?}",
+        z.to_vec()
+    );
+    // Wrong lengths are errors, not panics.
+    let mut z2 = Vector::zeros(&cpu, 2).unwrap();
+    assert!(amg
+        .precondition(&Vector::zeros(&cpu, 1).unwrap(), &mut z2)
+        .is_err());
+}
