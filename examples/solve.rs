@@ -229,7 +229,8 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
                 flexible = true;
                 Box::new(MixedPrecision::new(h))
             } else {
-                let h = Amg::<B, P>::new(b, a, &params)?;
+                // The finest level is the solver's operator: no second copy of A.
+                let h = Amg::<B, P>::with_operator(b, a, op, &params)?;
                 amg = Some(h.info().clone());
                 Box::new(h)
             }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # AMG (issue 42) on the GPU machine, in one call (after
-# `../shared/gpu/pack --test it --example solve --example hdg_poisson`, with
+# `../shared/gpu/pack --test it --example solve --example hdg_poisson --example bench`, with
 # carry [".gpu", "bench-wheels"]):
 #   source .gpu/setup.sh; bash benches/gpu/amg.sh [part]
 # part "a" (default): everything below; part "b": the HDG trace matrix of 160² written by
@@ -52,6 +52,10 @@ for n in 80 160 320 640; do
       timeout 120 $bin/hdg_poisson --mesh square:$n --degree 3 --backend $be --precond $p --amg-degree 3 --rtol 1e-10 --no-post-process --json 2> "$out/err.txt" | hrow $n || tail -2 "$out/err.txt"
     done
   done
+done
+for flag in "" "--hdg-amg"; do
+  timeout 200 $bin/bench --suite hdg --backend cuda --hdg-n 320,640 --degrees 3 --spmv-precision f64 --hdg-rtol 1e-10 $flag > "$out/bench_hdg.txt" 2>&1
+  echo "bench hdg $flag rc=$?"; grep -E "^(cuda|wgpu|backend) " "$out/bench_hdg.txt"
 done
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target bench-wheels/site bench-wheels/pyamg-*.whl \
   && export PYTHONPATH=$PWD/bench-wheels/site${PYTHONPATH:+:$PYTHONPATH}

@@ -386,7 +386,8 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                     near_null: vec![constants],
                     ..AmgParams::default()
                 };
-                let amg = Amg::<B, S>::new(&self.backend, &k, &params)?;
+                // The finest level applies K as it is (block-ELL), no second copy.
+                let amg = Amg::<B, S>::with_operator(&self.backend, &k, &system.k, &params)?;
                 amg_info = Some(amg.info().clone());
                 pcg(
                     &system.k,

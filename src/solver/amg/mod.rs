@@ -180,9 +180,25 @@ pub struct AmgInfo {
     pub coarse_solver: &'static str,
 }
 
+/// A level's operator: the hierarchy's own, or the caller's on the finest level
+/// ([`Amg::with_operator`]).
+enum LevelOp<'a, B: Backend, T: Scalar> {
+    Owned(Csr<B, T>),
+    Borrowed(&'a dyn LinearOperator<B, T>),
+}
+
+impl<B: Backend, T: Scalar> LevelOp<'_, B, T> {
+    fn get(&self) -> &dyn LinearOperator<B, T> {
+        match self {
+            LevelOp::Owned(a) => a,
+            LevelOp::Borrowed(a) => *a,
+        }
+    }
+}
+
 /// One level on the backend.
-struct Level<B: Backend, T: Scalar> {
-    a: Csr<B, T>,
+struct Level<'a, B: Backend, T: Scalar> {
+    a: LevelOp<'a, B, T>,
     /// Prolongation to this level from the next, restriction from this level to the next.
     transfer: Option<(Csr<B, T>, Csr<B, T>)>,
     /// The smoother's scaling, divided by the Chebyshev centre `θ` (l1-Jacobi: as is).
@@ -225,8 +241,8 @@ struct Work<B: Backend, T: Scalar> {
 /// assert!(report.iterations < 20);
 /// # Ok::<(), galerkin::Error>(())
 /// ```
-pub struct Amg<B: Backend, T: Scalar> {
-    levels: Vec<Level<B, T>>,
+pub struct Amg<'a, B: Backend, T: Scalar> {
+    levels: Vec<Level<'a, B, T>>,
     coarse_inverse: Option<Csr<B, T>>,
     smoother: AmgSmoother,
     cycle: AmgCycle,
@@ -247,7 +263,7 @@ fn upload<B: Backend, T: Scalar>(backend: &B, m: &Csr<Cpu, f64>) -> Result<Csr<B
     m.convert::<T>().to_backend(backend)
 }
 
-impl<B: Backend, T: Scalar> Amg<B, T> {
+impl<B: Backend, T: Scalar> Amg<'static, B, T> {
     /// Sets up the hierarchy of `a` (host, f64 values) and moves it to `backend` in `T`.
     ///
     /// # Errors
@@ -257,6 +273,45 @@ impl<B: Backend, T: Scalar> Amg<B, T> {
     /// (the entry named); [`Error::ResourceLimit`] when a level does not fit in memory;
     /// device errors.
     pub fn new(backend: &B, a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<Self> {
+        Amg::build(backend, a, None, params)
+    }
+}
+
+impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
+    /// As [`new`](Amg::new), but the finest level applies `fine` — the same matrix already on
+    /// the backend in `T`, in any format (the solver's operator) — instead of a copy of `a`:
+    /// the finest matrix is neither moved nor stored twice.
+    ///
+    /// # Errors
+    /// As [`new`](Amg::new), and [`Error::DimensionMismatch`] when `fine` is not
+    /// `a.nrows() x a.ncols()`.
+    pub fn with_operator(
+        backend: &B,
+        a: &Csr<Cpu, f64>,
+        fine: &'a dyn LinearOperator<B, T>,
+        params: &AmgParams,
+    ) -> Result<Self> {
+        check_len(
+            "Amg::with_operator",
+            "fine.nrows()",
+            a.nrows(),
+            fine.nrows(),
+        )?;
+        check_len(
+            "Amg::with_operator",
+            "fine.ncols()",
+            a.ncols(),
+            fine.ncols(),
+        )?;
+        Amg::build(backend, a, Some(fine), params)
+    }
+
+    fn build(
+        backend: &B,
+        a: &Csr<Cpu, f64>,
+        fine: Option<&'a dyn LinearOperator<B, T>>,
+        params: &AmgParams,
+    ) -> Result<Self> {
         let start = Instant::now();
         backend.require::<T>("AMG")?;
         let host = setup::build(a, params)?;
@@ -289,8 +344,12 @@ impl<B: Backend, T: Scalar> Amg<B, T> {
                 d: v()?,
                 w: v()?,
             });
+            let op = match (l, fine) {
+                (0, Some(f)) => LevelOp::Borrowed(f),
+                _ => LevelOp::Owned(up(a_l)?),
+            };
             levels.push(Level {
-                a: up(a_l)?,
+                a: op,
                 transfer,
                 scaling: Vector::from_slice(backend, &scaling)?,
                 lambda: (lmin, lmax),
@@ -340,7 +399,7 @@ impl<B: Backend, T: Scalar> Amg<B, T> {
         w: &mut Work<B, T>,
     ) -> Result<()> {
         let level = &self.levels[l];
-        let a = &level.a;
+        let a = level.a.get();
         let residual = |res: &mut Vector<B, T>, x: &Vector<B, T>| -> Result<()> {
             res.copy_from(b)?;
             a.apply_add(-T::ONE, x, T::ONE, res)
@@ -405,7 +464,7 @@ impl<B: Backend, T: Scalar> Amg<B, T> {
         };
         self.smooth(l, b, x, zero, w)?;
         w.res.copy_from(b)?;
-        level.a.apply_add(-T::ONE, x, T::ONE, &mut w.res)?;
+        level.a.get().apply_add(-T::ONE, x, T::ONE, &mut w.res)?;
         let next = &mut rest[0];
         let (mut cb, mut cx) = (
             next.b.take().expect("coarse b"),
@@ -441,7 +500,10 @@ impl<B: Backend, T: Scalar> Amg<B, T> {
             Some(inv) if zero => inv.apply(b, x),
             Some(inv) => {
                 w.res.copy_from(b)?;
-                self.levels[l].a.apply_add(-T::ONE, x, T::ONE, &mut w.res)?;
+                self.levels[l]
+                    .a
+                    .get()
+                    .apply_add(-T::ONE, x, T::ONE, &mut w.res)?;
                 inv.apply_add(T::ONE, &w.res, T::ONE, x)
             }
             None => {
@@ -452,9 +514,9 @@ impl<B: Backend, T: Scalar> Amg<B, T> {
     }
 }
 
-impl<B: Backend, T: Scalar> Preconditioner<B, T> for Amg<B, T> {
+impl<B: Backend, T: Scalar> Preconditioner<B, T> for Amg<'_, B, T> {
     fn size(&self) -> usize {
-        self.levels[0].a.nrows()
+        self.levels[0].a.get().nrows()
     }
     fn precondition(&self, r: &Vector<B, T>, z: &mut Vector<B, T>) -> Result<()> {
         let n = self.size();
@@ -471,7 +533,7 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Amg<B, T> {
         let mut total = OperatorCost::default();
         let mut visits = 1.0;
         for level in &self.levels {
-            let c = LinearOperator::<B, T>::cost(&level.a);
+            let c = level.a.get().cost();
             let mut add = |k: f64, c: OperatorCost| {
                 total.flops += visits * k * c.flops;
                 total.bytes += visits * k * c.bytes;
@@ -496,7 +558,7 @@ impl<B: Backend, T: Scalar> Preconditioner<B, T> for Amg<B, T> {
 }
 
 /// The cycle as an operator: `y = α M⁻¹ x + β y`.
-impl<B: Backend, T: Scalar> LinearOperator<B, T> for Amg<B, T> {
+impl<B: Backend, T: Scalar> LinearOperator<B, T> for Amg<'_, B, T> {
     fn nrows(&self) -> usize {
         self.size()
     }

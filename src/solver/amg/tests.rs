@@ -407,3 +407,26 @@ fn empty_and_one_row_matrices() {
         .precondition(&Vector::zeros(&cpu, 1).unwrap(), &mut z2)
         .is_err());
 }
+
+#[test]
+fn a_borrowed_fine_operator_gives_the_same_cycle() {
+    let cpu = Cpu::new();
+    let a = poisson3d_7pt(10).unwrap();
+    let p = AmgParams::default();
+    let own = Amg::<Cpu, f64>::new(&cpu, &a, &p).unwrap();
+    let borrowed = Amg::<Cpu, f64>::with_operator(&cpu, &a, &a, &p).unwrap();
+    assert_eq!(own.info().levels, borrowed.info().levels);
+    let r = Vector::from_slice(&cpu, &random_vec::<f64>(a.nrows(), 4)).unwrap();
+    let (mut z1, mut z2) = (
+        Vector::zeros(&cpu, a.nrows()).unwrap(),
+        Vector::zeros(&cpu, a.nrows()).unwrap(),
+    );
+    own.precondition(&r, &mut z1).unwrap();
+    borrowed.precondition(&r, &mut z2).unwrap();
+    assert_eq!(z1.to_vec().unwrap(), z2.to_vec().unwrap());
+    let other = poisson3d_7pt(9).unwrap();
+    let e = Amg::<Cpu, f64>::with_operator(&cpu, &a, &other, &p)
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("with_operator"), "{e}");
+}
