@@ -320,7 +320,8 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// Stage "solve": PCG on `K λ = F` with block-Jacobi (or Chebyshev over block-Jacobi).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a singular diagonal block; solver and device errors.
+    /// [`Error::InvalidArgument`] for a singular diagonal block (block-Jacobi, Chebyshev) or a
+    /// trace matrix AMG refuses; solver and device errors.
     /// Not converging is not an error: see the report.
     pub fn solve(
         &self,
@@ -335,17 +336,19 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
             check_every: params.check_every,
             ..SolverParams::default()
         };
-        let jacobi = BlockJacobi::<B, S>::from_blocks(&system.diagonal)?;
+        // Block-Jacobi (alone or inside Chebyshev); AMG does without it.
+        let jacobi = || BlockJacobi::<B, S>::from_blocks(&system.diagonal);
         let mut amg_info = None;
         let report = match params.preconditioner {
             TracePreconditioner::BlockJacobi => pcg(
                 &system.k,
-                Some(&jacobi as &dyn Preconditioner<B, S>),
+                Some(&jacobi()? as &dyn Preconditioner<B, S>),
                 &system.rhs,
                 &mut lambda,
                 &solver,
             )?,
             TracePreconditioner::Chebyshev { degree } => {
+                let jacobi = jacobi()?;
                 let cheb = Chebyshev::with_preconditioner(
                     &self.backend,
                     &system.k,

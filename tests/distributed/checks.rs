@@ -9,7 +9,7 @@ use galerkin::distributed::{
 use galerkin::random::Rng;
 use galerkin::solver::{
     bicgstab, gmres, mixed_solve, pcg, Amg, AmgParams, InnerSolver, Jacobi, MixedOuter,
-    MixedParams, Progress, SolveReport, SolverParams, Stopping,
+    MixedParams, Preconditioner, Progress, SolveReport, SolverParams, Stopping,
 };
 use galerkin::sparse::{Csr, SparseMatrix};
 use galerkin::{Backend, Cpu, Element, Error, Scalar, Vector};
@@ -215,14 +215,22 @@ fn same_on_every_rank(comm: &Communicator, r: &SolveReport) {
     );
 }
 
-fn jacobi_block<'a, B: Backend, S: Scalar>(backend: &B, d: &DistCsr) -> BlockJacobi<'a, B, S> {
+/// A preconditioner of this rank's diagonal block (the identity on a rank without rows).
+fn per_rank<'a, B: Backend, S: Scalar>(
+    d: &DistCsr,
+    local: impl FnOnce(&Csr<Cpu, f64>) -> Box<dyn Preconditioner<B, S> + 'a>,
+) -> BlockJacobi<'a, B, S> {
     if d.local_block().nrows() == 0 {
         BlockJacobi::new(Box::new(galerkin::solver::Identity::new(0)))
     } else {
-        BlockJacobi::new(Box::new(
-            Jacobi::<B, S>::new(backend, d.local_block()).unwrap(),
-        ))
+        BlockJacobi::new(local(d.local_block()))
     }
+}
+
+fn jacobi_block<'a, B: Backend, S: Scalar>(backend: &B, d: &DistCsr) -> BlockJacobi<'a, B, S> {
+    per_rank(d, |block| {
+        Box::new(Jacobi::<B, S>::new(backend, block).unwrap())
+    })
 }
 
 fn quiet(rtol: f64) -> SolverParams<'static> {
@@ -312,13 +320,9 @@ fn check_solvers<B: Backend>(
 
     // AMG per rank on the diagonal block, inside the global PCG: converged to the true
     // residual, in fewer iterations than Jacobi (the same as one process at one rank).
-    let amg = if d.local_block().nrows() == 0 {
-        BlockJacobi::new(Box::new(galerkin::solver::Identity::new(0)))
-    } else {
-        BlockJacobi::new(Box::new(
-            Amg::<B, f64>::new(backend, d.local_block(), &AmgParams::default()).unwrap(),
-        ))
-    };
+    let amg = per_rank(d, |block| {
+        Box::new(Amg::<B, f64>::new(backend, block, &AmgParams::default()).unwrap())
+    });
     let mut x = DistVector::zeros(backend, d.layout()).unwrap();
     let ra = distributed::cg(
         &m,

@@ -321,13 +321,13 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let mut work = Vec::with_capacity(host.levels.len());
         let n = host.levels.len();
         for (l, h) in host.levels.iter().enumerate() {
-            let (lmin, lmax) = match params.smoother {
-                AmgSmoother::Chebyshev { .. } => (1.1 * h.rho / 30.0, 1.1 * h.rho),
-                AmgSmoother::L1Jacobi { .. } => (1.0, 1.0),
-            };
-            let centre = match params.smoother {
-                AmgSmoother::Chebyshev { .. } => 0.5 * (lmin + lmax),
-                AmgSmoother::L1Jacobi { .. } => 1.0,
+            // The Chebyshev interval and its centre θ (l1-Jacobi: unused, and 1).
+            let (lmin, lmax, centre) = match params.smoother {
+                AmgSmoother::Chebyshev { .. } => {
+                    let (lmin, lmax) = (1.1 * h.rho / 30.0, 1.1 * h.rho);
+                    (lmin, lmax, 0.5 * (lmin + lmax))
+                }
+                AmgSmoother::L1Jacobi { .. } => (1.0, 1.0, 1.0),
             };
             let scaling: Vec<T> = h.scaling.iter().map(|s| T::from_f64(s / centre)).collect();
             let transfer = match (&h.p, &h.r) {
@@ -389,6 +389,18 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         &self.info
     }
 
+    /// `res = b − A_l x`.
+    fn residual(
+        &self,
+        l: usize,
+        b: &Vector<B, T>,
+        x: &Vector<B, T>,
+        res: &mut Vector<B, T>,
+    ) -> Result<()> {
+        res.copy_from(b)?;
+        self.levels[l].a.get().apply_add(-T::ONE, x, T::ONE, res)
+    }
+
     /// Smoothing of `A x = b` on level `l`: from `x = 0` when `zero`, else from `x`.
     fn smooth(
         &self,
@@ -400,10 +412,6 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
     ) -> Result<()> {
         let level = &self.levels[l];
         let a = level.a.get();
-        let residual = |res: &mut Vector<B, T>, x: &Vector<B, T>| -> Result<()> {
-            res.copy_from(b)?;
-            a.apply_add(-T::ONE, x, T::ONE, res)
-        };
         match self.smoother {
             AmgSmoother::Chebyshev { degree } => {
                 let (lmin, lmax) = level.lambda;
@@ -415,7 +423,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                     x.pointwise_mul(&level.scaling, b)?;
                     w.d.copy_from(x)?;
                 } else {
-                    residual(&mut w.res, x)?;
+                    self.residual(l, b, x, &mut w.res)?;
                     w.d.pointwise_mul(&level.scaling, &w.res)?;
                     x.axpy(T::ONE, &w.d)?;
                 }
@@ -438,7 +446,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                     if zero && s == 0 {
                         x.pointwise_mul(&level.scaling, b)?;
                     } else {
-                        residual(&mut w.res, x)?;
+                        self.residual(l, b, x, &mut w.res)?;
                         w.d.pointwise_mul(&level.scaling, &w.res)?;
                         x.axpy(T::ONE, &w.d)?;
                     }
@@ -463,8 +471,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
             return self.coarse_solve(l, b, x, zero, w);
         };
         self.smooth(l, b, x, zero, w)?;
-        w.res.copy_from(b)?;
-        level.a.get().apply_add(-T::ONE, x, T::ONE, &mut w.res)?;
+        self.residual(l, b, x, &mut w.res)?;
         let next = &mut rest[0];
         let (mut cb, mut cx) = (
             next.b.take().expect("coarse b"),
@@ -499,11 +506,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         match &self.coarse_inverse {
             Some(inv) if zero => inv.apply(b, x),
             Some(inv) => {
-                w.res.copy_from(b)?;
-                self.levels[l]
-                    .a
-                    .get()
-                    .apply_add(-T::ONE, x, T::ONE, &mut w.res)?;
+                self.residual(l, b, x, &mut w.res)?;
                 inv.apply_add(T::ONE, &w.res, T::ONE, x)
             }
             None => {

@@ -247,10 +247,11 @@ fn dense_inverse(a: &Csr<Cpu, f64>, level: usize) -> Result<Csr<Cpu, f64>> {
     Csr::new(n, n, row_ptr, col_idx, inv)
 }
 
-/// The smoother's scaling of a level.
-fn scaling(a: &Csr<Cpu, f64>, diag: &[f64], smoother: AmgSmoother) -> Vec<f64> {
+/// The smoother's scaling of a level: `jacobi` (`1/aᵢᵢ`) itself for Chebyshev, the inverse
+/// row l1 norms for l1-Jacobi.
+fn scaling(a: &Csr<Cpu, f64>, jacobi: Vec<f64>, smoother: AmgSmoother) -> Vec<f64> {
     match smoother {
-        AmgSmoother::Chebyshev { .. } => diag.iter().map(|d| 1.0 / d).collect(),
+        AmgSmoother::Chebyshev { .. } => jacobi,
         AmgSmoother::L1Jacobi { .. } => (0..a.nrows())
             .into_par_iter()
             .map(|i| 1.0 / a.row(i).1.iter().map(|v| v.abs()).sum::<f64>())
@@ -279,7 +280,6 @@ pub(crate) fn build(a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<HostHierarc
         let level = levels.len();
         let t0 = Instant::now();
         let diag = check_level(current, level)?;
-        let scale = scaling(current, &diag, params.smoother);
         let jacobi: Vec<f64> = diag.iter().map(|d| 1.0 / d).collect();
         let rho = spectral_radius(current, &jacobi, 20);
         if rho.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !rho.is_finite() {
@@ -296,6 +296,7 @@ pub(crate) fn build(a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<HostHierarc
             AmgSmoother::Chebyshev { .. } => rho,
             AmgSmoother::L1Jacobi { .. } => 1.0,
         };
+        let scale = scaling(current, jacobi, params.smoother);
         phases.spectral += t0.elapsed().as_secs_f64();
         info.push(AmgLevelInfo {
             rows: current.nrows(),
