@@ -462,3 +462,21 @@ pub fn amg_table(info: &galerkin::solver::AmgInfo) {
         p.upload
     );
 }
+
+/// Compiles a pipeline's kernels before it is timed: runs `rehearse` (the same pipeline on a
+/// small problem of the same kind) on a device backend and returns its wall seconds, the
+/// example's `seconds.compile` (a few milliseconds with a warm kernel cache). 0 on the CPU
+/// (nothing to compile) or with `skip`. A failed rehearsal is not reported here: the real
+/// run meets the same failure and reports it.
+pub fn compile_ahead<B: galerkin::backend::BackendCore>(
+    b: &B,
+    skip: bool,
+    rehearse: impl FnOnce() -> Result<()>,
+) -> f64 {
+    if skip || b.info().kind == galerkin::backend::BackendKind::Cpu {
+        return 0.0;
+    }
+    let start = std::time::Instant::now();
+    let _ = rehearse().and_then(|()| b.synchronize());
+    start.elapsed().as_secs_f64()
+}

@@ -268,6 +268,10 @@ pub struct BackendInfo {
     /// idle: latency-bound kernels ran 2x slower). Off with `GALERKIN_WGPU_CLOCK_HOLD=0`;
     /// `false` on other devices and backends.
     pub clock_held: bool,
+    /// The directory this connection keeps its compiled kernels in
+    /// ([`kernel_cache`](crate::backend::kernel_cache)): `None` on the CPU and wgpu, where
+    /// the cache is off, or where its directory is not usable.
+    pub kernel_cache: Option<std::path::PathBuf>,
 }
 
 impl BackendInfo {

@@ -41,6 +41,7 @@ impl Cpu {
                 atomic_f64: false,
                 memory_bytes: crate::limits::host_memory_total(),
                 clock_held: false,
+                kernel_cache: None,
             }),
         }
     }

@@ -19,6 +19,7 @@
 pub(crate) mod core;
 pub(crate) mod cpu;
 pub(crate) mod cube;
+pub mod kernel_cache;
 
 pub use self::core::{
     vector_part_len, BackendCore, BackendInfo, BackendKind, Deferred, MIN_BUFFER_LIMIT,
@@ -30,6 +31,7 @@ pub use cube::Cuda;
 #[cfg(feature = "wgpu")]
 pub use cube::Wgpu;
 pub use cube::{Connection, Cube, CubeBuffer, CubeRuntime, DirectIo, LaunchConfig};
+pub use kernel_cache::{kernel_cache_dir, KERNEL_CACHE_ENV};
 
 /// The devices of `kind` on this machine: the CUDA device count (0 if the driver is
 /// missing); 1 for the CPU and for wgpu (whose adapters are not counted here).

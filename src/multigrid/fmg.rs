@@ -8,7 +8,6 @@ use rayon::prelude::*;
 use crate::bundle::Backend;
 use crate::error::{check_len, Result};
 use crate::operator::LinearOperator;
-use crate::quadrature::gauss_legendre;
 use crate::scalar::Scalar;
 use crate::solver::params::{Control, IterationInfo, Monitor};
 use crate::solver::Stopping;
@@ -206,7 +205,8 @@ pub fn level_rhs<B: Backend + TensorOps, T: Scalar>(
 
 /// `‖u − u_h‖_{L²(Ω)}` for the nodal values `uh` on `grid` and the separable exact solution
 /// `u(x) = Π g(x_d)`, by Gauss quadrature with `k + 2` points per direction and cell
-/// (sum factorization, on the host).
+/// (sum factorization, on the host, cells in parallel; `g` is called `k + 2` times per cell
+/// and direction). [`l2_error_vector`] computes it where `uh` lives.
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `uh` is not a grid
@@ -214,84 +214,44 @@ pub fn level_rhs<B: Backend + TensorOps, T: Scalar>(
 pub fn l2_error(grid: Grid, uh: &[f64], g: impl Fn(f64) -> f64 + Sync) -> Result<f64> {
     crate::tensor::ops::check_grid("l2_error", grid)?;
     check_len("l2_error", "uh", grid.len(), uh.len())?;
-    let basis = Basis1d::new(grid.degree)?;
-    let (k, n1, dim) = (grid.degree, grid.n1(), grid.dim);
-    let n = k + 1;
-    let q = k + 2;
-    let (gx, gw) = gauss_legendre(q);
-    let h = 1.0 / grid.cells as f64;
-    // Basis values at the quadrature points: phi[p n + i].
-    let nodes = &basis.nodes;
-    let phi: Vec<f64> = gx
-        .iter()
-        .flat_map(|&x| {
-            let t = 0.5 * (x + 1.0);
-            (0..n).map(move |i| {
-                (0..n)
-                    .filter(|&j| j != i)
-                    .map(|j| (t - nodes[j]) / (nodes[i] - nodes[j]))
-                    .product::<f64>()
-            })
-        })
-        .collect();
-    let w: Vec<f64> = gw.iter().map(|w| 0.5 * w * h).collect();
-    let cells_total = grid.cells.pow(dim as u32);
-    let nz = if dim == 3 { n } else { 1 };
-    let qz = if dim == 3 { q } else { 1 };
-    let sum: f64 = (0..cells_total)
+    let table = crate::tensor::ops::l2_table(grid, &g)?;
+    let cells = grid.cells.pow(grid.dim as u32);
+    let sum: f64 = (0..cells)
         .into_par_iter()
-        .map(|c| {
-            let cc = [
-                c % grid.cells,
-                (c / grid.cells) % grid.cells,
-                c / (grid.cells * grid.cells),
-            ];
-            // u_h on the cell, then contracted to the quadrature points direction by direction.
-            let mut v = vec![0.0; n * n * nz];
-            for z in 0..nz {
-                for y in 0..n {
-                    for x in 0..n {
-                        let gi = ((cc[2] * k + z) * n1 + cc[1] * k + y) * n1 + cc[0] * k + x;
-                        v[(z * n + y) * n + x] = uh[gi];
-                    }
-                }
-            }
-            let mut ext = [n, n, nz];
-            for d in 0..dim {
-                let inner: usize = ext[..d].iter().product();
-                let outer: usize = ext[d + 1..].iter().product();
-                let mut out = vec![0.0; inner * q * outer];
-                for o in 0..outer {
-                    for p in 0..q {
-                        for i in 0..n {
-                            let a = phi[p * n + i];
-                            for l in 0..inner {
-                                out[(o * q + p) * inner + l] += a * v[(o * n + i) * inner + l];
-                            }
-                        }
-                    }
-                }
-                v = out;
-                ext[d] = q;
-            }
-            let coord = |d: usize, p: usize| (cc[d] as f64 + 0.5 * (gx[p] + 1.0)) * h;
-            let mut s = 0.0;
-            for pz in 0..qz {
-                for py in 0..q {
-                    for px in 0..q {
-                        let mut exact = g(coord(0, px)) * g(coord(1, py));
-                        let mut weight = w[px] * w[py];
-                        if dim == 3 {
-                            exact *= g(coord(2, pz));
-                            weight *= w[pz];
-                        }
-                        let e = v[(pz * q + py) * q + px] - exact;
-                        s += weight * e * e;
-                    }
-                }
-            }
-            s
-        })
+        .map(|c| crate::tensor::ops::l2_cell_error_sq(grid, &table, uh, c))
         .sum();
+    Ok(sum.sqrt())
+}
+
+/// [`l2_error`] of a grid vector on its backend: one kernel computes the error of every
+/// cell (in `T`, partial sums per unit) and only the partial sums (at most 65536 values) come
+/// to the host, where they are added in f64. `g` is evaluated on the host, `k + 2` times per
+/// cell and direction (a table of `cells (k + 2)` values goes to the device).
+///
+/// # Errors
+/// As [`l2_error`]; [`Error::DeviceMismatch`](crate::error::Error) never (one vector);
+/// device errors.
+pub fn l2_error_vector<B: TensorOps, T: Scalar>(
+    grid: Grid,
+    uh: &Vector<B, T>,
+    g: impl Fn(f64) -> f64 + Sync,
+) -> Result<f64> {
+    const OP: &str = "l2_error_vector";
+    crate::tensor::ops::check_grid(OP, grid)?;
+    check_len(OP, "uh", grid.len(), uh.len())?;
+    let table: Vec<T> = crate::tensor::ops::l2_table(grid, &g)?
+        .into_iter()
+        .map(T::from_f64)
+        .collect();
+    let backend = uh.backend();
+    let table = Vector::<B, T>::from_slice(backend, &table)?;
+    let units = grid.cells.pow(grid.dim as u32).clamp(1, 1 << 16);
+    let mut out = Vector::<B, T>::zeros(backend, units)?;
+    // SAFETY: table holds l2_table_len(grid) values, uh is a grid vector (checked above),
+    // out has at least one value; all three on this backend.
+    unsafe {
+        backend.tensor_l2_partials(grid, table.buffer()?, uh.buffer()?, out.buffer_mut()?)?;
+    }
+    let sum: f64 = out.to_vec()?.iter().map(|v| v.as_f64()).sum();
     Ok(sum.sqrt())
 }

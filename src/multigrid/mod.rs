@@ -30,7 +30,7 @@ use crate::tensor::{Basis1d, OperatorKind, TensorOperator};
 use crate::vector::Vector;
 
 pub use check::{TensorCheck, TensorStage};
-pub use fmg::{fmg, l2_error, level_rhs, FmgParams, FmgReport};
+pub use fmg::{fmg, l2_error, l2_error_vector, level_rhs, FmgParams, FmgReport};
 pub use smoother::SmootherKind;
 use smoother::{patch_step, Smoother};
 use transfer::Transfer;

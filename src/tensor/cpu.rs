@@ -107,6 +107,23 @@ fn coords(mut i: usize, counts: [usize; 3]) -> [usize; 3] {
 }
 
 impl TensorOps for Cpu {
+    unsafe fn tensor_l2_partials<T: Scalar>(
+        &self,
+        grid: Grid,
+        table: &Vec<T>,
+        uh: &Vec<T>,
+        out: &mut Vec<T>,
+    ) -> Result<()> {
+        let cells = grid.cells.pow(grid.dim as u32);
+        let sum: f64 = (0..cells)
+            .into_par_iter()
+            .map(|c| crate::tensor::ops::l2_cell_error_sq(grid, table, uh, c))
+            .sum();
+        out.fill(T::from_f64(0.0));
+        out[0] = T::from_f64(sum);
+        Ok(())
+    }
+
     unsafe fn tensor_cell_apply<T: Scalar>(
         &self,
         grid: Grid,

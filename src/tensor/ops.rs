@@ -128,6 +128,24 @@ pub trait TensorOps: VectorOps + Sealed {
         x: &Self::Buffer<T>,
         y: &mut Self::Buffer<T>,
     ) -> Result<()>;
+
+    /// Partial sums of the squared L² error of the grid vector `uh` against a separable
+    /// exact solution (the sum over cells of `l2_cell_error_sq`): `out[t]` gets the error of the cells
+    /// `t, t + out.len(), …` (or any split of the cells among the entries of `out`: only
+    /// their sum is specified). `table` is `l2_table(grid, g)` in `T`.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// See the trait; `table` holds `l2_table_len(grid)` values and `out` at least one.
+    unsafe fn tensor_l2_partials<T: Scalar>(
+        &self,
+        grid: Grid,
+        table: &Self::Buffer<T>,
+        uh: &Self::Buffer<T>,
+        out: &mut Self::Buffer<T>,
+    ) -> Result<()>;
 }
 
 /// Shared memory of the fused patch kernel, in values: the closure `n^d` plus the second
@@ -520,4 +538,98 @@ fn check_grid_vectors<B: VectorOps, T: Scalar>(
     check_len(op, "y", grid.len(), y.len())?;
     check_device(op, backend, x.backend())?;
     check_device(op, backend, y.backend())
+}
+
+/// Values of [`l2_table`] for `grid`: `q n` basis values, `q` weights, `cells q` values of
+/// the exact solution's factor (`n = k + 1`, `q = k + 2`).
+pub(crate) fn l2_table_len(grid: Grid) -> usize {
+    let (n, q) = (grid.degree + 1, grid.degree + 2);
+    q * n + q + grid.cells * q
+}
+
+/// The data of the L² error on `grid` against `u(x) = Π g(x_d)` by `q = k + 2` Gauss points
+/// per direction and cell: `[φ | w | G]` with `φ[p n + i]` the Lagrange basis function `i`
+/// (Gauss–Lobatto nodes) at point `p`, `w[p]` the weight times `h/2`, and `G[c q + p] =
+/// g(x)` at point `p` of cell `c` along one direction (`u` is separable: `q` evaluations of
+/// `g` per cell and direction, not `q^d` per cell).
+pub(crate) fn l2_table(grid: Grid, g: &(impl Fn(f64) -> f64 + Sync)) -> Result<Vec<f64>> {
+    use rayon::prelude::*;
+    let basis = Basis1d::new(grid.degree)?;
+    let (n, q) = (grid.degree + 1, grid.degree + 2);
+    let (gx, gw) = crate::quadrature::gauss_legendre(q);
+    let h = 1.0 / grid.cells as f64;
+    let nodes = &basis.nodes;
+    let mut table = Vec::with_capacity(l2_table_len(grid));
+    for &x in &gx {
+        let t = 0.5 * (x + 1.0);
+        for i in 0..n {
+            table.push(
+                (0..n)
+                    .filter(|&j| j != i)
+                    .map(|j| (t - nodes[j]) / (nodes[i] - nodes[j]))
+                    .product::<f64>(),
+            );
+        }
+    }
+    table.extend(gw.iter().map(|w| 0.5 * w * h));
+    let values: Vec<f64> = (0..grid.cells * q)
+        .into_par_iter()
+        .map(|i| g((((i / q) as f64) + 0.5 * (gx[i % q] + 1.0)) * h))
+        .collect();
+    table.extend(values);
+    Ok(table)
+}
+
+/// `∫_K (u_h − u)²` on cell `c` (x fastest) by the Gauss points of [`l2_table`], in f64:
+/// for each point plane `pz` the nodal values are contracted along z, then y, then x (the
+/// device kernel's order). `table` and `uh` as [`TensorOps::tensor_l2_partials`] takes them.
+pub(crate) fn l2_cell_error_sq<T: Scalar>(grid: Grid, table: &[T], uh: &[T], c: usize) -> f64 {
+    const N: usize = crate::tensor::basis::MAX_DEGREE + 1;
+    let (k, n, q, n1, cells) = (
+        grid.degree,
+        grid.degree + 1,
+        grid.degree + 2,
+        grid.n1(),
+        grid.cells,
+    );
+    let phi = |p: usize, i: usize| table[p * n + i].as_f64();
+    let w = |p: usize| table[q * n + p].as_f64();
+    let gval = |cell: usize, p: usize| table[q * n + q + cell * q + p].as_f64();
+    let (cx, cy, cz) = (c % cells, (c / cells) % cells, c / (cells * cells));
+    let origin = ((cz * k) * n1 + cy * k) * n1 + cx * k;
+    let (nz, qz) = if grid.dim == 3 { (n, q) } else { (1, 1) };
+    let mut sum = 0.0;
+    let mut plane = [0.0; N * N];
+    let mut row = [0.0; N];
+    for pz in 0..qz {
+        // The nodal values contracted along z at point plane pz.
+        for y in 0..n {
+            for x in 0..n {
+                let mut v = 0.0;
+                for z in 0..nz {
+                    let f = if grid.dim == 3 { phi(pz, z) } else { 1.0 };
+                    v += f * uh[origin + (z * n1 + y) * n1 + x].as_f64();
+                }
+                plane[y * n + x] = v;
+            }
+        }
+        let (gz, wz) = if grid.dim == 3 {
+            (gval(cz, pz), w(pz))
+        } else {
+            (1.0, 1.0)
+        };
+        for py in 0..q {
+            for x in 0..n {
+                row[x] = (0..n).map(|y| phi(py, y) * plane[y * n + x]).sum();
+            }
+            let gyz = gval(cy, py) * gz;
+            let wyz = w(py) * wz;
+            for px in 0..q {
+                let u: f64 = (0..n).map(|x| phi(px, x) * row[x]).sum();
+                let e = u - gval(cx, px) * gyz;
+                sum += w(px) * wyz * e * e;
+            }
+        }
+    }
+    sum
 }

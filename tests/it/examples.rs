@@ -83,6 +83,7 @@ fn hdg_poisson_json() {
         assert!(v.get(key).is_some(), "{key} missing in {v}");
     }
     for stage in [
+        "compile",
         "setup",
         "local",
         "load",
@@ -101,6 +102,8 @@ fn hdg_poisson_json() {
     let e = &v["l2_error"];
     let (u, q, us) = (number(e, "u"), number(e, "q"), number(e, "u_star"));
     assert!(u > 0.0 && u < 1e-4 && q < 1e-3 && us < u / 10.0, "{v}");
+    // The CPU compiles nothing ahead.
+    assert_eq!(number(&v["seconds"], "compile"), 0.0);
 }
 
 #[test]
@@ -151,9 +154,10 @@ fn poisson_mg_json() {
     assert_eq!(coarse["dofs"], 17 * 17);
     assert_eq!(coarse["converged"], true);
     assert!(coarse["relative_residual"].as_f64().unwrap() <= 1e-9);
-    for phase in ["setup", "rhs", "solve", "total"] {
+    for phase in ["compile", "setup", "rhs", "solve", "total"] {
         assert!(coarse["seconds"][phase].as_f64().unwrap() >= 0.0, "{phase}");
     }
+    assert_eq!(coarse["seconds"]["compile"], 0.0);
     let fine = solve("4", &["--solver", "gmres", "--precision", "mixed"]);
     assert_eq!(fine["converged"], true);
     let rate = (coarse["l2_error"].as_f64().unwrap() / fine["l2_error"].as_f64().unwrap()).log2();
@@ -217,10 +221,12 @@ fn maxwell_json_and_vtk() {
         "l2_error",
         "energy_drift",
         "seconds",
+        "compile_seconds",
         "dof_updates_per_second",
     ] {
         assert!(low.get(key).is_some(), "{key} missing in {low}");
     }
+    assert_eq!(low["compile_seconds"], 0.0);
     assert_eq!(low["elements"], 48);
     assert_eq!(high["dofs"], 6 * 48 * 35);
     let (el, eh) = (
@@ -449,4 +455,71 @@ fn amg_json_and_bad_input() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// On a device, `seconds.compile` is the rehearsal on a small problem; the answer is the same
+/// as without it, and the total includes it (wgpu, where the tests require it).
+#[cfg(feature = "wgpu")]
+#[test]
+fn examples_compile_ahead_on_a_device() {
+    let required = std::env::var("GALERKIN_REQUIRE_BACKENDS")
+        .is_ok_and(|v| v.split(',').any(|k| k.trim().eq_ignore_ascii_case("wgpu")));
+    if !required {
+        eprintln!("examples_compile_ahead_on_a_device: skipped (wgpu not required)");
+        return;
+    }
+    let mg = |extra: &[&str]| {
+        let mut args = vec![
+            "--dim",
+            "2",
+            "--degree",
+            "2",
+            "--levels",
+            "4",
+            "--backend",
+            "wgpu",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        json(&run("poisson_mg", &args))
+    };
+    let (ahead, plain) = (mg(&[]), mg(&["--no-compile-ahead"]));
+    let s = &ahead["seconds"];
+    assert!(number(s, "compile") > 0.0, "{ahead}");
+    assert_eq!(plain["seconds"]["compile"], 0.0);
+    let parts: f64 = ["compile", "setup", "rhs", "solve", "error"]
+        .iter()
+        .map(|p| number(s, p))
+        .sum();
+    assert!(number(s, "total") >= parts * 0.999, "{ahead}");
+    assert_eq!(ahead["iterations"], plain["iterations"]);
+    assert_eq!(ahead["converged"], true);
+    let (e1, e2) = (number(&ahead, "l2_error"), number(&plain, "l2_error"));
+    assert!((e1 - e2).abs() <= 1e-12 * e2, "{e1} {e2}");
+    let hdg = |extra: &[&str]| {
+        let mut args = vec!["--mesh", "square:6", "--backend", "wgpu", "--json"];
+        args.extend_from_slice(extra);
+        json(&run("hdg_poisson", &args))
+    };
+    let (ahead, plain) = (hdg(&[]), hdg(&["--no-compile-ahead"]));
+    assert!(number(&ahead["seconds"], "compile") > 0.0, "{ahead}");
+    assert_eq!(plain["seconds"]["compile"], 0.0);
+    assert_eq!(ahead["iterations"], plain["iterations"]);
+    let (u1, u2) = (
+        number(&ahead["l2_error"], "u"),
+        number(&plain["l2_error"], "u"),
+    );
+    assert!((u1 - u2).abs() <= 1e-9 * u2, "{u1} {u2}");
+    let dg = |extra: &[&str]| {
+        let mut args = vec!["--mesh", "box:3", "--order", "3", "--final-time", "0.1"];
+        args.extend_from_slice(&["--backend", "wgpu", "--json"]);
+        args.extend_from_slice(extra);
+        json(&run("maxwell", &args))
+    };
+    let (ahead, plain) = (dg(&[]), dg(&["--no-compile-ahead"]));
+    assert!(number(&ahead, "compile_seconds") > 0.0, "{ahead}");
+    assert_eq!(plain["compile_seconds"], 0.0);
+    assert_eq!(ahead["steps"], plain["steps"]);
+    let (e1, e2) = (number(&ahead, "l2_error"), number(&plain, "l2_error"));
+    assert!((e1 - e2).abs() <= 1e-12 * e2, "{e1} {e2}");
 }

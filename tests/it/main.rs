@@ -14,6 +14,7 @@ mod examples;
 mod harness;
 mod hdg;
 mod hostile;
+mod kernel_cache;
 mod mesh;
 mod mtx;
 mod multigrid;

@@ -334,3 +334,124 @@ fn bad_input<B: Backend + TensorOps, T: Scalar>(b: &B) {
 
 backend_tests!(bad_input);
 backend_tests!(tier2_devices: fmg_on_every_backend, krylov_with_vcycle);
+
+/// `l2_error` (sum factorisation, the exact solution tabulated per direction) against a
+/// direct evaluation: every quadrature point of every cell, the full tensor Lagrange basis,
+/// `g` called at each point. Random nodal values; also two closed forms.
+#[test]
+fn l2_error_equals_a_direct_quadrature() {
+    use galerkin::quadrature::gauss_legendre;
+    let g = |x: f64| (PI * x).sin() + 0.3 * x;
+    for (dim, k, cells) in [(2, 1, 5), (2, 3, 4), (3, 2, 3), (3, 4, 2)] {
+        let grid = galerkin::tensor::Grid {
+            dim,
+            degree: k,
+            cells,
+        };
+        let uh = galerkin::random::random_range::<f64>(grid.len(), -1.0, 1.0, 7 + k as u64);
+        let x1 = grid.node_coordinates();
+        let n1 = grid.n1();
+        let (gx, gw) = gauss_legendre(k + 2);
+        let h = 1.0 / cells as f64;
+        let lagrange = |c: usize, i: usize, x: f64| {
+            (0..=k)
+                .filter(|&j| j != i)
+                .map(|j| (x - x1[c * k + j]) / (x1[c * k + i] - x1[c * k + j]))
+                .product::<f64>()
+        };
+        let cz = if dim == 3 { cells } else { 1 };
+        let (qz, nz) = if dim == 3 { (k + 2, k + 1) } else { (1, 1) };
+        let mut sum = 0.0;
+        for c in 0..cells * cells * cz {
+            let cc = [c % cells, (c / cells) % cells, c / (cells * cells)];
+            for pz in 0..qz {
+                for py in 0..k + 2 {
+                    for px in 0..k + 2 {
+                        let p = [px, py, pz];
+                        let x: Vec<f64> = (0..dim)
+                            .map(|d| (cc[d] as f64 + 0.5 * (gx[p[d]] + 1.0)) * h)
+                            .collect();
+                        let mut u = 0.0;
+                        for z in 0..nz {
+                            for y in 0..=k {
+                                for xi in 0..=k {
+                                    let node = [xi, y, z];
+                                    let gi = ((cc[2] * k + z) * n1 + cc[1] * k + y) * n1
+                                        + cc[0] * k
+                                        + xi;
+                                    let phi: f64 =
+                                        (0..dim).map(|d| lagrange(cc[d], node[d], x[d])).product();
+                                    u += uh[gi] * phi;
+                                }
+                            }
+                        }
+                        let exact: f64 = x.iter().map(|&t| g(t)).product();
+                        let weight: f64 = (0..dim).map(|d| 0.5 * h * gw[p[d]]).product();
+                        sum += weight * (u - exact) * (u - exact);
+                    }
+                }
+            }
+        }
+        let direct = sum.sqrt();
+        let fast = l2_error(grid, &uh, g).unwrap();
+        assert!(
+            (fast - direct).abs() <= 1e-12 * direct,
+            "{dim}D k={k}: {fast} against {direct}"
+        );
+        // u_h = 0 and u = Π x_d: ‖u‖ = 3^(-d/2), which Gauss quadrature integrates exactly.
+        let zero = vec![0.0; grid.len()];
+        let norm = l2_error(grid, &zero, |x| x).unwrap();
+        assert!(
+            (norm - 3f64.powf(-(dim as f64) / 2.0)).abs() < 1e-14,
+            "{norm}"
+        );
+        // u_h the interpolant of u = Π x_d (1 − x_d), degree 2 ≤ k where k ≥ 2: error 0.
+        if k >= 2 {
+            let p = |x: f64| x * (1.0 - x);
+            let mut interp = vec![0.0; grid.len()];
+            for (gi, v) in interp.iter_mut().enumerate() {
+                *v = (0..dim)
+                    .map(|d| p(x1[(gi / n1.pow(d as u32)) % n1]))
+                    .product();
+            }
+            let e = l2_error(grid, &interp, p).unwrap();
+            assert!(e < 1e-15, "{dim}D k={k}: {e}");
+        }
+    }
+}
+
+/// `l2_error_vector` (one kernel where the vector lives) against the host's `l2_error` of
+/// the same (rounded) values: random nodal values, 2D and 3D, low and high degree.
+fn l2_error_on_the_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
+    let g = |x: f64| (PI * x).sin() + 0.3 * x;
+    for (dim, k, cells) in [(2, 1, 7), (2, 4, 5), (3, 1, 6), (3, 3, 3), (3, 7, 2)] {
+        let grid = galerkin::tensor::Grid {
+            dim,
+            degree: k,
+            cells,
+        };
+        let uh = galerkin::random::random_range::<T>(grid.len(), -1.0, 1.0, 11 + k as u64);
+        let wide: Vec<f64> = uh.iter().map(|v| v.as_f64()).collect();
+        let want = l2_error(grid, &wide, g).unwrap();
+        let x = Vector::<B, T>::from_slice(b, &uh).unwrap();
+        let got = galerkin::multigrid::l2_error_vector(grid, &x, g).unwrap();
+        let tol = if T::EPS > 1e-10 { 1e-5 } else { 1e-12 };
+        assert!(
+            (got - want).abs() <= tol * want,
+            "{dim}D k={k}: {got} against {want}"
+        );
+    }
+    // A vector that is not on the grid is refused.
+    let grid = galerkin::tensor::Grid {
+        dim: 2,
+        degree: 2,
+        cells: 2,
+    };
+    let short = Vector::<B, T>::zeros(b, grid.len() - 1).unwrap();
+    assert!(matches!(
+        galerkin::multigrid::l2_error_vector(grid, &short, |x| x),
+        Err(Error::DimensionMismatch { .. })
+    ));
+}
+
+backend_tests!(l2_error_on_the_backend);

@@ -169,6 +169,7 @@ impl<R: CubeRuntime> Cube<R> {
             clock_held,
             keep,
             direct_io,
+            kernel_cache,
         } = R::connect(&device)?;
         let props = client.properties();
         let hw = &props.hardware;
@@ -195,6 +196,7 @@ impl<R: CubeRuntime> Cube<R> {
             // cubecl's CUDA runtime sets max_page_size to cuDeviceTotalMem / 4.
             memory_bytes: (R::KIND == BackendKind::Cuda).then(|| 4 * props.memory.max_page_size),
             clock_held,
+            kernel_cache,
         };
         let config = LaunchConfig::default_for(&info);
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);

@@ -30,6 +30,24 @@ pub struct Connection<R: Runtime> {
     /// The runtime's own read and wait, used instead of cubecl's where set (wgpu; see
     /// `backend/cube/direct.rs`). `None` for another runtime.
     pub direct_io: Option<DirectIo>,
+    /// The directory the runtime keeps compiled kernels in, if any
+    /// ([`BackendInfo::kernel_cache`](crate::backend::BackendInfo::kernel_cache)).
+    pub kernel_cache: Option<std::path::PathBuf>,
+}
+
+/// Points cubecl's compilation cache at `dir` (`None`: off) for the runtime clients created
+/// from now on. cubecl reads the setting when it starts a device's server, which
+/// `CubeRuntime::connect` does next, under the lock of the backend registry; a `cubecl.toml`
+/// the user wrote still sets everything else.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn set_compilation_cache(dir: Option<std::path::PathBuf>) {
+    use cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig, RuntimeConfig};
+    // Loads the configuration (file, then environment) if nothing has yet; its lock is not
+    // held on return.
+    let current = CubeClRuntimeConfig::get();
+    let mut next = (*current).clone();
+    next.compilation.cache = dir.map(CacheConfig::File);
+    *CubeClRuntimeConfig::storage().lock() = Some(std::sync::Arc::new(next));
 }
 
 /// Runs `f`, turning a panic inside the runtime into [`Error::BackendUnavailable`].
@@ -62,6 +80,9 @@ mod wgpu_runtime {
         }
 
         fn connect(device: &WgpuDevice) -> Result<Connection<Self>> {
+            // cubecl 0.10 caches only its SPIR-V compiler's output, keyed without the
+            // adapter's features and across builds of this library: off (backend::kernel_cache).
+            set_compilation_cache(None);
             catch_runtime_panic("wgpu", || {
                 let setup =
                     cubecl::wgpu::init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default());
@@ -89,6 +110,7 @@ mod wgpu_runtime {
                     clock_held: hold.is_some(),
                     keep: hold.map(|h| Box::new(h) as Box<dyn std::any::Any + Send + Sync>),
                     direct_io: Some(DirectIo(std::sync::Arc::new(io))),
+                    kernel_cache: None,
                 }
             })
         }
@@ -137,6 +159,44 @@ mod cuda_runtime {
         }
     }
 
+    /// What the PTX of a kernel depends on beyond its code: the GPU model, its compute
+    /// capability, the CUDA version of the driver and the driver's own version (Linux).
+    /// `None` if the driver cannot say (then no cache).
+    fn device_identity(index: usize) -> Option<String> {
+        use cudarc::driver::{result, sys};
+        result::init().ok()?;
+        let dev = result::device::get(index as i32).ok()?;
+        let name = result::device::get_name(dev).ok()?;
+        // SAFETY: `dev` is a valid device handle from `device::get`; the attribute queries
+        // only read device properties.
+        let (major, minor) = unsafe {
+            use sys::CUdevice_attribute::*;
+            (
+                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+                    .ok()?,
+                result::device::get_attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+                    .ok()?,
+            )
+        };
+        let mut cuda = 0;
+        // SAFETY: writes one integer through a valid pointer.
+        if unsafe { sys::cuDriverGetVersion(&mut cuda) } != sys::CUresult::CUDA_SUCCESS {
+            return None;
+        }
+        // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  ..." (Linux only).
+        let driver = std::fs::read_to_string("/proc/driver/nvidia/version")
+            .ok()
+            .and_then(|text| {
+                text.split_whitespace()
+                    .find(|w| w.contains('.') && w.chars().all(|c| c.is_ascii_digit() || c == '.'))
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| "unknown".to_string());
+        Some(format!(
+            "cuda-{name}-sm{major}{minor}-cuda{cuda}-driver{driver}"
+        ))
+    }
+
     impl CubeRuntime for CudaRuntime {
         const KIND: BackendKind = BackendKind::Cuda;
 
@@ -155,12 +215,17 @@ mod cuda_runtime {
                 });
             }
             let index = device.index;
+            let kernel_cache = crate::backend::kernel_cache_dir().and_then(|root| {
+                crate::backend::kernel_cache::device_dir(&root, &device_identity(index)?)
+            });
+            set_compilation_cache(kernel_cache.clone());
             catch_runtime_panic("cuda", || Connection {
                 client: CudaRuntime::client(device),
                 name: device_name(index),
                 clock_held: false,
                 keep: None,
                 direct_io: None,
+                kernel_cache,
             })
         }
 

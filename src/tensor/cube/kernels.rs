@@ -411,3 +411,88 @@ pub(super) fn boundary_kernel<T: Float>(
         g += stride;
     }
 }
+
+/// Partial sums of the squared L² error (`tensor::ops::l2_cell_error_sq`, in the same
+/// order): unit `t < units` adds the cells `t, t + units, …` and writes `out[t]`. `table` is
+/// `[φ | w | G]` of `tensor::ops::l2_table`.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn l2_kernel<T: Float>(
+    table: &Array<T>,
+    uh: &Array<T>,
+    out: &mut Array<T>,
+    cells: usize,
+    n1: usize,
+    units: usize,
+    #[comptime] k: usize,
+    #[comptime] dim: usize,
+) {
+    let n = comptime![k + 1];
+    let q = comptime![k + 2];
+    let w0 = comptime![q * n];
+    let g0 = comptime![q * n + q];
+    let nz = comptime![if dim == 3 { k + 1 } else { 1 }];
+    let qz = comptime![if dim == 3 { k + 2 } else { 1 }];
+    let total = if comptime![dim == 3] {
+        cells * cells * cells
+    } else {
+        cells * cells
+    };
+    let mut plane = Array::<T>::new(comptime![n * n]);
+    let mut row = Array::<T>::new(n);
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut t = ABSOLUTE_POS;
+    while t < units {
+        let mut acc = T::new(0.0);
+        let mut c = t;
+        while c < total {
+            let cx = c % cells;
+            let cy = (c / cells) % cells;
+            let cz = c / (cells * cells);
+            let origin = ((cz * k) * n1 + cy * k) * n1 + cx * k;
+            for pz in 0..qz {
+                for y in 0..n {
+                    for x in 0..n {
+                        let mut v = T::new(0.0);
+                        for z in 0..nz {
+                            let mut f = T::new(1.0);
+                            if comptime![dim == 3] {
+                                f = table[pz * n + z];
+                            }
+                            v += f * uh[origin + (z * n1 + y) * n1 + x];
+                        }
+                        plane[y * n + x] = v;
+                    }
+                }
+                let mut gz = T::new(1.0);
+                let mut wz = T::new(1.0);
+                if comptime![dim == 3] {
+                    gz = table[g0 + cz * q + pz];
+                    wz = table[w0 + pz];
+                }
+                for py in 0..q {
+                    for x in 0..n {
+                        let mut v = T::new(0.0);
+                        for y in 0..n {
+                            v += table[py * n + y] * plane[y * n + x];
+                        }
+                        row[x] = v;
+                    }
+                    let gyz = table[g0 + cy * q + py] * gz;
+                    let wyz = table[w0 + py] * wz;
+                    for px in 0..q {
+                        let mut u = T::new(0.0);
+                        for x in 0..n {
+                            u += table[px * n + x] * row[x];
+                        }
+                        let e = u - table[g0 + cx * q + px] * gyz;
+                        acc += table[w0 + px] * wyz * e * e;
+                    }
+                }
+            }
+            c += units;
+        }
+        out[t] = acc;
+        t += stride;
+    }
+}

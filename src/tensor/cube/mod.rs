@@ -22,7 +22,7 @@ use crate::tensor::grid::Grid;
 use crate::tensor::ops::{patch_fixed_values, patch_shared_values, Scatter, TensorOps};
 
 use kernels::{
-    boundary_kernel, cell_atomic_kernel, cell_colour_kernel, line_kernel, BlocksLaunch,
+    boundary_kernel, cell_atomic_kernel, cell_colour_kernel, l2_kernel, line_kernel, BlocksLaunch,
     CoefficientsLaunch,
 };
 use patch::patch_kernel;
@@ -153,6 +153,36 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
         } else {
             Err(bytes)
         }
+    }
+
+    unsafe fn tensor_l2_partials<T: Scalar>(
+        &self,
+        grid: Grid,
+        table: &CubeBuffer<T>,
+        uh: &CubeBuffer<T>,
+        out: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let units = out.len();
+        let (cubes, dim) = self.config().grid(units);
+        self.launch::<T>(("l2", grid.degree, grid.dim), || {
+            // SAFETY: t < units = out.len(); a cell's nodes lie in the grid vector uh; the
+            // table holds l2_table_len(grid) values (the trait's contract).
+            unsafe {
+                l2_kernel::launch_unchecked::<T, R>(
+                    self.client(),
+                    cubes,
+                    dim,
+                    table.arg(),
+                    uh.arg(),
+                    out.arg(),
+                    grid.cells,
+                    grid.n1(),
+                    units,
+                    grid.degree,
+                    grid.dim,
+                )
+            }
+        })
     }
 
     unsafe fn tensor_boundary<T: Scalar>(
