@@ -328,6 +328,8 @@ struct Outcome {
     times: StageTimes,
     /// Seconds spent compiling ahead (`common::compile_ahead`).
     compile: f64,
+    /// `common::memory_bytes` after the run.
+    memory_bytes: Option<u64>,
     errors: Option<L2Errors>,
     backend: String,
 }
@@ -373,6 +375,7 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
     });
     let mut outcome = run::<B, V, S>(b, task)?;
     outcome.compile = compile;
+    outcome.memory_bytes = common::memory_bytes(b);
     Ok(outcome)
 }
 
@@ -486,6 +489,7 @@ fn run<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<O
         amg: trace.amg,
         times,
         compile: 0.0,
+        memory_bytes: None,
         errors,
         backend: b.info().to_string(),
     })
@@ -523,6 +527,7 @@ fn report(args: &Args, mesh: &TriMesh, o: &Outcome) {
             "converged": o.converged,
             "reason": o.reason,
             "seconds": seconds,
+            "memory_bytes": o.memory_bytes,
             "precond": format!("{:?}", args.preconditioner).to_lowercase(),
             "amg": o.amg.as_ref().map(|info| common::amg_json(info, if args.precision == PrecisionArg::F32 { "f32" } else { "f64" })),
         });

@@ -204,6 +204,8 @@ struct Outcome {
     setup_seconds: f64,
     /// Seconds spent compiling ahead (`common::compile_ahead`).
     compile_seconds: f64,
+    /// `common::memory_bytes` after the run.
+    memory_bytes: Option<u64>,
     params: String,
     vtk_files: Vec<String>,
 }
@@ -250,6 +252,7 @@ fn ahead_then_simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Resu
     });
     let mut outcome = simulate::<B, T>(b, task)?;
     outcome.compile_seconds = compile;
+    outcome.memory_bytes = common::memory_bytes(b);
     Ok(outcome)
 }
 
@@ -374,6 +377,7 @@ fn simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Result<Outcome>
         seconds: elapsed,
         setup_seconds,
         compile_seconds: 0.0,
+        memory_bytes: None,
         params: format!("{:?}", dg.params()),
         vtk_files,
     })
@@ -407,6 +411,7 @@ fn report(args: &Args, o: &Outcome) {
             "seconds": o.seconds,
             "setup_seconds": o.setup_seconds,
             "compile_seconds": o.compile_seconds,
+            "memory_bytes": o.memory_bytes,
             "dof_updates_per_second": rate,
             "vtk_files": o.vtk_files,
         });

@@ -125,6 +125,10 @@ struct Args {
     /// compilation then counts in the phase that first launches each kernel).
     #[arg(long)]
     no_compile_ahead: bool,
+    /// Print the unknowns and the device memory the run would need (`memory_bytes_estimate`,
+    /// as JSON with --json), and stop.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// What a run produced.
@@ -137,6 +141,8 @@ struct Outcome {
     history: Vec<f64>,
     l2_error: Option<f64>,
     seconds: Vec<(&'static str, f64)>,
+    /// `common::memory_bytes` after the run.
+    memory_bytes: Option<u64>,
 }
 
 fn bad(name: &'static str, reason: String) -> Error {
@@ -219,25 +225,37 @@ impl BackendTask for Task<'_> {
     }
 }
 
+/// Bytes of (outer vector, V-cycle value) in the precision `args` asks for.
+fn value_bytes(args: &Args) -> (u64, u64) {
+    match args.precision {
+        PrecisionArg::F64 => (8, 8),
+        PrecisionArg::Mixed => (8, 4),
+        PrecisionArg::F32 => (4, 4),
+    }
+}
+
+/// The device bytes a run needs, estimated before it starts (`--dry-run`, the JSON's
+/// `memory_bytes_estimate`): the hierarchy, the solver's vectors, the f64 check.
+fn memory_estimate(args: &Args, grid: Grid) -> u64 {
+    let (s, t) = value_bytes(args);
+    let n = grid.len() as u64;
+    let outer = match args.solver {
+        SolverArg::Fmg => 5,
+        SolverArg::Cg => 6,
+        SolverArg::Gmres if s != t => 2 * args.restart as u64 + 6,
+        SolverArg::Gmres => args.restart as u64 + 4,
+    };
+    memory_bytes(grid, smoother_kind(args), t as usize) + outer * n * s + 3 * n * 8
+}
+
 /// Refuses up front a problem whose vectors cannot fit the device.
 fn check_memory<B: FullBackend, S: Scalar, T: Scalar>(
     b: &B,
     args: &Args,
     grid: Grid,
 ) -> Result<()> {
-    let smoother = smoother_kind(args);
     let n = grid.len() as u64;
-    let outer = match args.solver {
-        SolverArg::Fmg => 5,
-        SolverArg::Cg => 6,
-        SolverArg::Gmres if std::mem::size_of::<S>() != std::mem::size_of::<T>() => {
-            2 * args.restart as u64 + 6
-        }
-        SolverArg::Gmres => args.restart as u64 + 4,
-    };
-    let needed = memory_bytes(grid, smoother, std::mem::size_of::<T>())
-        + outer * n * std::mem::size_of::<S>() as u64
-        + 3 * n * 8;
+    let needed = memory_estimate(args, grid);
     let largest = n * std::mem::size_of::<S>().max(std::mem::size_of::<T>()) as u64;
     // cubecl's pools round allocations up to pages: leave a quarter of the device free.
     if let Some(memory) = b.info().memory_bytes {
@@ -292,6 +310,7 @@ fn solve<B: FullBackend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result
         run::<B, S, T>(b, &Task { args: &small, grid }).map(drop)
     });
     let mut outcome = run::<B, S, T>(b, task)?;
+    outcome.memory_bytes = common::memory_bytes(b);
     outcome.seconds.insert(0, ("compile", compile));
     if let Some(total) = outcome.seconds.iter_mut().find(|(n, _)| *n == "total") {
         total.1 += compile;
@@ -432,6 +451,7 @@ fn run<B: FullBackend, S: Scalar, T: Scalar>(b: &B, task: &Task<'_>) -> Result<O
         history,
         l2_error: l2,
         seconds,
+        memory_bytes: None,
     })
 }
 
@@ -515,6 +535,8 @@ fn report(args: &Args, o: &Outcome) {
             "l2_error": o.l2_error,
             "seconds": seconds,
             "dofs_per_second": rate,
+            "memory_bytes": o.memory_bytes,
+            "memory_bytes_estimate": memory_estimate(args, o.grid),
         });
         println!("{value}");
         return;
@@ -550,6 +572,37 @@ fn report(args: &Args, o: &Outcome) {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.dry_run {
+        return match check_args(&args) {
+            Ok(grid) => {
+                let bytes = memory_estimate(&args, grid);
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "dim": args.dim,
+                            "degree": args.degree,
+                            "levels": args.levels,
+                            "dofs": grid.len(),
+                            "memory_bytes_estimate": bytes,
+                            "bytes_per_dof": bytes as f64 / grid.len() as f64,
+                        })
+                    );
+                } else {
+                    println!(
+                        "{} unknowns: about {bytes} bytes of device memory ({:.0} per unknown)",
+                        grid.len(),
+                        bytes as f64 / grid.len() as f64
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("poisson_mg: {e}");
+                common::exit_code(&e)
+            }
+        };
+    }
     let result = (|| -> Result<Outcome> {
         let grid = check_args(&args)?;
         let outcome = galerkin::with_backend(args.backend.kind(), Task { args: &args, grid })?;

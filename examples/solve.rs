@@ -208,6 +208,8 @@ struct Outcome {
     report: SolveReport,
     amg: Option<AmgInfo>,
     setup_s: f64,
+    /// `common::memory_bytes` after the run.
+    memory_bytes: Option<u64>,
 }
 
 /// A preconditioner in precision `P` for the host matrix.
@@ -307,6 +309,7 @@ fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<Outcome> {
         report,
         amg: built.amg,
         setup_s: built.setup_s,
+        memory_bytes: None,
     })
 }
 
@@ -355,6 +358,7 @@ fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<Outcome> {
         report,
         amg: built.amg.clone(),
         setup_s: built.setup_s,
+        memory_bytes: None,
     })
 }
 
@@ -375,11 +379,15 @@ impl BackendTask for Task<'_> {
                 b.info().max_buffer_bytes
             );
         }
-        match (self.args.precision, self.args.solver) {
+        let outcome = match (self.args.precision, self.args.solver) {
             (PrecisionArg::F32, _) => solve::<B, f32>(&b, &self),
             (PrecisionArg::Mixed, _) | (_, SolverArg::Refine) => solve_mixed(&b, &self),
             (PrecisionArg::F64, _) => solve::<B, f64>(&b, &self),
-        }
+        };
+        outcome.map(|o| Outcome {
+            memory_bytes: common::memory_bytes(&b),
+            ..o
+        })
     }
 }
 
@@ -559,6 +567,7 @@ fn main() -> ExitCode {
             report,
             amg,
             setup_s,
+            memory_bytes,
         } = galerkin::with_backend(args.backend.kind(), task)?;
         let true_relative = relative_residual(&a, &b, &x)?;
         // Converged only when the system as given is answered to --tol (an f32 solve, or one
@@ -596,6 +605,7 @@ fn main() -> ExitCode {
                 "error_from_ones": error.map(finite),
                 "time_s": report.time.as_secs_f64(),
                 "setup_s": setup_s,
+                "memory_bytes": memory_bytes,
                 "precond": format!("{:?}", args.precond).to_lowercase(),
                 "amg": amg.as_ref().map(|info| common::amg_json(info, amg_precision(&args))),
             });

@@ -67,6 +67,8 @@ struct Outcome {
     storage_bytes: usize,
     /// Median seconds a product, bytes and flops a product (with `--bench`).
     bench: Option<(f64, f64, f64)>,
+    /// `common::memory_bytes` after the run.
+    memory_bytes: Option<u64>,
 }
 
 struct Task {
@@ -139,6 +141,7 @@ fn run<B: Backend, V: Element, T: Scalar>(b: &B, t: &Task) -> Result<Outcome> {
         format: choice,
         storage_bytes: m.storage_bytes(),
         bench,
+        memory_bytes: common::memory_bytes(b),
     })
 }
 
@@ -248,6 +251,7 @@ fn main() -> ExitCode {
                 "nnz": nnz,
                 "format": o.format.format.name(),
                 "format_params": o.format.params,
+                "memory_bytes": o.memory_bytes,
                 "precision": format!("{precision:?}").to_lowercase(),
                 "storage_bytes": o.storage_bytes,
                 "y_norm2": finite(norm),

@@ -35,7 +35,7 @@ PY
 }
 export GALERKIN_KERNEL_CACHE=/tmp/kc
 rm -rf /tmp/kc ~/.nv/ComputeCache ~/.cache/nvidia
-GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 60 "$it" kernel_cache > "$out/tests.txt" 2>&1
+GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 120 "$it" kernel_cache multigrid::l2 > "$out/tests.txt" 2>&1
 echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head
 rm -rf /tmp/kc
 hdg="$bin/hdg_poisson --mesh square:80 --degree 3 --json"

@@ -478,5 +478,20 @@ pub fn compile_ahead<B: galerkin::backend::BackendCore>(
     }
     let start = std::time::Instant::now();
     let _ = rehearse().and_then(|()| b.synchronize());
+    // The run's memory_bytes counts the run, not the rehearsal.
+    b.reset_memory_peak();
     start.elapsed().as_secs_f64()
+}
+
+/// The example's `memory_bytes`: on a device the most bytes the library's buffers held at
+/// once ([`BackendCore::memory_peak`](galerkin::backend::BackendCore::memory_peak)); on the
+/// CPU the process's peak resident memory (`VmHWM`, Linux; `None` elsewhere), which also
+/// counts the program and its inputs.
+pub fn memory_bytes<B: galerkin::backend::BackendCore>(b: &B) -> Option<u64> {
+    b.memory_peak().or_else(|| {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb * 1024)
+    })
 }

@@ -133,6 +133,18 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     /// [`Error::Device`] if the device reports a failure.
     fn synchronize(&self) -> Result<()>;
 
+    /// The most bytes the library's buffers held at once on this device connection since it
+    /// was made or since [`reset_memory_peak`](Self::reset_memory_peak), padding included
+    /// (the runtime's pools reserve whole pages, so the device gives up somewhat more); views
+    /// count nothing. `None` on the CPU, whose buffers are plain vectors (the examples report
+    /// the process's peak resident memory there).
+    fn memory_peak(&self) -> Option<u64> {
+        None
+    }
+
+    /// Starts a new [`memory_peak`](Self::memory_peak) from the bytes held now.
+    fn reset_memory_peak(&self) {}
+
     /// Checks that `T` is supported, with an error naming `what` otherwise.
     ///
     /// # Errors

@@ -102,8 +102,9 @@ fn hdg_poisson_json() {
     let e = &v["l2_error"];
     let (u, q, us) = (number(e, "u"), number(e, "q"), number(e, "u_star"));
     assert!(u > 0.0 && u < 1e-4 && q < 1e-3 && us < u / 10.0, "{v}");
-    // The CPU compiles nothing ahead.
+    // The CPU compiles nothing ahead; its memory_bytes is the peak resident memory.
     assert_eq!(number(&v["seconds"], "compile"), 0.0);
+    assert!(number(&v, "memory_bytes") > 1e6, "{v}");
 }
 
 #[test]
@@ -158,6 +159,30 @@ fn poisson_mg_json() {
         assert!(coarse["seconds"][phase].as_f64().unwrap() >= 0.0, "{phase}");
     }
     assert_eq!(coarse["seconds"]["compile"], 0.0);
+    assert!(number(&coarse, "memory_bytes") > 1e6, "{coarse}");
+    assert!(number(&coarse, "memory_bytes_estimate") > 0.0, "{coarse}");
+    // --dry-run: the estimate alone, the same figure, nothing solved.
+    let dry = json(&run(
+        "poisson_mg",
+        &[
+            "--dim",
+            "2",
+            "--degree",
+            "2",
+            "--levels",
+            "3",
+            "--json",
+            "--dry-run",
+        ],
+    ));
+    assert_eq!(dry["dofs"], 17 * 17);
+    assert_eq!(
+        dry["memory_bytes_estimate"],
+        coarse["memory_bytes_estimate"]
+    );
+    assert!(dry.get("iterations").is_none());
+    let bad = run("poisson_mg", &["--dim", "4", "--dry-run"]);
+    assert_eq!(bad.status.code(), Some(2));
     let fine = solve("4", &["--solver", "gmres", "--precision", "mixed"]);
     assert_eq!(fine["converged"], true);
     let rate = (coarse["l2_error"].as_f64().unwrap() / fine["l2_error"].as_f64().unwrap()).log2();
@@ -484,6 +509,13 @@ fn examples_compile_ahead_on_a_device() {
         json(&run("poisson_mg", &args))
     };
     let (ahead, plain) = (mg(&[]), mg(&["--no-compile-ahead"]));
+    // memory_bytes: the device buffers' peak, at least the solution's 17² f64 values, and
+    // below the estimate (which leaves room).
+    let bytes = number(&ahead, "memory_bytes");
+    assert!(
+        bytes >= 17.0 * 17.0 * 8.0 && bytes <= number(&ahead, "memory_bytes_estimate") * 2.0,
+        "{ahead}"
+    );
     let s = &ahead["seconds"];
     assert!(number(s, "compile") > 0.0, "{ahead}");
     assert_eq!(plain["seconds"]["compile"], 0.0);

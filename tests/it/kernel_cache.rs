@@ -48,3 +48,22 @@ fn kernel_cache_location<B: Backend, T: Scalar>(b: &B) {
 }
 
 backend_tests!(kernel_cache_location);
+
+/// `memory_peak` while buffers are held: at least their bytes, padding included (other
+/// tests allocate on the same connection at the same time, so only a lower bound holds
+/// here; the exact accounting is a unit test of `backend::cube::memory`). `None` on the CPU.
+fn memory_peak_counts_buffers<B: Backend, T: Scalar>(b: &B) {
+    if b.info().kind == BackendKind::Cpu {
+        assert_eq!(b.memory_peak(), None);
+        return;
+    }
+    let size = std::mem::size_of::<T>() as u64;
+    let x = Vector::<B, T>::from_slice(b, &random_vec::<T>(1001, 1)).unwrap();
+    let y = Vector::<B, T>::zeros(b, 3000).unwrap();
+    b.reset_memory_peak();
+    let peak = b.memory_peak().unwrap();
+    assert!(peak >= (1004 + 3000) * size, "{peak}");
+    drop((x, y));
+}
+
+backend_tests!(memory_peak_counts_buffers);

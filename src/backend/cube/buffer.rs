@@ -2,6 +2,8 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use cubecl::prelude::*;
 use cubecl::server::Handle;
@@ -23,6 +25,36 @@ pub(crate) fn padded_len(len: usize) -> usize {
     len.div_ceil(LINE).max(1) * LINE
 }
 
+/// The bytes of device memory a connection's buffers hold now and at most since the last
+/// reset ([`BackendCore::memory_peak`](crate::backend::BackendCore::memory_peak)).
+#[derive(Debug, Default)]
+pub(crate) struct MemoryTally {
+    live: AtomicU64,
+    peak: AtomicU64,
+}
+
+impl MemoryTally {
+    fn add(&self, bytes: u64) {
+        let live = self.live.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(live, Ordering::Relaxed);
+    }
+
+    fn sub(&self, bytes: u64) {
+        self.live.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// The largest number of bytes held at once since the last [`reset`](Self::reset).
+    pub(crate) fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    /// Starts a new peak from the bytes held now.
+    pub(crate) fn reset(&self) {
+        self.peak
+            .store(self.live.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
+}
+
 /// A typed buffer in device memory: `len` values of `T`, padded with zeros to a whole
 /// number of 4-element vectors.
 pub struct CubeBuffer<T: Storable> {
@@ -30,7 +62,35 @@ pub struct CubeBuffer<T: Storable> {
     pub(crate) len: usize,
     /// The [`Cube`](super::Cube) backend (device connection) that allocated the buffer.
     pub(crate) device: u64,
+    /// The connection's tally this buffer counts in (`None` for a view of another buffer).
+    pub(crate) tally: Option<Arc<MemoryTally>>,
     pub(crate) _t: PhantomData<T>,
+}
+
+impl<T: Storable> CubeBuffer<T> {
+    /// A buffer over `handle` that owns its `padded_len(len)` values, counted in `tally`.
+    pub(crate) fn owned(handle: Handle, len: usize, device: u64, tally: &Arc<MemoryTally>) -> Self {
+        tally.add(Self::bytes_of(len));
+        CubeBuffer {
+            handle,
+            len,
+            device,
+            tally: Some(tally.clone()),
+            _t: PhantomData,
+        }
+    }
+
+    fn bytes_of(len: usize) -> u64 {
+        (padded_len(len) * std::mem::size_of::<T>()) as u64
+    }
+}
+
+impl<T: Storable> Drop for CubeBuffer<T> {
+    fn drop(&mut self) {
+        if let Some(tally) = &self.tally {
+            tally.sub(Self::bytes_of(self.len));
+        }
+    }
 }
 
 impl<T: Storable> CubeBuffer<T> {

@@ -75,6 +75,14 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         &self.info
     }
 
+    fn memory_peak(&self) -> Option<u64> {
+        Some(self.inner.memory.peak())
+    }
+
+    fn reset_memory_peak(&self) {
+        self.inner.memory.reset();
+    }
+
     fn alloc<T: Storable>(&self, len: usize) -> Result<CubeBuffer<T>> {
         let padded = padded_len(len);
         let bytes = self.check_size::<T>(padded)?;
@@ -126,6 +134,7 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
             handle,
             len,
             device: buffer.device,
+            tally: None,
             _t: std::marker::PhantomData,
         })
     }
@@ -166,5 +175,46 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
 
     fn synchronize(&self) -> Result<()> {
         self.wait()
+    }
+}
+
+#[cfg(all(test, any(feature = "wgpu", feature = "cuda")))]
+mod tests {
+    use super::*;
+    use crate::backend::cube::on_test_device;
+
+    /// The tally: bytes of owned buffers, padding included; a dropped buffer leaves the peak
+    /// but not what is held; views count nothing.
+    fn memory_peak_is_exact<R: CubeRuntime>(b: Cube<R>) {
+        b.synchronize().unwrap();
+        b.reset_memory_peak();
+        let base = b.memory_peak().unwrap();
+        let x = b.upload(&[1.0f64; 1001]).unwrap();
+        let y = b.alloc::<f32>(3000).unwrap();
+        let held = base + 1004 * 8 + 3000 * 4;
+        assert_eq!(b.memory_peak(), Some(held));
+        // SAFETY: start 0 is aligned and the view lies inside x.
+        let view = unsafe { b.view(&x, 0, 500) }.unwrap();
+        assert_eq!(b.memory_peak(), Some(held), "a view counts nothing");
+        drop(view);
+        drop(y);
+        assert_eq!(b.memory_peak(), Some(held), "the peak stays");
+        b.reset_memory_peak();
+        assert_eq!(b.memory_peak(), Some(base + 1004 * 8));
+        drop(x);
+        b.reset_memory_peak();
+        assert_eq!(b.memory_peak(), Some(base));
+    }
+
+    #[cfg(feature = "wgpu")]
+    #[test]
+    fn memory_peak_is_exact_wgpu() {
+        on_test_device("wgpu", crate::backend::Wgpu::new(), memory_peak_is_exact);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn memory_peak_is_exact_cuda() {
+        on_test_device("cuda", crate::backend::Cuda::new(), memory_peak_is_exact);
     }
 }

@@ -17,7 +17,6 @@
 use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use cubecl::prelude::*;
@@ -96,6 +95,8 @@ struct Inner<R: CubeRuntime> {
     _keep: Option<Box<dyn Any + Send + Sync>>,
     /// [`Connection::direct_io`].
     direct_io: Option<DirectIo>,
+    /// The bytes its buffers hold ([`BackendCore::memory_peak`]).
+    memory: Arc<buffer::MemoryTally>,
 }
 
 impl<R: CubeRuntime> Clone for Cube<R> {
@@ -208,6 +209,7 @@ impl<R: CubeRuntime> Cube<R> {
             validated: Mutex::new(HashSet::new()),
             _keep: keep,
             direct_io,
+            memory: Arc::new(buffer::MemoryTally::default()),
         });
         registry.insert(key, inner.clone());
         let info = Arc::new(inner.info.clone());
@@ -235,12 +237,7 @@ impl<R: CubeRuntime> Cube<R> {
     /// A buffer of `len` values over `handle`, which this device allocated with room for
     /// `padded_len(len)` of them.
     pub(crate) fn wrap<T: Storable>(&self, handle: Handle, len: usize) -> CubeBuffer<T> {
-        CubeBuffer {
-            handle,
-            len,
-            device: self.inner.id,
-            _t: PhantomData,
-        }
+        CubeBuffer::owned(handle, len, self.inner.id, &self.inner.memory)
     }
 }
 
