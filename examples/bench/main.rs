@@ -48,6 +48,7 @@ pub struct Options {
     pub hdg_amg: bool,
     pub hdg_rtol: Option<f64>,
     pub hdg_spmv: bool,
+    pub mg_gmres: bool,
 }
 
 /// A benchmark suite.
@@ -148,12 +149,17 @@ struct Cli {
     /// stage).
     #[arg(long, conflicts_with = "hdg_chebyshev")]
     hdg_amg: bool,
-    /// HDG suite: relative tolerance of the trace solve (default 1e-12 in f64, 1e-5 in f32).
+    /// HDG suite: relative tolerance of the trace solve (default 1e-10 in f64, 1e-5 in f32).
     #[arg(long)]
     hdg_rtol: Option<f64>,
     /// HDG suite: also time the trace SpMV (block-ELL against CSR; --dump writes K).
     #[arg(long)]
     hdg_spmv: bool,
+    /// mg suite: (F)GMRES around the V-cycle (restart 8; 3 above 300M unknowns) instead of
+    /// flexible PCG around the symmetric V-cycle (the default: the SPD case, whose few
+    /// vectors let the seed's sizes fit one GPU).
+    #[arg(long)]
+    mg_gmres: bool,
 }
 
 fn parse() -> Options {
@@ -227,6 +233,7 @@ fn parse() -> Options {
         hdg_amg: cli.hdg_amg,
         hdg_rtol: cli.hdg_rtol,
         hdg_spmv: cli.hdg_spmv,
+        mg_gmres: cli.mg_gmres,
     }
 }
 
