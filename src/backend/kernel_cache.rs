@@ -13,8 +13,11 @@
 //! Below that directory each build of the library has its own directory, named by a hash of
 //! its sources, its `Cargo.lock`, its features and its profile (cubecl keys a kernel by its
 //! type name and launch settings, not its code: a rebuilt library must never load the old
-//! one's kernels), and below that each device its own, named by the GPU's model, compute
-//! capability and driver version. A cache written by another build, GPU or driver is thus
+//! one's kernels); below that each build of the running program its own, named by the
+//! program's file name and a hash of its path, size and modification time (a program's own
+//! kernels, or another crate's launched on this backend, are not in the library's hash); and
+//! below that each device its own, named by the GPU's model, compute capability and driver
+//! version. A cache written by another build, GPU or driver is thus
 //! never read; old directories can be deleted at any time (never a part of one). Processes
 //! (MPI ranks) may share a cache: entries are appended whole, and the table of contents is
 //! written under a lock file.
@@ -96,8 +99,41 @@ pub(crate) fn path_component(text: &str) -> String {
 /// writable; `None` where the cache is off or the directory is not usable.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn device_dir(root: &Path, device: &str) -> Option<PathBuf> {
-    let dir = root.join(BUILD_ID).join(path_component(device));
+    let dir = root
+        .join(BUILD_ID)
+        .join(program())
+        .join(path_component(device));
     usable(&dir).then_some(dir)
+}
+
+/// The running program's name and a hash of its path, size and modification time: kernels
+/// a program defines itself (or takes from another crate) are not in [`BUILD_ID`], so each
+/// build of a program gets its own directory; runs of the same binary (MPI ranks) share it.
+fn program() -> String {
+    let Ok(exe) = std::env::current_exe() else {
+        return "unknown-program".to_string();
+    };
+    let name = exe
+        .file_name()
+        .map_or("program".into(), |n| n.to_string_lossy().into_owned());
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut mix = |bytes: &[u8]| {
+        for &b in bytes {
+            hash ^= u64::from(b);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    mix(exe.to_string_lossy().as_bytes());
+    if let Ok(meta) = std::fs::metadata(&exe) {
+        mix(&meta.len().to_le_bytes());
+        if let Ok(since) = meta
+            .modified()
+            .map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default())
+        {
+            mix(&since.as_nanos().to_le_bytes());
+        }
+    }
+    path_component(&format!("{name}-{hash:016x}"))
 }
 
 /// Whether `dir` exists (or can be created) and a file in it can be opened for appending,
@@ -165,8 +201,10 @@ mod tests {
         assert!(BUILD_ID.chars().all(|c| c.is_ascii_hexdigit()));
         let root = std::env::temp_dir().join(format!("galerkin-kc-{}", std::process::id()));
         let dir = device_dir(&root, "GPU 0").expect("a temporary directory is usable");
-        assert_eq!(dir, root.join(BUILD_ID).join("GPU_0"));
+        assert_eq!(dir, root.join(BUILD_ID).join(program()).join("GPU_0"));
         assert!(dir.is_dir());
+        // The same program, the same directory.
+        assert_eq!(device_dir(&root, "GPU 0"), Some(dir));
         // A regular file where the root should be: not usable, so no cache (never a panic).
         let file = root.join("file");
         std::fs::write(&file, b"x").unwrap();
