@@ -555,3 +555,25 @@ fn examples_compile_ahead_on_a_device() {
     let (e1, e2) = (number(&ahead, "l2_error"), number(&plain, "l2_error"));
     assert!((e1 - e2).abs() <= 1e-12 * e2, "{e1} {e2}");
 }
+
+/// A malformed `cubecl.toml` in the working directory (cubecl reads it when a device first
+/// connects): the device is reported unavailable, exit status 2, never a crash.
+#[cfg(feature = "wgpu")]
+#[test]
+fn malformed_cubecl_toml_is_an_error() {
+    let dir = std::env::temp_dir().join(format!("galerkin-badcfg-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cubecl.toml"), "this is [not toml\n").unwrap();
+    let out = example("poisson_mg")
+        .args(["--backend", "wgpu", "--levels", "2"])
+        .current_dir(&dir)
+        .output()
+        .expect("the example runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("not available") && err.contains("format"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

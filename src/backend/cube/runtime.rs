@@ -80,10 +80,12 @@ mod wgpu_runtime {
         }
 
         fn connect(device: &WgpuDevice) -> Result<Connection<Self>> {
-            // cubecl 0.10 caches only its SPIR-V compiler's output, keyed without the
-            // adapter's features and across builds of this library: off (backend::kernel_cache).
-            set_compilation_cache(None);
             catch_runtime_panic("wgpu", || {
+                // cubecl 0.10 caches only its SPIR-V compiler's output, keyed without the
+                // adapter's features and across builds of this library: off
+                // (backend::kernel_cache). Inside the catch: cubecl panics on a malformed
+                // `cubecl.toml` when it first reads its configuration.
+                set_compilation_cache(None);
                 let setup =
                     cubecl::wgpu::init_setup::<AutoGraphicsApi>(device, RuntimeOptions::default());
                 let adapter = setup.adapter.get_info();
@@ -218,14 +220,18 @@ mod cuda_runtime {
             let kernel_cache = crate::backend::kernel_cache_dir().and_then(|root| {
                 crate::backend::kernel_cache::device_dir(&root, &device_identity(index)?)
             });
-            set_compilation_cache(kernel_cache.clone());
-            catch_runtime_panic("cuda", || Connection {
-                client: CudaRuntime::client(device),
-                name: device_name(index),
-                clock_held: false,
-                keep: None,
-                direct_io: None,
-                kernel_cache,
+            catch_runtime_panic("cuda", || {
+                // Inside the catch: cubecl panics on a malformed `cubecl.toml` when it first
+                // reads its configuration.
+                set_compilation_cache(kernel_cache.clone());
+                Connection {
+                    client: CudaRuntime::client(device),
+                    name: device_name(index),
+                    clock_held: false,
+                    keep: None,
+                    direct_io: None,
+                    kernel_cache,
+                }
             })
         }
 
