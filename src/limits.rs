@@ -33,7 +33,7 @@ pub fn host_memory_total() -> Option<u64> {
     meminfo_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemTotal:")
 }
 
-/// A field of the text of `/proc/meminfo`, in bytes.
+/// A field of the text of `/proc/meminfo` or `/proc/self/status` (`Name: N kB`), in bytes.
 fn meminfo_field(meminfo: &str, name: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with(name))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -82,14 +82,16 @@ fn address_space_left() -> Option<u64> {
         .parse()
         .ok()?; // "unlimited" does not parse: no limit
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let used_kib: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmSize:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
-    Some(soft.saturating_sub(used_kib.saturating_mul(1024)))
+    Some(soft.saturating_sub(meminfo_field(&status, "VmSize:")?))
+}
+
+/// The most host memory this process has held resident (`VmHWM` of `/proc/self/status` on
+/// Linux), or `None` where it cannot be read.
+pub fn peak_resident_bytes() -> Option<u64> {
+    meminfo_field(
+        &std::fs::read_to_string("/proc/self/status").ok()?,
+        "VmHWM:",
+    )
 }
 
 /// Checks that `requested` bytes of host memory for `what` can be had: at most the memory

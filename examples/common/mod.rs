@@ -488,10 +488,6 @@ pub fn compile_ahead<B: galerkin::backend::BackendCore>(
 /// CPU the process's peak resident memory (`VmHWM`, Linux; `None` elsewhere), which also
 /// counts the program and its inputs.
 pub fn memory_bytes<B: galerkin::backend::BackendCore>(b: &B) -> Option<u64> {
-    b.memory_peak().or_else(|| {
-        let status = std::fs::read_to_string("/proc/self/status").ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kb * 1024)
-    })
+    b.memory_peak()
+        .or_else(galerkin::limits::peak_resident_bytes)
 }

@@ -116,24 +116,16 @@ fn program() -> String {
     let name = exe
         .file_name()
         .map_or("program".into(), |n| n.to_string_lossy().into_owned());
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut mix = |bytes: &[u8]| {
-        for &b in bytes {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    };
-    mix(exe.to_string_lossy().as_bytes());
+    // std's hasher with its fixed keys: the same for every run of one binary, which is all
+    // this name needs (another build is another binary).
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    exe.hash(&mut hasher);
     if let Ok(meta) = std::fs::metadata(&exe) {
-        mix(&meta.len().to_le_bytes());
-        if let Ok(since) = meta
-            .modified()
-            .map(|t| t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default())
-        {
-            mix(&since.as_nanos().to_le_bytes());
-        }
+        meta.len().hash(&mut hasher);
+        meta.modified().ok().hash(&mut hasher);
     }
-    path_component(&format!("{name}-{hash:016x}"))
+    path_component(&format!("{name}-{:016x}", hasher.finish()))
 }
 
 /// Whether `dir` exists (or can be created) and a file in it can be opened for appending,

@@ -3,8 +3,6 @@
 
 use std::time::{Duration, Instant};
 
-use rayon::prelude::*;
-
 use crate::bundle::Backend;
 use crate::error::{check_len, Result};
 use crate::operator::LinearOperator;
@@ -215,12 +213,7 @@ pub fn l2_error(grid: Grid, uh: &[f64], g: impl Fn(f64) -> f64 + Sync) -> Result
     crate::tensor::ops::check_grid("l2_error", grid)?;
     check_len("l2_error", "uh", grid.len(), uh.len())?;
     let table = crate::tensor::ops::l2_table(grid, &g)?;
-    let cells = grid.cells.pow(grid.dim as u32);
-    let sum: f64 = (0..cells)
-        .into_par_iter()
-        .map(|c| crate::tensor::ops::l2_cell_error_sq(grid, &table, uh, c))
-        .sum();
-    Ok(sum.sqrt())
+    Ok(crate::tensor::ops::l2_error_sq(grid, &table, uh).sqrt())
 }
 
 /// [`l2_error`] of a grid vector on its backend: one kernel computes the error of every

@@ -116,6 +116,11 @@ impl Basis1d {
         (m, a)
     }
 
+    /// The values of the `k + 1` basis functions at `x` in `[0, 1]`.
+    pub(crate) fn values_at(&self, x: f64) -> Vec<f64> {
+        lagrange(&self.nodes, x).0
+    }
+
     /// Interpolation from a cell to its two children: `(2k + 1) x (k + 1)` row-major, row
     /// `f` the values of the cell's basis at fine node `f` of the two children.
     pub fn child_interpolation(&self) -> Vec<f64> {
@@ -124,7 +129,7 @@ impl Basis1d {
         for f in 0..2 * k + 1 {
             let (child, local) = if f < k { (0, f) } else { (1, f - k) };
             let x = 0.5 * (child as f64 + self.nodes[local]);
-            p.extend(lagrange(&self.nodes, x).0);
+            p.extend(self.values_at(x));
         }
         p
     }

@@ -555,21 +555,12 @@ pub(crate) fn l2_table_len(grid: Grid) -> usize {
 pub(crate) fn l2_table(grid: Grid, g: &(impl Fn(f64) -> f64 + Sync)) -> Result<Vec<f64>> {
     use rayon::prelude::*;
     let basis = Basis1d::new(grid.degree)?;
-    let (n, q) = (grid.degree + 1, grid.degree + 2);
+    let q = grid.degree + 2;
     let (gx, gw) = crate::quadrature::gauss_legendre(q);
     let h = 1.0 / grid.cells as f64;
-    let nodes = &basis.nodes;
     let mut table = Vec::with_capacity(l2_table_len(grid));
     for &x in &gx {
-        let t = 0.5 * (x + 1.0);
-        for i in 0..n {
-            table.push(
-                (0..n)
-                    .filter(|&j| j != i)
-                    .map(|j| (t - nodes[j]) / (nodes[i] - nodes[j]))
-                    .product::<f64>(),
-            );
-        }
+        table.extend(basis.values_at(0.5 * (x + 1.0)));
     }
     table.extend(gw.iter().map(|w| 0.5 * w * h));
     let values: Vec<f64> = (0..grid.cells * q)
@@ -578,6 +569,15 @@ pub(crate) fn l2_table(grid: Grid, g: &(impl Fn(f64) -> f64 + Sync)) -> Result<V
         .collect();
     table.extend(values);
     Ok(table)
+}
+
+/// `‖u_h − u‖²` over the whole grid: [`l2_cell_error_sq`] of every cell, in parallel.
+pub(crate) fn l2_error_sq<T: Scalar>(grid: Grid, table: &[T], uh: &[T]) -> f64 {
+    use rayon::prelude::*;
+    (0..grid.cells.pow(grid.dim as u32))
+        .into_par_iter()
+        .map(|c| l2_cell_error_sq(grid, table, uh, c))
+        .sum()
 }
 
 /// `∫_K (u_h − u)²` on cell `c` (x fastest) by the Gauss points of [`l2_table`], in f64:

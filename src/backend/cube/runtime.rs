@@ -150,13 +150,20 @@ mod cuda_runtime {
         unsafe { cudarc::driver::sys::is_culib_present() }
     }
 
-    fn device_name(index: usize) -> String {
+    /// The driver's handle and name of CUDA device `index`.
+    fn device_handle(
+        index: usize,
+    ) -> std::result::Result<(cudarc::driver::sys::CUdevice, String), cudarc::driver::DriverError>
+    {
         use cudarc::driver::result;
-        let name = result::init()
-            .and_then(|_| result::device::get(index as i32))
-            .and_then(result::device::get_name);
-        match name {
-            Ok(name) => format!("{name} [CUDA device {index}]"),
+        result::init()?;
+        let dev = result::device::get(index as i32)?;
+        Ok((dev, result::device::get_name(dev)?))
+    }
+
+    fn device_name(index: usize) -> String {
+        match device_handle(index) {
+            Ok((_, name)) => format!("{name} [CUDA device {index}]"),
             Err(_) => format!("CUDA device {index}"),
         }
     }
@@ -166,9 +173,7 @@ mod cuda_runtime {
     /// `None` if the driver cannot say (then no cache).
     fn device_identity(index: usize) -> Option<String> {
         use cudarc::driver::{result, sys};
-        result::init().ok()?;
-        let dev = result::device::get(index as i32).ok()?;
-        let name = result::device::get_name(dev).ok()?;
+        let (dev, name) = device_handle(index).ok()?;
         // SAFETY: `dev` is a valid device handle from `device::get`; the attribute queries
         // only read device properties.
         let (major, minor) = unsafe {
