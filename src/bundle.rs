@@ -9,6 +9,7 @@
 
 use crate::backend::core::BackendCore;
 use crate::batched::BatchedOps;
+use crate::sparse::algebra::SparseAlgebraOps;
 use crate::sparse::SparseOps;
 use crate::vector::VectorOps;
 
@@ -20,7 +21,8 @@ use crate::vector::VectorOps;
 ///         + VectorOps        fill, copy, axpy, dot, nrm2, fused CG update, ...
 ///         + SparseOps        SpMV of every sparse format
 ///         + BatchedOps       batched small dense GEMM, LU, Cholesky, solves
+///         + SparseAlgebraOps SpGEMM, transpose, strength, aggregation (AMG's setup)
 /// ```
-pub trait Backend: BackendCore + VectorOps + SparseOps + BatchedOps {}
+pub trait Backend: BackendCore + VectorOps + SparseOps + BatchedOps + SparseAlgebraOps {}
 
-impl<B: BackendCore + VectorOps + SparseOps + BatchedOps> Backend for B {}
+impl<B: BackendCore + VectorOps + SparseOps + BatchedOps + SparseAlgebraOps> Backend for B {}

@@ -42,6 +42,7 @@
 
 use crate::error::Result;
 
+pub mod algebra;
 pub mod block_ell;
 mod choose;
 pub mod convert;
@@ -54,7 +55,7 @@ pub mod matrix;
 pub mod mtx;
 pub mod ops;
 pub mod options;
-pub mod product;
+pub use algebra as product;
 pub mod random;
 pub mod reorder;
 pub mod sell;

@@ -28,8 +28,6 @@ use crate::solver::precond::Preconditioner;
 use crate::sparse::csr::Csr;
 use crate::vector::Vector;
 
-mod aggregate;
-mod prolong;
 mod setup;
 #[cfg(test)]
 mod tests;
@@ -252,19 +250,23 @@ pub struct Amg<'a, B: Backend, T: Scalar> {
     scratch: RefCell<Option<Vector<B, T>>>,
 }
 
-/// `m` on `backend` with values `T`: moved as it is when `T` is f64 (no converted copy).
-fn upload<B: Backend, T: Scalar>(backend: &B, m: &Csr<Cpu, f64>) -> Result<Csr<B, T>> {
-    if T::DTYPE == crate::scalar::DType::F64 {
-        let moved: Box<dyn std::any::Any> = Box::new(m.to_backend(backend)?);
-        if let Ok(same) = moved.downcast::<Csr<B, T>>() {
-            return Ok(*same);
+/// `m` in `T` on its backend: itself when `T` is f64 (no copy), else a converted copy.
+fn in_precision<B: Backend, T: Scalar>(m: Csr<B, f64>) -> Result<Csr<B, T>> {
+    let moved: Box<dyn std::any::Any> = Box::new(m);
+    match moved.downcast::<Csr<B, T>>() {
+        Ok(same) => Ok(*same),
+        Err(other) => {
+            let m = other
+                .downcast::<Csr<B, f64>>()
+                .expect("the matrix boxed above");
+            crate::sparse::algebra::convert::<B, f64, T>(&m)
         }
     }
-    m.convert::<T>().to_backend(backend)
 }
 
 impl<B: Backend, T: Scalar> Amg<'static, B, T> {
-    /// Sets up the hierarchy of `a` (host, f64 values) and moves it to `backend` in `T`.
+    /// Sets up the hierarchy of `a` (host, f64 values) on `backend` — the matrix is moved
+    /// there once and the whole setup runs there — with the cycle in `T`.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for bad parameters, a matrix that is not square, a row
@@ -273,14 +275,26 @@ impl<B: Backend, T: Scalar> Amg<'static, B, T> {
     /// (the entry named); [`Error::ResourceLimit`] when a level does not fit in memory;
     /// device errors.
     pub fn new(backend: &B, a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<Self> {
-        Amg::build(backend, a, None, params)
+        setup::check_host(a)?;
+        backend.require::<T>("AMG")?;
+        let start = Instant::now();
+        match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
+            Some(same) => Amg::build(Source::Borrowed(same), None, params, start),
+            None => Amg::build(Source::Owned(a.to_backend(backend)?), None, params, start),
+        }
     }
+}
+
+/// The finest matrix of a setup: the caller's, or a copy moved to the backend for it.
+enum Source<'s, B: Backend> {
+    Borrowed(&'s Csr<B, f64>),
+    Owned(Csr<B, f64>),
 }
 
 impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
     /// As [`new`](Amg::new), but the finest level applies `fine` — the same matrix already on
     /// the backend in `T`, in any format (the solver's operator) — instead of a copy of `a`:
-    /// the finest matrix is neither moved nor stored twice.
+    /// the finest matrix is not stored twice after the setup.
     ///
     /// # Errors
     /// As [`new`](Amg::new), and [`Error::DimensionMismatch`] when `fine` is not
@@ -303,24 +317,56 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
             a.ncols(),
             fine.ncols(),
         )?;
-        Amg::build(backend, a, Some(fine), params)
+        setup::check_host(a)?;
+        backend.require::<T>("AMG")?;
+        let start = Instant::now();
+        match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
+            Some(same) => Amg::build(Source::Borrowed(same), Some(fine), params, start),
+            None => Amg::build(
+                Source::Owned(a.to_backend(backend)?),
+                Some(fine),
+                params,
+                start,
+            ),
+        }
+    }
+
+    /// Sets up the hierarchy of `a`, already on its backend in f64, without leaving it:
+    /// every phase runs on the device. With `T = f64` the finest level applies `a` itself.
+    /// The entries are not checked for NaN here (a non-finite value surfaces as a diagonal
+    /// or spectral estimate that is not positive); check a host matrix with
+    /// [`Csr::check_finite`] before moving it.
+    ///
+    /// # Errors
+    /// As [`new`](Amg::new).
+    pub fn from_device(a: &'a Csr<B, f64>, params: &AmgParams) -> Result<Self> {
+        a.backend().require::<T>("AMG")?;
+        let start = Instant::now();
+        let fine = (a as &dyn std::any::Any)
+            .downcast_ref::<Csr<B, T>>()
+            .map(|same| same as &dyn LinearOperator<B, T>);
+        Amg::build(Source::Borrowed(a), fine, params, start)
     }
 
     fn build(
-        backend: &B,
-        a: &Csr<Cpu, f64>,
+        source: Source<'_, B>,
         fine: Option<&'a dyn LinearOperator<B, T>>,
         params: &AmgParams,
+        start: Instant,
     ) -> Result<Self> {
-        let start = Instant::now();
-        backend.require::<T>("AMG")?;
-        let host = setup::build(a, params)?;
+        let a = match &source {
+            Source::Borrowed(a) => *a,
+            Source::Owned(a) => a,
+        };
+        let backend = &a.backend().clone();
+        let fine_rows = a.nrows();
+        let hierarchy = setup::build(a, params)?;
+        let mut source = Some(source);
         let t = Instant::now();
-        let up = |m: &Csr<Cpu, f64>| upload::<B, T>(backend, m);
-        let mut levels = Vec::with_capacity(host.levels.len());
-        let mut work = Vec::with_capacity(host.levels.len());
-        let n = host.levels.len();
-        for (l, h) in host.levels.iter().enumerate() {
+        let mut levels = Vec::with_capacity(hierarchy.levels.len());
+        let mut work = Vec::with_capacity(hierarchy.levels.len());
+        let n = hierarchy.levels.len();
+        for (l, h) in hierarchy.levels.into_iter().enumerate() {
             // The Chebyshev interval and its centre θ (l1-Jacobi: unused, and 1).
             let (lmin, lmax, centre) = match params.smoother {
                 AmgSmoother::Chebyshev { .. } => {
@@ -329,13 +375,13 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                 }
                 AmgSmoother::L1Jacobi { .. } => (1.0, 1.0, 1.0),
             };
-            let scaling: Vec<T> = h.scaling.iter().map(|s| T::from_f64(s / centre)).collect();
-            let transfer = match (&h.p, &h.r) {
-                (Some(p), Some(r)) => Some((up(p)?, up(r)?)),
+            let mut scaling = h.scaling;
+            scaling.scale(1.0 / centre)?;
+            let transfer = match (h.p, h.r) {
+                (Some(p), Some(r)) => Some((in_precision(p)?, in_precision(r)?)),
                 _ => None,
             };
-            let a_l = h.a.as_ref().unwrap_or(a);
-            let rows = a_l.nrows();
+            let rows = h.a.as_ref().map_or(fine_rows, |m| m.nrows());
             let v = || Vector::<B, T>::zeros(backend, rows);
             work.push(Work {
                 b: if l > 0 { Some(v()?) } else { None },
@@ -344,27 +390,38 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                 d: v()?,
                 w: v()?,
             });
-            let op = match (l, fine) {
-                (0, Some(f)) => LevelOp::Borrowed(f),
-                _ => LevelOp::Owned(up(a_l)?),
+            let op = match (h.a, fine) {
+                (Some(coarse), _) => LevelOp::Owned(in_precision(coarse)?),
+                (None, Some(f)) => LevelOp::Borrowed(f),
+                (None, None) => LevelOp::Owned(match source.take() {
+                    Some(Source::Owned(m)) => in_precision(m)?,
+                    Some(Source::Borrowed(m)) => crate::sparse::algebra::convert::<B, f64, T>(m)?,
+                    None => unreachable!("one finest level"),
+                }),
             };
             levels.push(Level {
                 a: op,
                 transfer,
-                scaling: Vector::from_slice(backend, &scaling)?,
+                scaling: scaling.to_precision::<T>()?,
                 lambda: (lmin, lmax),
             });
             debug_assert!(l + 1 < n || levels[l].transfer.is_none());
         }
-        let coarse_inverse = host.coarse_inverse.as_ref().map(up).transpose()?;
-        let mut phases = host.phases;
+        let coarse_inverse = hierarchy
+            .coarse_inverse
+            .as_ref()
+            .map(|m| m.convert::<T>().to_backend(backend))
+            .transpose()?;
+        backend.synchronize()?;
+        let mut phases = hierarchy.phases;
         phases.upload = t.elapsed().as_secs_f64();
-        let nnz0 = host.info[0].nnz.max(1) as f64;
-        let rows0 = host.info[0].rows.max(1) as f64;
+        let info_levels = hierarchy.info;
+        let nnz0 = info_levels[0].nnz.max(1) as f64;
+        let rows0 = info_levels[0].rows.max(1) as f64;
         let info = AmgInfo {
-            operator_complexity: host.info.iter().map(|l| l.nnz as f64).sum::<f64>() / nnz0,
-            grid_complexity: host.info.iter().map(|l| l.rows as f64).sum::<f64>() / rows0,
-            levels: host.info,
+            operator_complexity: info_levels.iter().map(|l| l.nnz as f64).sum::<f64>() / nnz0,
+            grid_complexity: info_levels.iter().map(|l| l.rows as f64).sum::<f64>() / rows0,
+            levels: info_levels,
             setup_seconds: start.elapsed().as_secs_f64(),
             phases,
             coarse_solver: if coarse_inverse.is_some() {

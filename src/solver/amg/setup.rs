@@ -1,34 +1,37 @@
-//! The hierarchy on the host in f64: strength, aggregation, prolongators, Galerkin products,
-//! spectral bounds and the coarse solve. The CPU reference of every backend's hierarchy.
+//! The hierarchy, built where the matrix lives: strength, aggregation, prolongators,
+//! Galerkin products and spectral bounds by the [`sparse::algebra`](crate::sparse::algebra)
+//! operations of the backend (rayon on the CPU — the reference — and kernels on a device),
+//! in f64; the coarsest operator is inverted densely on the host.
 
 use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::aggregate::aggregate;
-use super::prolong::{smooth, tentative, NearNull};
 use super::{AmgLevelInfo, AmgParams, AmgPhases, AmgSmoother};
 use crate::backend::Cpu;
-use crate::error::{Error, Result};
+use crate::bundle::Backend;
+use crate::error::{check_len, Error, Result};
+use crate::operator::LinearOperator;
+use crate::sparse::algebra::{positive_diagonal, NearNullSpace};
 use crate::sparse::csr::Csr;
-use crate::sparse::product::{spgemm, strength};
+use crate::vector::Vector;
 
-/// One level of the host hierarchy.
-pub(crate) struct HostLevel {
+/// One level of the hierarchy, in f64 on the backend.
+pub(crate) struct SetupLevel<B: Backend> {
     /// The level's operator (`None` on the finest: the matrix given).
-    pub a: Option<Csr<Cpu, f64>>,
+    pub a: Option<Csr<B, f64>>,
     /// To the next level (`None` on the coarsest).
-    pub p: Option<Csr<Cpu, f64>>,
-    pub r: Option<Csr<Cpu, f64>>,
+    pub p: Option<Csr<B, f64>>,
+    pub r: Option<Csr<B, f64>>,
     /// The smoother's scaling: `1/aᵢᵢ` (Chebyshev) or `1/Σⱼ|aᵢⱼ|` (l1-Jacobi).
-    pub scaling: Vec<f64>,
+    pub scaling: Vector<B, f64>,
     /// `λmax(D⁻¹A)` estimated by Lanczos (Chebyshev; 1 for l1-Jacobi).
     pub rho: f64,
 }
 
-/// The host hierarchy and what its setup measured.
-pub(crate) struct HostHierarchy {
-    pub levels: Vec<HostLevel>,
+/// The hierarchy and what its setup measured.
+pub(crate) struct Hierarchy<B: Backend> {
+    pub levels: Vec<SetupLevel<B>>,
     /// The dense (pseudo-)inverse of the coarsest operator, if it is small enough.
     pub coarse_inverse: Option<Csr<Cpu, f64>>,
     pub info: Vec<AmgLevelInfo>,
@@ -39,100 +42,60 @@ pub(crate) struct HostHierarchy {
 /// coarsening) is solved by smoothing sweeps.
 pub(crate) const DENSE_COARSE_LIMIT: usize = 2000;
 
-/// Checks what the setup needs of a level's matrix: square, finite, positive diagonal.
-fn check_level(a: &Csr<Cpu, f64>, level: usize) -> Result<Vec<f64>> {
-    if a.nrows() != a.ncols() {
-        return Err(Error::invalid(
-            "Amg::new",
-            "a",
-            format!("{} x {}: AMG needs a square matrix", a.nrows(), a.ncols()),
-        ));
-    }
-    a.check_finite()?;
-    let diag = a.diagonal();
-    if let Some((i, &d)) = diag
-        .iter()
-        .enumerate()
-        .find(|(_, &d)| d.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
-    {
-        let what = if a.row(i).0.is_empty() {
-            "is empty".to_string()
-        } else {
-            format!("has diagonal {d}")
-        };
-        let reason = if level == 0 {
-            format!("row {i} {what}: AMG needs a symmetric positive definite matrix (positive diagonal)")
-        } else {
-            format!(
-                "the Galerkin operator of level {level} has row {i} with diagonal {d}: the matrix is not positive definite"
-            )
-        };
-        return Err(Error::invalid("Amg::new", "a", reason));
-    }
-    Ok(diag)
-}
-
-/// `y = A x` on the host, rows in parallel.
-fn spmv(a: &Csr<Cpu, f64>, x: &[f64], y: &mut [f64]) {
-    y.par_iter_mut()
-        .enumerate()
-        .with_min_len(2048)
-        .for_each(|(i, y)| {
-            let (c, v) = a.row(i);
-            *y = c.iter().zip(v).map(|(&j, &v)| v * x[j as usize]).sum();
-        });
-}
-
-fn dot(x: &[f64], y: &[f64]) -> f64 {
-    x.par_iter()
-        .zip(y)
-        .with_min_len(8192)
-        .map(|(a, b)| a * b)
-        .sum()
-}
-
-/// The largest eigenvalue of `D⁻¹A` (that of the symmetric `D^{-1/2} A D^{-1/2}`) by
-/// `steps` Lanczos steps from a fixed random start: the largest Ritz value, computed by
-/// bisection on the tridiagonal's Sturm sequence.
-pub(crate) fn spectral_radius(a: &Csr<Cpu, f64>, scaling: &[f64], steps: usize) -> f64 {
+/// The largest eigenvalue of `D⁻¹A` (`jacobi` = `D⁻¹`) by `steps` Lanczos steps in the
+/// `D` inner product (in which `D⁻¹A` is self-adjoint), from a fixed start vector: the
+/// largest Ritz value, computed by bisection on the tridiagonal's Sturm sequence. Runs on
+/// the matrix's backend.
+pub(crate) fn spectral_radius<B: Backend>(
+    a: &Csr<B, f64>,
+    jacobi: &Vector<B, f64>,
+    steps: usize,
+) -> Result<f64> {
     let n = a.nrows();
-    let h: Vec<f64> = scaling.iter().map(|d| d.sqrt()).collect();
-    let mut v: Vec<f64> = crate::random::random_vec::<f64>(n, 0x1a2c)
-        .iter()
-        .map(|x| x + 0.5)
-        .collect();
-    let norm = dot(&v, &v).sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
-    let mut prev = vec![0.0; n];
+    let backend = a.backend();
+    // SAFETY: the buffer was allocated by this backend.
+    let mut v = unsafe { Vector::from_buffer(backend, backend.hash_vector(n, 0x1a2c)?) };
+    let mut dv = Vector::zeros(backend, n)?;
+    // ‖v‖_D = √(v · D v), D v = v / jacobi.
+    dv.pointwise_div(&v, jacobi)?;
+    let norm = v.dot(&dv)?.sqrt();
+    if n == 0 || !(norm > 0.0) {
+        return Ok(1.0); // an empty matrix: no spectrum, any positive bound will do
+    }
+    v.scale(1.0 / norm)?;
+    let mut prev = Vector::zeros(backend, n)?;
+    let mut av = Vector::zeros(backend, n)?;
+    let mut w = Vector::zeros(backend, n)?;
     let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    let (mut t, mut w) = (vec![0.0; n], vec![0.0; n]);
     for _ in 0..steps.min(n) {
-        t.par_iter_mut()
-            .zip(&v)
-            .zip(&h)
-            .for_each(|((t, v), h)| *t = v * h);
-        spmv(a, &t, &mut w);
-        w.par_iter_mut().zip(&h).for_each(|(w, h)| *w *= h);
-        let al = dot(&w, &v);
+        a.apply(&v, &mut av)?;
+        // w = D⁻¹ A v; α = (w, v)_D = (A v) · v.
+        w.pointwise_mul(&av, jacobi)?;
+        let al = av.dot(&v)?;
         let be_prev = beta.last().copied().unwrap_or(0.0);
-        w.par_iter_mut()
-            .zip(&v)
-            .zip(&prev)
-            .for_each(|((w, v), p)| *w -= al * v + be_prev * p);
+        w.axpy(-al, &v)?;
+        if be_prev != 0.0 {
+            w.axpy(-be_prev, &prev)?;
+        }
         alpha.push(al);
-        let be = dot(&w, &w).sqrt();
+        dv.pointwise_div(&w, jacobi)?;
+        let be = w.dot(&dv)?.max(0.0).sqrt();
         if be.partial_cmp(&(1e-12 * al.abs())) != Some(std::cmp::Ordering::Greater) {
             break;
         }
         beta.push(be);
         std::mem::swap(&mut prev, &mut v);
-        v.par_iter_mut().zip(&w).for_each(|(v, w)| *v = w / be);
+        v.copy_from(&w)?;
+        v.scale(1.0 / be)?;
     }
     let m = alpha.len();
     if m == 0 {
-        return 1.0; // an empty matrix: no spectrum, any positive bound will do
+        return Ok(1.0);
     }
     beta.truncate(m.saturating_sub(1));
+    if alpha.iter().chain(&beta).any(|x| !x.is_finite()) {
+        return Ok(f64::NAN);
+    }
     // Gershgorin bounds, then bisection on the count of eigenvalues below x.
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for i in 0..m {
@@ -168,7 +131,7 @@ pub(crate) fn spectral_radius(a: &Csr<Cpu, f64>, scaling: &[f64], steps: usize) 
             lo = mid;
         }
     }
-    hi
+    Ok(hi)
 }
 
 /// The dense pseudo-inverse of a small symmetric positive semidefinite matrix, as a CSR
@@ -247,41 +210,44 @@ fn dense_inverse(a: &Csr<Cpu, f64>, level: usize) -> Result<Csr<Cpu, f64>> {
     Csr::new(n, n, row_ptr, col_idx, inv)
 }
 
-/// The smoother's scaling of a level: `jacobi` (`1/aᵢᵢ`) itself for Chebyshev, the inverse
-/// row l1 norms for l1-Jacobi.
-fn scaling(a: &Csr<Cpu, f64>, jacobi: Vec<f64>, smoother: AmgSmoother) -> Vec<f64> {
-    match smoother {
-        AmgSmoother::Chebyshev { .. } => jacobi,
-        AmgSmoother::L1Jacobi { .. } => (0..a.nrows())
-            .into_par_iter()
-            .map(|i| 1.0 / a.row(i).1.iter().map(|v| v.abs()).sum::<f64>())
-            .collect(),
-    }
+/// Seconds since `t`, after the backend's queued work has finished.
+fn lap<B: Backend>(backend: &B, t: Instant) -> Result<f64> {
+    backend.synchronize()?;
+    Ok(t.elapsed().as_secs_f64())
 }
 
-/// Builds the hierarchy of `a`.
-pub(crate) fn build(a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<HostHierarchy> {
+/// Builds the hierarchy of `a` on its backend.
+pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<Hierarchy<B>> {
     params.check(a.nrows())?;
+    if a.nrows() != a.ncols() {
+        return Err(Error::invalid(
+            "Amg::new",
+            "a",
+            format!("{} x {}: AMG needs a square matrix", a.nrows(), a.ncols()),
+        ));
+    }
+    let backend = a.backend();
     let mut phases = AmgPhases::default();
     let mut levels = Vec::new();
     let mut info = Vec::new();
     let mut b = if params.near_null.is_empty() {
-        NearNull::constants(a.nrows())
+        NearNullSpace::constants(backend, a.nrows())?
     } else {
-        NearNull {
-            rows: a.nrows(),
-            k: params.near_null.len(),
-            data: params.near_null.concat(),
-        }
+        NearNullSpace::new(backend, &params.near_null)?
     };
-    let mut owned: Option<Csr<Cpu, f64>> = None;
+    let mut owned: Option<Csr<B, f64>> = None;
     loop {
         let current = owned.as_ref().unwrap_or(a);
         let level = levels.len();
+        let n = current.nrows();
         let t0 = Instant::now();
-        let diag = check_level(current, level)?;
-        let jacobi: Vec<f64> = diag.iter().map(|d| 1.0 / d).collect();
-        let rho = spectral_radius(current, &jacobi, 20);
+        let diag = backend.csr_diagonal(current)?;
+        positive_diagonal("Amg::new", current, &diag, Some(level))?;
+        // SAFETY: the buffer was allocated by this backend.
+        let diag = unsafe { Vector::from_buffer(backend, diag) };
+        let mut jacobi = Vector::full(backend, n, 1.0)?;
+        jacobi.pointwise_div(&Vector::full(backend, n, 1.0)?, &diag)?;
+        let rho = spectral_radius(current, &jacobi, 20)?;
         if rho.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !rho.is_finite() {
             return Err(Error::invalid(
                 "Amg::new",
@@ -292,47 +258,61 @@ pub(crate) fn build(a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<HostHierarc
                 ),
             ));
         }
-        let rho_smoother = match params.smoother {
-            AmgSmoother::Chebyshev { .. } => rho,
-            AmgSmoother::L1Jacobi { .. } => 1.0,
+        let (rho_smoother, scale) = match params.smoother {
+            AmgSmoother::Chebyshev { .. } => (rho, jacobi),
+            AmgSmoother::L1Jacobi { .. } => {
+                // SAFETY: the buffer was allocated by this backend.
+                let sums =
+                    unsafe { Vector::from_buffer(backend, backend.csr_row_abs_sums(current)?) };
+                jacobi.pointwise_div(&Vector::full(backend, n, 1.0)?, &sums)?;
+                (1.0, jacobi)
+            }
         };
-        let scale = scaling(current, jacobi, params.smoother);
-        phases.spectral += t0.elapsed().as_secs_f64();
+        phases.spectral += lap(backend, t0)?;
         info.push(AmgLevelInfo {
-            rows: current.nrows(),
+            rows: n,
             nnz: current.nnz(),
         });
-        let last = current.nrows() <= params.max_coarse || level + 1 >= params.max_levels;
+        let last = n <= params.max_coarse || level + 1 >= params.max_levels;
         let next = if last {
             None
         } else {
             let t = Instant::now();
-            let s = strength(current, params.theta)?;
-            phases.strength += t.elapsed().as_secs_f64();
+            let s = crate::sparse::algebra::strength(current, params.theta)?;
+            phases.strength += lap(backend, t)?;
             let t = Instant::now();
-            let (agg, count) = aggregate(&s);
+            let agg = crate::sparse::algebra::aggregate(&s)?;
             drop(s);
-            phases.aggregation += t.elapsed().as_secs_f64();
-            if count == 0 || count as f64 > 0.85 * current.nrows() as f64 {
+            phases.aggregation += lap(backend, t)?;
+            let count = agg.count();
+            if count == 0 || count as f64 > 0.85 * n as f64 {
                 None // coarsening has stalled
             } else {
                 let t = Instant::now();
-                let (tent, bc) = tentative(&agg, count, &b)?;
-                phases.tentative += t.elapsed().as_secs_f64();
+                let (tent, bc) = crate::sparse::algebra::tentative(&agg, &b)?;
+                drop(agg);
+                phases.tentative += lap(backend, t)?;
                 let t = Instant::now();
-                let p = smooth(current, &tent, &diag, 4.0 / (3.0 * rho))?;
-                let r = p.transpose();
-                phases.prolongator += t.elapsed().as_secs_f64();
+                let p = backend.smoothed_prolongator(
+                    current,
+                    &tent,
+                    diag.buffer()?,
+                    4.0 / (3.0 * rho),
+                )?;
+                drop(tent);
+                let r = crate::sparse::algebra::transpose(&p)?;
+                phases.prolongator += lap(backend, t)?;
                 let t = Instant::now();
-                let ap = spgemm(current, &p)?;
-                let coarse = spgemm(&r, &ap)?;
-                phases.galerkin += t.elapsed().as_secs_f64();
+                let ap = crate::sparse::algebra::spgemm(current, &p)?;
+                let coarse = crate::sparse::algebra::spgemm(&r, &ap)?;
+                drop(ap);
+                phases.galerkin += lap(backend, t)?;
                 Some((p, r, coarse, bc))
             }
         };
         match next {
             Some((p, r, coarse, bc)) => {
-                levels.push(HostLevel {
+                levels.push(SetupLevel {
                     a: owned.replace(coarse),
                     p: Some(p),
                     r: Some(r),
@@ -343,25 +323,21 @@ pub(crate) fn build(a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<HostHierarc
             }
             None => {
                 let t = Instant::now();
-                let inverse = if current.nrows() <= DENSE_COARSE_LIMIT {
-                    crate::limits::check_host_items(
-                        "the coarse inverse",
-                        (current.nrows() as u64).pow(2),
-                        16,
-                    )?;
-                    Some(dense_inverse(current, level)?)
+                let inverse = if n <= DENSE_COARSE_LIMIT {
+                    crate::limits::check_host_items("the coarse inverse", (n as u64).pow(2), 16)?;
+                    Some(dense_inverse(&current.to_host()?, level)?)
                 } else {
                     None
                 };
                 phases.coarse += t.elapsed().as_secs_f64();
-                levels.push(HostLevel {
+                levels.push(SetupLevel {
                     a: owned,
                     p: None,
                     r: None,
                     scaling: scale,
                     rho: rho_smoother,
                 });
-                return Ok(HostHierarchy {
+                return Ok(Hierarchy {
                     levels,
                     coarse_inverse: inverse,
                     info,
@@ -370,4 +346,17 @@ pub(crate) fn build(a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<HostHierarc
             }
         }
     }
+}
+
+/// Checks a host matrix before its move to the backend: square and finite (the entry
+/// named).
+pub(crate) fn check_host(a: &Csr<Cpu, f64>) -> Result<()> {
+    check_len("Amg::new", "a.ncols() (square)", a.nrows(), a.ncols()).map_err(|_| {
+        Error::invalid(
+            "Amg::new",
+            "a",
+            format!("{} x {}: AMG needs a square matrix", a.nrows(), a.ncols()),
+        )
+    })?;
+    a.check_finite()
 }

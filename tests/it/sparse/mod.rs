@@ -11,6 +11,7 @@ use galerkin::{Backend, Cpu, Element, Scalar, Vector};
 
 use crate::harness::{assert_close, exact_sum};
 
+mod algebra;
 mod conversion;
 mod matrix;
 mod split;

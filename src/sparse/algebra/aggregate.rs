@@ -11,26 +11,36 @@ use crate::backend::Cpu;
 use crate::scalar::Element;
 use crate::sparse::csr::Csr;
 
-/// A node's key in the MIS rounds: state in the top bits (2 root, 1 undecided, 0 out),
-/// then the hash of the index, then the index (unique keys, so the maximum is one node).
-fn key(state: u64, i: usize) -> u128 {
-    (u128::from(state) << 96) | (u128::from(hash(i as u64) as u32) << 64) | i as u128
+/// A node's key in the MIS rounds: the state in the top 2 bits of the high word (2 root,
+/// 1 undecided, 0 out), then 30 bits of the hash of the index; the index in the low word
+/// (unique keys, so the maximum is one node). The device kernels compare the same
+/// `(high, low)` pairs.
+pub(crate) fn key(state: u32, i: usize) -> u64 {
+    (u64::from(key_high(state, i as u32)) << 32) | i as u64
 }
 
-/// A 64-bit mixing of the row index (splitmix64's finalizer).
-pub(crate) fn hash(i: u64) -> u64 {
-    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+/// The high word of [`key`].
+pub(crate) fn key_high(state: u32, i: u32) -> u32 {
+    (state << 30) | (hash32(i) >> 2)
 }
 
-const OUT: u64 = 0;
-const UNDECIDED: u64 = 1;
-const ROOT: u64 = 2;
+/// A 32-bit mixing of the row index (the "lowbias32" finalizer), computed the same way by
+/// the device kernels.
+pub(crate) fn hash32(i: u32) -> u32 {
+    let mut x = i;
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^ (x >> 16)
+}
+
+pub(crate) const OUT: u32 = 0;
+pub(crate) const UNDECIDED: u32 = 1;
+pub(crate) const ROOT: u32 = 2;
 
 /// `m[i] = max(own[i], max over the neighbours j of own[j])`.
-fn spread<W: Element>(s: &Csr<Cpu, W>, own: &[u128], m: &mut [u128]) {
+fn spread<W: Element>(s: &Csr<Cpu, W>, own: &[u64], m: &mut [u64]) {
     m.par_iter_mut()
         .enumerate()
         .with_min_len(1024)
@@ -51,9 +61,9 @@ fn spread<W: Element>(s: &Csr<Cpu, W>, own: &[u128], m: &mut [u128]) {
 pub(crate) fn aggregate<W: Element>(s: &Csr<Cpu, W>) -> (Vec<u32>, usize) {
     let n = s.nrows();
     let mut state = vec![UNDECIDED; n];
-    let mut own = vec![0u128; n];
-    let mut m1 = vec![0u128; n];
-    let mut m2 = vec![0u128; n];
+    let mut own = vec![0u64; n];
+    let mut m1 = vec![0u64; n];
+    let mut m2 = vec![0u64; n];
     let mut undecided = n;
     while undecided > 0 {
         own.par_iter_mut()
@@ -68,7 +78,7 @@ pub(crate) fn aggregate<W: Element>(s: &Csr<Cpu, W>) -> (Vec<u32>, usize) {
             .zip(&own)
             .for_each(|((st, &m), &k)| {
                 if *st == UNDECIDED {
-                    if (m >> 96) as u64 == ROOT {
+                    if (m >> 62) as u32 == ROOT {
                         *st = OUT;
                     } else if m == k {
                         *st = ROOT;

@@ -1,21 +1,6 @@
-//! Sparse products and filters on the host, the building blocks of algebraic multigrid's
-//! setup (issue 42): [`spgemm`] (`C = A·B` in CSR, symbolic then numeric, rows in
-//! parallel) and [`strength`] (the symmetric strength-of-connection filter).
-//!
-//! These are the CPU reference; the device versions are still to come.
-//!
-//! ```
-//! use galerkin::sparse::generate::poisson2d_5pt;
-//! use galerkin::sparse::product::{spgemm, strength};
-//!
-//! let a = poisson2d_5pt(8)?;
-//! let a2 = spgemm(&a, &a)?; // the 13-point stencil of A²
-//! assert_eq!(a2.nrows(), 64);
-//! assert_eq!(a2.row(27).0.len(), 13);
-//! let s = strength(&a, 0.25)?; // every off-diagonal of the Laplacian is strong
-//! assert_eq!(s.nnz(), a.nnz());
-//! # Ok::<(), galerkin::Error>(())
-//! ```
+//! The CPU reference of the sparse algebra: [`spgemm`] (`C = A·B` in CSR, symbolic then
+//! numeric, rows in parallel, f64 accumulation) and [`strength`] (the symmetric
+//! strength-of-connection filter), on host matrices.
 
 use std::cell::RefCell;
 

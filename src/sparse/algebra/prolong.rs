@@ -1,35 +1,14 @@
-//! The prolongators of smoothed aggregation: the tentative one from the aggregates and the
-//! near-null space (a QR factorization per aggregate), and its Jacobi smoothing.
+//! The prolongators of smoothed aggregation on the host (the CPU reference): the tentative
+//! one from the aggregates and the near-null space (a QR factorization per aggregate), and
+//! its Jacobi smoothing.
 
 use rayon::prelude::*;
 
+use super::host::spgemm;
 use crate::backend::Cpu;
 use crate::error::Result;
 use crate::sparse::csr::Csr;
 use crate::sparse::generate::build_csr;
-use crate::sparse::product::spgemm;
-
-/// A column-major `rows x k` block of near-null-space vectors.
-#[derive(Clone, Debug)]
-pub(crate) struct NearNull {
-    pub rows: usize,
-    pub k: usize,
-    /// Column `c` is `data[c * rows..(c + 1) * rows]`.
-    pub data: Vec<f64>,
-}
-
-impl NearNull {
-    pub fn constants(rows: usize) -> Self {
-        NearNull {
-            rows,
-            k: 1,
-            data: vec![1.0; rows],
-        }
-    }
-    fn at(&self, i: usize, c: usize) -> f64 {
-        self.data[c * self.rows + i]
-    }
-}
 
 /// The tentative prolongator `T` (orthonormal columns) and the coarse near-null space
 /// `B_c` with `T B_c = B`: per aggregate, the modified Gram–Schmidt QR of the aggregate's
@@ -39,9 +18,13 @@ impl NearNull {
 pub(crate) fn tentative(
     agg: &[u32],
     count: usize,
-    b: &NearNull,
-) -> Result<(Csr<Cpu, f64>, NearNull)> {
-    let (n, k) = (agg.len(), b.k);
+    rows: usize,
+    k: usize,
+    b: &[f64],
+) -> Result<(Csr<Cpu, f64>, Vec<f64>)> {
+    let n = agg.len();
+    debug_assert_eq!(rows, n);
+    let at = |i: usize, c: usize| b[c * rows + i];
     // Members of each aggregate, by a counting sort.
     let mut start = vec![0usize; count + 1];
     for &g in agg {
@@ -66,13 +49,13 @@ pub(crate) fn tentative(
         .into_par_iter()
         .with_min_len(256)
         .map(|g| {
-            let rows = &members[start[g]..start[g + 1]];
-            let m = rows.len();
+            let members_of = &members[start[g]..start[g + 1]];
+            let m = members_of.len();
             let mut q = Vec::with_capacity(m * k);
             let mut r = vec![0.0; k * k];
             let mut kept = 0;
             for c in 0..k {
-                let mut v: Vec<f64> = rows.iter().map(|&i| b.at(i as usize, c)).collect();
+                let mut v: Vec<f64> = members_of.iter().map(|&i| at(i as usize, c)).collect();
                 let norm0 = v.iter().map(|x| x * x).sum::<f64>().sqrt();
                 let mut coef = vec![0.0; kept];
                 for (p, coef) in coef.iter_mut().enumerate() {
@@ -134,14 +117,7 @@ pub(crate) fn tentative(
             }
         }
     }
-    Ok((
-        t,
-        NearNull {
-            rows: nc,
-            k,
-            data: bc,
-        },
-    ))
+    Ok((t, bc))
 }
 
 /// `P = T − ω D⁻¹ A T`: the tentative prolongator smoothed by one damped Jacobi step

@@ -1,0 +1,216 @@
+//! The sparse algebra of AMG's setup on every backend against the CPU reference: SpGEMM,
+//! transpose, diagonal and strength on random and awkward patterns, MIS-2 aggregation and
+//! the tentative and smoothed prolongators. Device memory is poisoned with NaN before each
+//! operation (the pool hands the poisoned blocks to the outputs).
+
+use galerkin::sparse::algebra::{
+    aggregate, diagonal, smooth_prolongator, spgemm, strength, tentative, transpose, NearNullSpace,
+};
+use galerkin::sparse::generate::{poisson2d_5pt, poisson3d_7pt};
+use galerkin::sparse::random::{random_csr, RandomPattern};
+use galerkin::sparse::Csr;
+use galerkin::verify::random_vec;
+use galerkin::{Backend, Cpu, Element, Scalar, Vector};
+
+use crate::backend_tests;
+
+/// Fills and frees `len` values of NaN on `b`, so that the next allocations reuse them.
+fn poison_pool<B: Backend, T: Scalar>(b: &B, len: usize) {
+    let v = Vector::<B, T>::from_slice(b, &vec![T::from_f64(f64::NAN); len.max(1)]).unwrap();
+    drop(v);
+}
+
+/// `a` rounded to `T`, widened back: the matrix a run in `T` sees, in f64.
+fn in_t<T: Scalar>(a: &Csr<Cpu, f64>) -> (Csr<Cpu, T>, Csr<Cpu, f64>) {
+    let t: Csr<Cpu, T> = a.convert();
+    let back: Csr<Cpu, f64> = t.convert();
+    (t, back)
+}
+
+/// Same pattern; values within `tol` relative to the row's magnitude `scale[i]`.
+fn assert_same<T: Element>(got: &Csr<Cpu, T>, want: &Csr<Cpu, f64>, tol: f64, what: &str) {
+    assert_eq!(
+        (got.nrows(), got.ncols()),
+        (want.nrows(), want.ncols()),
+        "{what}"
+    );
+    if let Some(i) = (0..want.nrows()).find(|&i| got.row(i).0.len() != want.row(i).0.len()) {
+        panic!(
+            "{what}: row {i} has {} entries, the reference {} (first columns {:?} / {:?})",
+            got.row(i).0.len(),
+            want.row(i).0.len(),
+            &got.row(i).0[..got.row(i).0.len().min(8)],
+            &want.row(i).0[..want.row(i).0.len().min(8)],
+        );
+    }
+    assert_eq!(got.col_idx(), want.col_idx(), "{what}: columns");
+    for i in 0..want.nrows() {
+        let (_, wv) = want.row(i);
+        let (_, gv) = got.row(i);
+        let scale = wv.iter().map(|v| v.abs()).fold(0.0, f64::max).max(1e-300);
+        for (k, (g, w)) in gv.iter().zip(wv).enumerate() {
+            let g = g.as_f64();
+            assert!(
+                (g - w).abs() <= tol * scale,
+                "{what}: row {i} entry {k}: {g} against {w}"
+            );
+        }
+    }
+}
+
+fn tol<T: Scalar>() -> f64 {
+    if T::EPS > 1e-10 {
+        1e-5
+    } else {
+        1e-13
+    }
+}
+
+fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
+    let cases = [
+        (
+            RandomPattern::uniform(37, 53, 0, 9),
+            RandomPattern::uniform(53, 29, 0, 7),
+        ),
+        (
+            RandomPattern::awkward(1200, 1200),
+            RandomPattern::awkward(1200, 1200),
+        ),
+        (
+            RandomPattern::uniform(1, 40, 1, 40),
+            RandomPattern::uniform(40, 1, 1, 1),
+        ),
+        (
+            RandomPattern::uniform(0, 0, 0, 0),
+            RandomPattern::uniform(0, 0, 0, 0),
+        ),
+        (
+            RandomPattern::uniform(5000, 700, 3, 12),
+            RandomPattern::uniform(700, 900, 0, 30),
+        ),
+    ];
+    for (seed, (pa, pb)) in cases.iter().enumerate() {
+        let (ta, a) = in_t::<T>(&random_csr(pa, seed as u64 + 1).unwrap());
+        let (tb, bm) = in_t::<T>(&random_csr(pb, seed as u64 + 50).unwrap());
+        let (da, db) = (ta.to_backend(b).unwrap(), tb.to_backend(b).unwrap());
+        let what = format!(
+            "{}x{} · {}x{}",
+            a.nrows(),
+            a.ncols(),
+            bm.nrows(),
+            bm.ncols()
+        );
+        // SpGEMM against the CPU's f64 product.
+        let want = spgemm(&a, &bm).unwrap();
+        poison_pool::<B, T>(b, 2 * want.nnz() + 4 * a.nnz());
+        let got = spgemm(&da, &db).unwrap().to_host().unwrap();
+        assert_same(&got, &want, tol::<T>() * 10.0, &format!("spgemm {what}"));
+        if a.nnz() > 0 && want.nnz() > 0 {
+            assert!(
+                want.values().iter().any(|v| *v != 0.0),
+                "{what}: a zero product"
+            );
+        }
+        // Transpose: the same values moved.
+        poison_pool::<B, T>(b, 2 * a.nnz());
+        let got = transpose(&da).unwrap().to_host().unwrap();
+        assert_same(&got, &a.transpose(), 0.0, &format!("transpose {what}"));
+        // Diagonal.
+        poison_pool::<B, T>(b, a.nrows());
+        let got = diagonal(&da).unwrap().to_vec().unwrap();
+        let want: Vec<f64> = a.diagonal();
+        assert_eq!(got.len(), want.len());
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g.as_f64(), *w, "diagonal {what}: row {i}");
+        }
+        // Strength (square matrices).
+        if a.nrows() == a.ncols() {
+            for theta in [0.0, 0.1, 0.5] {
+                poison_pool::<B, T>(b, 2 * a.nnz());
+                let got = strength(&da, theta).unwrap().to_host().unwrap();
+                let want = strength(&a, theta).unwrap();
+                assert_same(&got, &want, 0.0, &format!("strength {theta} {what}"));
+            }
+        }
+    }
+    // Errors before any kernel.
+    let (ta, _) = in_t::<T>(&random_csr(&RandomPattern::uniform(5, 6, 1, 3), 1).unwrap());
+    let da = ta.to_backend(b).unwrap();
+    assert!(spgemm(&da, &da).is_err());
+    assert!(strength(&da, 0.5).is_err());
+    assert!(aggregate(&da).is_err());
+}
+
+fn aggregation_and_prolongators_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
+    let cpu = Cpu::new();
+    for (name, a) in [
+        ("poisson2d 41", poisson2d_5pt(41).unwrap()),
+        ("poisson3d 11", poisson3d_7pt(11).unwrap()),
+    ] {
+        let (ta, a_t) = in_t::<T>(&a);
+        let da = ta.to_backend(b).unwrap();
+        // Aggregation is exact: the same aggregates as the CPU's.
+        let s_host = strength(&a_t, 0.0).unwrap();
+        let want = aggregate(&s_host).unwrap();
+        poison_pool::<B, T>(b, 8 * a.nrows());
+        let s = strength(&da, 0.0).unwrap();
+        let got = aggregate(&s).unwrap();
+        assert_eq!(got.count(), want.count(), "{name}");
+        assert_eq!(got.to_vec().unwrap(), want.to_vec().unwrap(), "{name}");
+        assert!(
+            want.count() > 1 && want.count() * 4 < a.nrows(),
+            "{name}: {}",
+            want.count()
+        );
+        if !b.supports(galerkin::DType::F64) || T::EPS > 1e-10 {
+            continue; // the prolongators are f64
+        }
+        // The tentative prolongator of 3 random vectors, then its smoothing.
+        let n = a.nrows();
+        let vecs: Vec<Vec<f64>> = (0..3)
+            .map(|c| {
+                random_vec::<f64>(n, 30 + c)
+                    .iter()
+                    .map(|x| x + 0.1)
+                    .collect()
+            })
+            .collect();
+        let (t_want, bc_want) =
+            tentative(&want, &NearNullSpace::new(&cpu, &vecs).unwrap()).unwrap();
+        poison_pool::<B, f64>(b, 4 * n);
+        let (t_got, bc_got) = tentative(&got, &NearNullSpace::new(b, &vecs).unwrap()).unwrap();
+        let t_host = t_got.to_host().unwrap();
+        assert_same(&t_host, &t_want, 1e-13, &format!("tentative {name}"));
+        let (g, w) = (bc_got.to_vec().unwrap(), bc_want.to_vec().unwrap());
+        assert_eq!(g.len(), w.len(), "{name}");
+        for (k, (g, w)) in g.iter().zip(&w).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-12 * (1.0 + w.abs()),
+                "{name}: B_c[{k}] {g} vs {w}"
+            );
+        }
+        let a64 = a.to_backend(b).unwrap();
+        let p_want = smooth_prolongator(&a, &t_want, 0.6).unwrap();
+        poison_pool::<B, f64>(b, 4 * p_want.nnz());
+        let p_got = smooth_prolongator(&a64, &t_got, 0.6)
+            .unwrap()
+            .to_host()
+            .unwrap();
+        assert_same(&p_got, &p_want, 1e-13, &format!("smoothed {name}"));
+    }
+    // A row without a positive diagonal is named.
+    if b.supports(galerkin::DType::F64) {
+        let bad = Csr::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -2.0]).unwrap();
+        let t = Csr::new(2, 1, vec![0, 1, 2], vec![0, 0], vec![1.0, 1.0]).unwrap();
+        let e = smooth_prolongator(&bad.to_backend(b).unwrap(), &t.to_backend(b).unwrap(), 0.5)
+            .err()
+            .expect("refused");
+        assert!(e.to_string().contains("row 1 has diagonal -2"), "{e}");
+    }
+}
+
+backend_tests!(
+    products_transposes_and_filters_match_the_cpu,
+    aggregation_and_prolongators_match_the_cpu
+);
+
