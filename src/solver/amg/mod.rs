@@ -1,14 +1,17 @@
 //! Smoothed-aggregation algebraic multigrid: a preconditioner whose iteration counts do not
 //! grow with the mesh, for any symmetric positive definite matrix.
 //!
-//! **Setup** (on the host in f64, rows in parallel; the same hierarchy for every backend):
-//! symmetric strength of connection (`θ`), aggregation by a parallel maximal independent set
-//! of distance 2 (Bell, Dalton and Olson, 2012; ties broken by a hash of the row index), a
-//! tentative prolongator from the near-null space (constants by default; a QR per aggregate
-//! for several vectors), one damped-Jacobi smoothing step (`ω = 4 / (3 ρ(D⁻¹A))`, `ρ` by
-//! Lanczos), Galerkin coarse operators `Pᵀ A P` by [`spgemm`](crate::sparse::product::spgemm),
-//! until at most [`AmgParams::max_coarse`] rows, inverted densely (a pseudo-inverse for a
-//! semidefinite operator). The hierarchy is then converted to `T` and moved to the backend.
+//! **Setup** (in f64 on the matrix's backend, by the operations of
+//! [`sparse::algebra`](crate::sparse::algebra): rayon on the CPU, kernels on a device; the same
+//! hierarchy on every backend up to rounding): symmetric strength of connection (`θ`),
+//! aggregation by a parallel maximal independent set of distance 2 (Bell, Dalton and Olson,
+//! 2012; ties broken by a hash of the row index), a tentative prolongator from the near-null
+//! space (constants by default; a QR per aggregate for several vectors), one damped-Jacobi
+//! smoothing step (`ω = 4 / (3 ρ(D⁻¹A))`, `ρ` by Lanczos on the backend), Galerkin coarse
+//! operators `Pᵀ A P` by [`spgemm`](crate::sparse::algebra::spgemm), until at most
+//! [`AmgParams::max_coarse`] rows; the coarsest operator is moved to the host and inverted
+//! densely (a pseudo-inverse for a semidefinite operator). The levels are then converted to
+//! `T` on the backend.
 //!
 //! **Cycle** (on the backend, every operation a checked vector or SpMV kernel): V or W, with
 //! Chebyshev-over-Jacobi (degree `d` on `[1.1 ρ/30, 1.1 ρ]`) or l1-Jacobi smoothing, the same
@@ -155,7 +158,9 @@ pub struct AmgPhases {
     pub galerkin: f64,
     /// The coarse solver (dense inverse).
     pub coarse: f64,
-    /// Conversion to `T` and transfer to the backend.
+    /// The levels converted to `T` (f64: moved as they are), the work vectors allocated and
+    /// the coarse inverse moved to the backend. (Moving a host matrix to the backend for the
+    /// setup is in [`AmgInfo::setup_seconds`] and in none of the phases.)
     pub upload: f64,
 }
 
@@ -216,9 +221,9 @@ struct Work<B: Backend, T: Scalar> {
 }
 
 /// The smoothed-aggregation hierarchy of a matrix on backend `B` in precision `T`: set up
-/// on the host in f64 (strength, MIS-2 aggregation, tentative prolongator from the
-/// near-null space, Jacobi-smoothed prolongator, Galerkin products, dense coarse
-/// pseudo-inverse), then converted to `T` and moved to the backend; one V or W cycle per
+/// on the backend in f64 (strength, MIS-2 aggregation, tentative prolongator from the
+/// near-null space, Jacobi-smoothed prolongator, Galerkin products; the dense coarse
+/// pseudo-inverse on the host), then converted to `T`; one V or W cycle per
 /// [`precondition`](Preconditioner::precondition), symmetric (the same smoothing before and
 /// after each coarse correction), so PCG can take it. For an f32 hierarchy in an f64 solve,
 /// wrap it in [`MixedPrecision`](crate::solver::MixedPrecision) and use flexible PCG or FGMRES.
