@@ -1412,7 +1412,8 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
         let (start, _, sizes_stats) =
             self.exclusive_scan(&sizes, count, 0, "the aggregates' members")?;
         let m = sizes_stats.max;
-        if !self.loops_fit(m.saturating_mul(m) / 2 + m.saturating_mul(k + 2).saturating_mul(k + 1)) {
+        if !self.loops_fit(m.saturating_mul(m) / 2 + m.saturating_mul(k + 2).saturating_mul(k + 1))
+        {
             let host = crate::backend::Cpu::new();
             let (t, bc) = host.tentative_prolongator(
                 &Aggregates {

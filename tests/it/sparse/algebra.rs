@@ -213,4 +213,3 @@ backend_tests!(
     products_transposes_and_filters_match_the_cpu,
     aggregation_and_prolongators_match_the_cpu
 );
-
