@@ -59,7 +59,7 @@ pub(crate) fn spectral_radius<B: Backend>(
     // ‖v‖_D = √(v · D v), D v = v / jacobi.
     dv.pointwise_div(&v, jacobi)?;
     let norm = v.dot(&dv)?.sqrt();
-    if n == 0 || !(norm > 0.0) {
+    if n == 0 || norm.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
         return Ok(1.0); // an empty matrix: no spectrum, any positive bound will do
     }
     v.scale(1.0 / norm)?;

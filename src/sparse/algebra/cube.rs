@@ -286,7 +286,8 @@ fn count_nonpositive_kernel(x: &Array<f64>, flag: &mut Array<u32>, n: usize) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < n {
-        if !(x[i] > 0.0) {
+        let positive = x[i] > 0.0; // false for NaN too
+        if !positive {
             flag[0] = 1;
         }
         i += stride;
@@ -329,7 +330,9 @@ fn copy_u32_kernel(x: &Array<u32>, y: &mut Array<u32>, n: usize) {
 /// Row `i` of `A·B` by a merge of the selected rows of `B`: `cursor[k]` walks row
 /// `A(i, k)` of `B`; each step takes the smallest column any cursor shows, sums the
 /// products of the cursors on it (in `A`'s order) and advances them. `fill`: write the
-/// row at `c_ptr[i]`; else count it.
+/// row at `c_ptr[i]`; else count it. (The nested ifs stay: kernel conditions do not
+/// short-circuit, and the column must not be read past the row's end.)
+#[allow(clippy::collapsible_if)]
 #[cube(launch_unchecked)]
 fn spgemm_kernel<V: Float>(
     a_ptr: &Array<u32>,
