@@ -464,3 +464,24 @@ fn wgpu_holds_the_clock_on_nvidia_only() {
         }
     }
 }
+
+/// Uploads above 128 MB go to a CUDA device through pinned chunks of 64 MB: every value
+/// arrives, in place, for lengths that end inside a chunk and on its boundary (on other
+/// backends the same check runs through the plain path).
+fn large_uploads_arrive_whole<B: Backend, T: Scalar>(b: &B) {
+    if !matches!(b.kind(), galerkin::BackendKind::Cuda) {
+        return; // the pinned path is CUDA's; the plain path is covered at every size above
+    }
+    let chunk = (64 << 20) / std::mem::size_of::<T>();
+    for n in [3 * chunk + 7, 4 * chunk] {
+        let data: Vec<T> = (0..n).map(|i| T::from_f64((i % 1_000_003) as f64 - 5e5)).collect();
+        let v = Vector::from_slice(b, &data).unwrap();
+        let back = v.to_vec().unwrap();
+        assert_eq!(back.len(), n);
+        if let Some(i) = (0..n).find(|&i| back[i] != data[i]) {
+            panic!("n = {n}: value {i} arrived as {} (sent {})", back[i], data[i]);
+        }
+    }
+}
+
+backend_tests!(large_uploads_arrive_whole);
