@@ -417,7 +417,7 @@ pub fn amg_json(info: &galerkin::solver::AmgInfo, precision: &str) -> serde_json
         "phases": {
             "spectral": p.spectral, "strength": p.strength, "aggregation": p.aggregation,
             "tentative": p.tentative, "prolongator": p.prolongator, "galerkin": p.galerkin,
-            "coarse": p.coarse, "upload": p.upload,
+            "coarse": p.coarse, "upload": p.upload, "check": p.check, "transfer": p.transfer,
         },
     })
 }

@@ -474,12 +474,17 @@ fn large_uploads_arrive_whole<B: Backend, T: Scalar>(b: &B) {
     }
     let chunk = (64 << 20) / std::mem::size_of::<T>();
     for n in [3 * chunk + 7, 4 * chunk] {
-        let data: Vec<T> = (0..n).map(|i| T::from_f64((i % 1_000_003) as f64 - 5e5)).collect();
+        let data: Vec<T> = (0..n)
+            .map(|i| T::from_f64((i % 1_000_003) as f64 - 5e5))
+            .collect();
         let v = Vector::from_slice(b, &data).unwrap();
         let back = v.to_vec().unwrap();
         assert_eq!(back.len(), n);
         if let Some(i) = (0..n).find(|&i| back[i] != data[i]) {
-            panic!("n = {n}: value {i} arrived as {} (sent {})", back[i], data[i]);
+            panic!(
+                "n = {n}: value {i} arrived as {} (sent {})",
+                back[i], data[i]
+            );
         }
     }
 }

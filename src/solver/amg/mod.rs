@@ -144,6 +144,10 @@ pub struct AmgLevelInfo {
 /// Seconds of each setup phase, summed over the levels.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AmgPhases {
+    /// Checks of a host matrix (square, finite) before its move.
+    pub check: f64,
+    /// Moving a host matrix and the near-null space to the backend.
+    pub transfer: f64,
     /// Checks and Lanczos spectral estimates.
     pub spectral: f64,
     /// Strength of connection.
@@ -159,8 +163,7 @@ pub struct AmgPhases {
     /// The coarse solver (dense inverse).
     pub coarse: f64,
     /// The levels converted to `T` (f64: moved as they are), the work vectors allocated and
-    /// the coarse inverse moved to the backend. (Moving a host matrix to the backend for the
-    /// setup is in [`AmgInfo::setup_seconds`] and in none of the phases.)
+    /// the coarse inverse moved to the backend.
     pub upload: f64,
 }
 
@@ -280,12 +283,18 @@ impl<B: Backend, T: Scalar> Amg<'static, B, T> {
     /// (the entry named); [`Error::ResourceLimit`] when a level does not fit in memory;
     /// device errors.
     pub fn new(backend: &B, a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<Self> {
+        let start = Instant::now();
         setup::check_host(a)?;
         backend.require::<T>("AMG")?;
-        let start = Instant::now();
+        let check = start.elapsed().as_secs_f64();
         match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
-            Some(same) => Amg::build(Source::Borrowed(same), None, params, start),
-            None => Amg::build(Source::Owned(a.to_backend(backend)?), None, params, start),
+            Some(same) => Amg::build(Source::Borrowed(same), None, params, (start, check)),
+            None => Amg::build(
+                Source::Owned(a.to_backend(backend)?),
+                None,
+                params,
+                (start, check),
+            ),
         }
     }
 }
@@ -322,16 +331,17 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
             a.ncols(),
             fine.ncols(),
         )?;
+        let start = Instant::now();
         setup::check_host(a)?;
         backend.require::<T>("AMG")?;
-        let start = Instant::now();
+        let check = start.elapsed().as_secs_f64();
         match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
-            Some(same) => Amg::build(Source::Borrowed(same), Some(fine), params, start),
+            Some(same) => Amg::build(Source::Borrowed(same), Some(fine), params, (start, check)),
             None => Amg::build(
                 Source::Owned(a.to_backend(backend)?),
                 Some(fine),
                 params,
-                start,
+                (start, check),
             ),
         }
     }
@@ -350,20 +360,22 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let fine = (a as &dyn std::any::Any)
             .downcast_ref::<Csr<B, T>>()
             .map(|same| same as &dyn LinearOperator<B, T>);
-        Amg::build(Source::Borrowed(a), fine, params, start)
+        Amg::build(Source::Borrowed(a), fine, params, (start, 0.0))
     }
 
     fn build(
         source: Source<'_, B>,
         fine: Option<&'a dyn LinearOperator<B, T>>,
         params: &AmgParams,
-        start: Instant,
+        (start, check): (Instant, f64),
     ) -> Result<Self> {
         let a = match &source {
             Source::Borrowed(a) => *a,
             Source::Owned(a) => a,
         };
         let backend = &a.backend().clone();
+        backend.synchronize()?;
+        let moved = start.elapsed().as_secs_f64() - check;
         let fine_rows = a.nrows();
         let hierarchy = setup::build(a, params)?;
         let mut source = Some(source);
@@ -420,6 +432,8 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         backend.synchronize()?;
         let mut phases = hierarchy.phases;
         phases.upload = t.elapsed().as_secs_f64();
+        phases.check = check;
+        phases.transfer += moved;
         let info_levels = hierarchy.info;
         let nnz0 = info_levels[0].nnz.max(1) as f64;
         let rows0 = info_levels[0].rows.max(1) as f64;

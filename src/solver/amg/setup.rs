@@ -230,11 +230,13 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
     let mut phases = AmgPhases::default();
     let mut levels = Vec::new();
     let mut info = Vec::new();
+    let t = Instant::now();
     let mut b = if params.near_null.is_empty() {
         NearNullSpace::constants(backend, a.nrows())?
     } else {
         NearNullSpace::new(backend, &params.near_null)?
     };
+    phases.transfer = lap(backend, t)?;
     let mut owned: Option<Csr<B, f64>> = None;
     loop {
         let current = owned.as_ref().unwrap_or(a);
