@@ -465,12 +465,11 @@ fn wgpu_holds_the_clock_on_nvidia_only() {
     }
 }
 
-/// Uploads above 128 MB go to a CUDA device through pinned chunks of 64 MB: every value
-/// arrives, in place, for lengths that end inside a chunk and on its boundary (on other
-/// backends the same check runs through the plain path).
+/// Large uploads to a CUDA device (several hundred MB: the sizes where cubecl's transfer
+/// paths change) arrive whole and in place.
 fn large_uploads_arrive_whole<B: Backend, T: Scalar>(b: &B) {
     if !matches!(b.kind(), galerkin::BackendKind::Cuda) {
-        return; // the pinned path is CUDA's; the plain path is covered at every size above
+        return; // the other backends' uploads are covered at every size above
     }
     let chunk = (64 << 20) / std::mem::size_of::<T>();
     for n in [3 * chunk + 7, 4 * chunk] {

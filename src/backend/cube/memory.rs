@@ -22,115 +22,7 @@ fn zero_kernel<T: Numeric, N: Size>(x: &mut Array<Vector<T, N>>) {
     }
 }
 
-/// `dst[offset + i] = src[i]` over 32-bit words (the chunks of a staged upload).
-#[cube(launch_unchecked)]
-fn place_words_kernel(src: &Array<u32>, dst: &mut Array<u32>, offset: usize, n: usize) {
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut i = ABSOLUTE_POS;
-    while i < n {
-        dst[offset + i] = src[i];
-        i += stride;
-    }
-}
-
-/// A borrowed host slice seen as cubecl `Bytes`, for one `ComputeClient::staging` call that
-/// copies it into pinned memory and drops it before returning (read only: cubecl's staging
-/// reads the source and writes the pinned copy).
-struct BorrowedBytes {
-    ptr: *const u8,
-    len: usize,
-}
-
-impl cubecl::bytes::AllocationController for BorrowedBytes {
-    fn alloc_align(&self) -> usize {
-        1
-    }
-
-    fn property(&self) -> cubecl::bytes::AllocationProperty {
-        cubecl::bytes::AllocationProperty::Other
-    }
-
-    unsafe fn memory_mut(&mut self) -> &mut [std::mem::MaybeUninit<u8>] {
-        // SAFETY: never written through (see the type's docs); `ptr..ptr + len` is the
-        // borrowed slice, alive for the staging call.
-        unsafe {
-            std::slice::from_raw_parts_mut(self.ptr as *mut std::mem::MaybeUninit<u8>, self.len)
-        }
-    }
-
-    fn memory(&self) -> &[std::mem::MaybeUninit<u8>] {
-        // SAFETY: as above.
-        unsafe {
-            std::slice::from_raw_parts(self.ptr as *const std::mem::MaybeUninit<u8>, self.len)
-        }
-    }
-}
-
-/// Bytes of each pinned chunk of a large CUDA upload.
-const UPLOAD_CHUNK: usize = 64 << 20;
-
 impl<R: CubeRuntime> Cube<R> {
-    /// A large upload on CUDA through pinned memory, chunk by chunk: each chunk is copied
-    /// from `data` into a pinned staging buffer (cubecl's pool), moved to the device at the
-    /// pinned rate and placed into the buffer by a kernel. From pageable memory, an upload
-    /// ran at about 0.4 GB/s when its source pages were fresh (H200, 1.4 GB in 3.8 s);
-    /// pinned moves run at 55 GB/s there. `None` where this path does not apply (another
-    /// runtime, a small or odd-sized upload, staging that did not happen).
-    fn upload_pinned<T: Storable>(
-        &self,
-        data: &[T],
-        padded: usize,
-    ) -> Result<Option<CubeBuffer<T>>> {
-        let bytes = T::as_bytes(data);
-        if R::KIND != BackendKind::Cuda || bytes.len() < 2 * UPLOAD_CHUNK || bytes.len() % 4 != 0 {
-            return Ok(None);
-        }
-        let size = std::mem::size_of::<T>();
-        let buffer = self.wrap::<T>(self.inner.client.empty(padded * size), data.len());
-        self.zero(&buffer)?; // the padding
-        let client = &self.inner.client;
-        for (c, chunk) in bytes.chunks(UPLOAD_CHUNK).enumerate() {
-            // SAFETY: the controller reads `chunk` only inside `staging`, while it is
-            // borrowed; it is dropped there (swapped for the pinned copy) or below.
-            let mut staged = unsafe {
-                cubecl::bytes::Bytes::from_controller(
-                    Box::new(BorrowedBytes {
-                        ptr: chunk.as_ptr(),
-                        len: chunk.len(),
-                    }),
-                    chunk.len(),
-                )
-            };
-            client.staging(std::iter::once(&mut staged), false);
-            if staged.property() != cubecl::bytes::AllocationProperty::Pinned
-                && staged.as_ptr() == chunk.as_ptr()
-            {
-                drop(staged); // not staged: never hand the borrowed slice to the device
-                return Ok(None);
-            }
-            let words = chunk.len() / 4;
-            let part = client.create(staged);
-            let (count, dim) = self.config().grid(words);
-            let offset = c * UPLOAD_CHUNK / 4;
-            self.launch::<()>((), || {
-                // SAFETY: `part` holds `words` words; the buffer holds padded·size bytes ≥
-                // offset + words words.
-                unsafe {
-                    place_words_kernel::launch_unchecked::<R>(
-                        client,
-                        count,
-                        dim,
-                        ArrayArg::from_raw_parts(part.clone(), words),
-                        buffer.arg(),
-                        offset,
-                        words,
-                    )
-                }
-            })?;
-        }
-        Ok(Some(buffer))
-    }
-
     /// Checks that `buffer` belongs to this device.
     fn check_own<T: Storable>(&self, op: &'static str, buffer: &CubeBuffer<T>) -> Result<()> {
         if buffer.device == self.inner.id {
@@ -209,9 +101,6 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
     fn upload<T: Storable>(&self, data: &[T]) -> Result<CubeBuffer<T>> {
         let padded = padded_len(data.len());
         self.check_size::<T>(padded)?;
-        if let Some(buffer) = self.upload_pinned(data, padded)? {
-            return Ok(buffer);
-        }
         crate::limits::check_host_items(
             "an upload's staging copy",
             padded as u64,
