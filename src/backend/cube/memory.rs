@@ -22,9 +22,10 @@ fn zero_kernel<T: Numeric, N: Size>(x: &mut Array<Vector<T, N>>) {
     }
 }
 
-/// `dst[i] = src[i]` over 32-bit words (an upload placed into its padded buffer).
+/// `dst[i] = src[i]` over 32-bit words (an upload placed into its padded buffer; u32 index
+/// arrays copied on the device).
 #[cube(launch_unchecked)]
-fn copy_words_kernel(src: &Array<u32>, dst: &mut Array<u32>, n: usize) {
+pub(crate) fn copy_words_kernel(src: &Array<u32>, dst: &mut Array<u32>, n: usize) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < n {

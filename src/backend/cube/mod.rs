@@ -40,6 +40,7 @@ pub use buffer::CubeBuffer;
 pub(crate) use buffer::{line_size, padded_len};
 pub use direct::DirectIo;
 pub use launch::LaunchConfig;
+pub(crate) use memory::copy_words_kernel;
 #[cfg(feature = "cuda")]
 pub(crate) use runtime::cuda_driver_present;
 pub use runtime::Connection;

@@ -11,7 +11,7 @@ use cubecl::prelude::*;
 
 use super::{Aggregates, NearNullSpace, SparseAlgebraOps};
 use crate::backend::core::BackendCore;
-use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
+use crate::backend::cube::{copy_words_kernel, scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
@@ -310,16 +310,6 @@ fn fill_u32_kernel(x: &mut Array<u32>, value: u32, n: usize) {
     let mut i = ABSOLUTE_POS;
     while i < n {
         x[i] = value;
-        i += stride;
-    }
-}
-
-#[cube(launch_unchecked)]
-fn copy_u32_kernel(x: &Array<u32>, y: &mut Array<u32>, n: usize) {
-    let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut i = ABSOLUTE_POS;
-    while i < n {
-        y[i] = x[i];
         i += stride;
     }
 }
@@ -976,7 +966,7 @@ impl<R: CubeRuntime> Cube<R> {
         self.launch::<()>((), || {
             // SAFETY: both buffers hold n values.
             unsafe {
-                copy_u32_kernel::launch_unchecked::<R>(
+                copy_words_kernel::launch_unchecked::<R>(
                     self.client(),
                     count,
                     dim,
