@@ -173,6 +173,66 @@ fn one<B: FullBackend, V: Scalar, S: Scalar>(
     if options.hdg_spmv && b.kind() != galerkin::BackendKind::Cpu {
         trace_spmv::<B, V, S>(b, &hdg, &problem, prec, n, p, options, copy)?;
     }
+    if options.hdg_amg && b.kind() != galerkin::BackendKind::Cpu {
+        amg_profile::<B, V, S>(&hdg, &problem, &solver)?;
+    }
+    Ok(())
+}
+
+/// Where an AMG cycle's time goes on the assembled `K`: the hierarchy built as the trace
+/// solve builds it, then 10 cycles with every operation timed between synchronisations.
+fn amg_profile<B: FullBackend, V: Scalar, S: Scalar>(
+    hdg: &Hdg<B, V, S>,
+    problem: &Problem<'_>,
+    solver: &TraceSolverParams,
+) -> Result<()> {
+    let TracePreconditioner::Amg {
+        theta,
+        smoother,
+        cycle,
+        max_coarse,
+    } = solver.preconditioner
+    else {
+        return Ok(());
+    };
+    let local = hdg.local_solvers()?;
+    let load = hdg.load(&local, problem)?;
+    let system = hdg.assemble(&local, &load)?;
+    let params = galerkin::solver::AmgParams {
+        theta,
+        smoother,
+        cycle,
+        max_coarse,
+        near_null: vec![galerkin::hdg::trace_constants(
+            system.k.nrows(),
+            system.k.block_size(),
+        )],
+        ..galerkin::solver::AmgParams::default()
+    };
+    let k = galerkin::sparse::algebra::block_ell_to_csr(&system.k)?;
+    let amg = galerkin::solver::Amg::<B, S>::from_device_with_operator(k, &system.k, &params)?;
+    let times = amg.profile(&system.rhs, 10)?;
+    let info = amg.info();
+    let ms = |s: f64| s * 1e3 / 10.0;
+    println!("  AMG cycle profile (ms per cycle; every operation timed between synchronisations):");
+    println!(
+        "  {:>2} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "l", "rows", "nnz", "smooth", "resid", "restrict", "prolong", "coarse", "total"
+    );
+    for (l, t) in times.iter().enumerate() {
+        let lv = info.levels[l];
+        println!(
+            "  {l:>2} {:>9} {:>10} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+            lv.rows,
+            lv.nnz,
+            ms(t.smooth),
+            ms(t.residual),
+            ms(t.restrict),
+            ms(t.prolong),
+            ms(t.coarse),
+            ms(t.total())
+        );
+    }
     Ok(())
 }
 

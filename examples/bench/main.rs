@@ -17,6 +17,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod amg;
 mod batched;
 mod cg;
 mod dg;
@@ -49,6 +50,7 @@ pub struct Options {
     pub hdg_rtol: Option<f64>,
     pub hdg_spmv: bool,
     pub mg_gmres: bool,
+    pub amg_matrices: Vec<String>,
 }
 
 /// A benchmark suite.
@@ -78,6 +80,9 @@ enum SuiteArg {
     Dg,
     /// nodal DG Maxwell: the cavity convergence study (N = 2, 4, 6, 8; n = 2, 3, 4, 6)
     DgAccuracy,
+    /// the AMG setup's sparse operations level by level (strength, aggregation,
+    /// prolongators, transpose, the Galerkin SpGEMMs) on --amg-matrix
+    Amg,
 }
 
 /// `--precision`.
@@ -160,6 +165,10 @@ struct Cli {
     /// vectors let the seed's sizes fit one GPU).
     #[arg(long)]
     mg_gmres: bool,
+    /// amg suite: the matrices (comma-separated; generators as in `solve --matrix`:
+    /// poisson7:N, fvm-tet:N, hdg:P:N, ..., or Matrix Market files).
+    #[arg(long = "amg-matrix", value_delimiter = ',', default_values_t = ["poisson7:128".to_string(), "fvm-tet:60".to_string()])]
+    amg_matrices: Vec<String>,
 }
 
 fn parse() -> Options {
@@ -213,6 +222,7 @@ fn parse() -> Options {
                 SuiteArg::Mg => "mg",
                 SuiteArg::Dg => "dg",
                 SuiteArg::DgAccuracy => "dg-accuracy",
+                SuiteArg::Amg => "amg",
             }
             .to_string()
         })
@@ -234,6 +244,7 @@ fn parse() -> Options {
         hdg_rtol: cli.hdg_rtol,
         hdg_spmv: cli.hdg_spmv,
         mg_gmres: cli.mg_gmres,
+        amg_matrices: cli.amg_matrices,
     }
 }
 
@@ -250,6 +261,7 @@ fn main() {
             "mg" => tensor::run_mg(&options),
             "dg" => dg::run(&options),
             "dg-accuracy" => dg::run_accuracy(&options),
+            "amg" => amg::run(&options),
             #[cfg(any(feature = "cuda", feature = "wgpu"))]
             "layout" => layout::run(&options),
             #[cfg(not(any(feature = "cuda", feature = "wgpu")))]

@@ -79,8 +79,9 @@ pub enum TracePreconditioner {
         degree: usize,
     },
     /// Smoothed-aggregation AMG ([`Amg`](crate::solver::Amg)), one cycle per application,
-    /// set up from `K` (copied to the host) with the constants of the trace space (the
-    /// first Legendre mode of every edge) as the near-null space.
+    /// set up on the device from a CSR copy of `K` (freed after the setup) with the
+    /// constants of the trace space (the first Legendre mode of every edge) as the
+    /// near-null space.
     Amg {
         /// Strength threshold.
         theta: f64,

@@ -372,25 +372,18 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                 cycle,
                 max_coarse,
             } => {
-                let k = system.k.to_host()?.to_csr()?.convert::<f64>();
-                // The constants of the trace space: the first (orthonormal Legendre) mode
-                // of every edge.
-                let nl = system.k.block_size();
-                let mut constants = vec![0.0; n];
-                constants
-                    .iter_mut()
-                    .step_by(nl.max(1))
-                    .for_each(|v| *v = 1.0);
+                // K as CSR in f64 for the setup, made on the device (freed after it).
+                let k = crate::sparse::algebra::block_ell_to_csr(&system.k)?;
                 let params = AmgParams {
                     theta,
                     smoother,
                     cycle,
                     max_coarse,
-                    near_null: vec![constants],
+                    near_null: vec![trace_constants(n, system.k.block_size())],
                     ..AmgParams::default()
                 };
                 // The finest level applies K as it is (block-ELL), no second copy.
-                let amg = Amg::<B, S>::with_operator(&self.backend, &k, &system.k, &params)?;
+                let amg = Amg::<B, S>::from_device_with_operator(k, &system.k, &params)?;
                 amg_info = Some(amg.info().clone());
                 pcg(
                     &system.k,
@@ -511,4 +504,16 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
         observe(name, true);
         Ok(out)
     }
+}
+
+/// The constants of the trace space as a near-null-space vector of `n` trace values in
+/// edge blocks of `block` (the first, constant, orthonormal Legendre mode of every edge):
+/// `1` at every block's first value, `0` elsewhere. The trace solve's AMG takes it.
+pub fn trace_constants(n: usize, block: usize) -> Vec<f64> {
+    let mut constants = vec![0.0; n];
+    constants
+        .iter_mut()
+        .step_by(block.max(1))
+        .for_each(|v| *v = 1.0);
+    constants
 }

@@ -63,7 +63,9 @@ mod stopping;
 pub(crate) mod tracker;
 
 pub use crate::operator::{LinearOperator, OperatorCost};
-pub use amg::{Amg, AmgCycle, AmgInfo, AmgLevelInfo, AmgParams, AmgPhases, AmgSmoother};
+pub use amg::{
+    Amg, AmgCycle, AmgInfo, AmgLevelInfo, AmgLevelTimes, AmgParams, AmgPhases, AmgSmoother,
+};
 pub use bicgstab::bicgstab;
 pub(crate) use bicgstab::iterate as bicgstab_iterate;
 pub(crate) use cg::pcg_flexible;

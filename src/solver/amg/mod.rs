@@ -167,6 +167,30 @@ pub struct AmgPhases {
     pub upload: f64,
 }
 
+/// Seconds one level spent in the cycles of [`Amg::profile`], each operation timed
+/// between two synchronisations of the backend (so the sums exceed an unprofiled cycle by
+/// the launch gaps the synchronisations expose).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct AmgLevelTimes {
+    /// Pre- and post-smoothing.
+    pub smooth: f64,
+    /// The residual before the restriction.
+    pub residual: f64,
+    /// `R r` (to the next level).
+    pub restrict: f64,
+    /// `x += P x_c` (from the next level).
+    pub prolong: f64,
+    /// The coarsest level's solve.
+    pub coarse: f64,
+}
+
+impl AmgLevelTimes {
+    /// The level's total.
+    pub fn total(&self) -> f64 {
+        self.smooth + self.residual + self.restrict + self.prolong + self.coarse
+    }
+}
+
 /// What the setup built: the levels, the complexities and the time spent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AmgInfo {
@@ -256,6 +280,8 @@ pub struct Amg<'a, B: Backend, T: Scalar> {
     work: RefCell<Vec<Work<B, T>>>,
     /// `M⁻¹ x` for [`LinearOperator::apply_add`] with `β ≠ 0`.
     scratch: RefCell<Option<Vector<B, T>>>,
+    /// Per-level times while [`Amg::profile`] runs.
+    times: RefCell<Option<Vec<AmgLevelTimes>>>,
 }
 
 /// `m` in `T` on its backend: itself when `T` is f64 (no copy), else a converted copy.
@@ -363,6 +389,27 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         Amg::build(Source::Borrowed(a), fine, params, (start, 0.0))
     }
 
+    /// As [`with_operator`](Amg::with_operator), for a matrix already on the backend: the
+    /// setup runs on `a` (f64, taken and freed once the hierarchy is built; e.g. from
+    /// [`block_ell_to_csr`](crate::sparse::algebra::block_ell_to_csr)) and the finest level
+    /// applies `fine`, the same matrix in `T` in any format. Nothing leaves the device. As
+    /// with [`from_device`](Amg::from_device), the entries are not checked for NaN here.
+    ///
+    /// # Errors
+    /// As [`with_operator`](Amg::with_operator).
+    pub fn from_device_with_operator(
+        a: Csr<B, f64>,
+        fine: &'a dyn LinearOperator<B, T>,
+        params: &AmgParams,
+    ) -> Result<Self> {
+        let op = "Amg::from_device_with_operator";
+        check_len(op, "fine.nrows()", a.nrows(), fine.nrows())?;
+        check_len(op, "fine.ncols()", a.ncols(), fine.ncols())?;
+        a.backend().require::<T>("AMG")?;
+        let start = Instant::now();
+        Amg::build(Source::Owned(a), Some(fine), params, (start, 0.0))
+    }
+
     fn build(
         source: Source<'_, B>,
         fine: Option<&'a dyn LinearOperator<B, T>>,
@@ -457,12 +504,54 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
             info,
             work: RefCell::new(work),
             scratch: RefCell::new(None),
+            times: RefCell::new(None),
         })
     }
 
     /// The setup report.
     pub fn info(&self) -> &AmgInfo {
         &self.info
+    }
+
+    /// Seconds per level and operation of `cycles` cycles applied to `r` (each operation
+    /// timed between synchronisations of the backend): where a cycle's time goes.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `r` does not have
+    /// [`size`](Preconditioner::size) entries; device errors.
+    pub fn profile(&self, r: &Vector<B, T>, cycles: usize) -> Result<Vec<AmgLevelTimes>> {
+        let mut z = Vector::zeros(r.backend(), self.size())?;
+        *self.times.borrow_mut() = Some(vec![AmgLevelTimes::default(); self.levels.len()]);
+        let run = (|| {
+            for _ in 0..cycles {
+                self.precondition(r, &mut z)?;
+            }
+            Ok(())
+        })();
+        let times = self.times.borrow_mut().take().unwrap_or_default();
+        run.map(|()| times)
+    }
+
+    /// Runs `f`; while profiling, adds its seconds (between synchronisations) to the
+    /// entry `pick` of level `l`.
+    fn timed(
+        &self,
+        l: usize,
+        pick: fn(&mut AmgLevelTimes) -> &mut f64,
+        f: impl FnOnce() -> Result<()>,
+    ) -> Result<()> {
+        if self.times.borrow().is_none() {
+            return f();
+        }
+        let backend = self.levels[l].scaling.backend();
+        backend.synchronize()?;
+        let t = Instant::now();
+        f()?;
+        backend.synchronize()?;
+        if let Some(times) = self.times.borrow_mut().as_mut() {
+            *pick(&mut times[l]) += t.elapsed().as_secs_f64();
+        }
+        Ok(())
     }
 
     /// `res = b − A_l x`.
@@ -544,17 +633,21 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let (w, rest) = work.split_first_mut().expect("one work entry per level");
         let level = &self.levels[l];
         let Some((p, r)) = &level.transfer else {
-            return self.coarse_solve(l, b, x, zero, w);
+            return self.timed(l, |t| &mut t.coarse, || self.coarse_solve(l, b, x, zero, w));
         };
-        self.smooth(l, b, x, zero, w)?;
-        self.residual(l, b, x, &mut w.res)?;
+        self.timed(l, |t| &mut t.smooth, || self.smooth(l, b, x, zero, w))?;
+        self.timed(
+            l,
+            |t| &mut t.residual,
+            || self.residual(l, b, x, &mut w.res),
+        )?;
         let next = &mut rest[0];
         let (mut cb, mut cx) = (
             next.b.take().expect("coarse b"),
             next.x.take().expect("coarse x"),
         );
         let result = (|| {
-            r.apply(&w.res, &mut cb)?;
+            self.timed(l, |t| &mut t.restrict, || r.apply(&w.res, &mut cb))?;
             let repeats = match self.cycle {
                 AmgCycle::W if l + 2 < self.levels.len() => 2,
                 _ => 1,
@@ -562,12 +655,16 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
             for k in 0..repeats {
                 self.cycle(l + 1, &cb, &mut cx, k == 0, rest)?;
             }
-            p.apply_add(T::ONE, &cx, T::ONE, x)
+            self.timed(
+                l,
+                |t| &mut t.prolong,
+                || p.apply_add(T::ONE, &cx, T::ONE, x),
+            )
         })();
         rest[0].b = Some(cb);
         rest[0].x = Some(cx);
         result?;
-        self.smooth(l, b, x, false, w)
+        self.timed(l, |t| &mut t.smooth, || self.smooth(l, b, x, false, w))
     }
 
     /// The coarsest level: `x = A⁻¹ b` (dense), or two smoothing steps.

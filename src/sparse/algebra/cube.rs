@@ -317,11 +317,14 @@ fn fill_u32_kernel(x: &mut Array<u32>, value: u32, n: usize) {
 // ---------------------------------------------------------------------------------------
 // SpGEMM
 
-/// Row `i` of `A·B` by a merge of the selected rows of `B`: `cursor[k]` walks row
-/// `A(i, k)` of `B`; each step takes the smallest column any cursor shows, sums the
-/// products of the cursors on it (in `A`'s order) and advances them. `fill`: write the
-/// row at `c_ptr[i]`; else count it. (The nested ifs stay: kernel conditions do not
-/// short-circuit, and the column must not be read past the row's end.)
+/// Row `i` of `A·B` by a merge of the selected rows of `B`: entry `k` of `A`'s row keeps a
+/// cursor `cur[k]` into row `A(i, k)` of `B` and the column it shows, `col[k]` (`u32::MAX`
+/// once the row is used up), both in scratch arrays with a slot per entry of `A`, so that
+/// a step reads the row's own slots in order. Each step takes the smallest column shown,
+/// sums the products of the cursors on it (in `A`'s order), advances them and finds the
+/// next smallest column in the same pass. `fill`: write the row at `c_ptr[i]`; else count
+/// it. (The nested ifs stay: kernel conditions do not short-circuit, and `B`'s columns must
+/// not be read past a row's end.)
 #[allow(clippy::collapsible_if)]
 #[cube(launch_unchecked)]
 fn spgemm_kernel<V: Float>(
@@ -331,7 +334,8 @@ fn spgemm_kernel<V: Float>(
     b_ptr: &Array<u32>,
     b_cols: &Array<u32>,
     b_vals: &Array<V>,
-    cursor: &mut Array<u32>,
+    cur: &mut Array<u32>,
+    col: &mut Array<u32>,
     c_ptr: &Array<u32>,
     c_cols: &mut Array<u32>,
     c_vals: &mut Array<V>,
@@ -344,40 +348,45 @@ fn spgemm_kernel<V: Float>(
     while i < n {
         let s = a_ptr[i] as usize;
         let e = a_ptr[i + 1] as usize;
+        let mut low = comptime![NONE].runtime();
         for k in s..e {
-            cursor[k] = b_ptr[a_cols[k] as usize];
+            let j = a_cols[k] as usize;
+            let c = b_ptr[j];
+            cur[k] = c;
+            let mut v = comptime![NONE].runtime();
+            if c < b_ptr[j + 1] {
+                v = b_cols[c as usize];
+            }
+            col[k] = v;
+            if v < low {
+                low = v;
+            }
         }
         let mut at = 0u32;
         if fill {
             at = c_ptr[i];
         }
         let mut count = 0u32;
-        loop {
-            let mut found = false;
-            let mut low = 0u32;
-            for k in s..e {
-                let c = cursor[k];
-                if c < b_ptr[a_cols[k] as usize + 1] {
-                    let col = b_cols[c as usize];
-                    if !found || col < low {
-                        found = true;
-                        low = col;
-                    }
-                }
-            }
-            if !found {
-                break;
-            }
+        while low != NONE {
             let mut acc = V::new(0.0);
+            let mut next = comptime![NONE].runtime();
             for k in s..e {
-                let c = cursor[k];
-                if c < b_ptr[a_cols[k] as usize + 1] {
-                    if b_cols[c as usize] == low {
-                        if fill {
-                            acc += a_vals[k] * b_vals[c as usize];
-                        }
-                        cursor[k] = c + 1;
+                let mut v = col[k];
+                if v == low {
+                    let c = cur[k];
+                    if fill {
+                        acc += a_vals[k] * b_vals[c as usize];
                     }
+                    let c = c + 1;
+                    cur[k] = c;
+                    v = NONE;
+                    if c < b_ptr[a_cols[k] as usize + 1] {
+                        v = b_cols[c as usize];
+                    }
+                    col[k] = v;
+                }
+                if v < next {
+                    next = v;
                 }
             }
             if fill {
@@ -386,6 +395,7 @@ fn spgemm_kernel<V: Float>(
                 at += 1;
             }
             count += 1;
+            low = next;
         }
         if !fill {
             counts[i] = count;
@@ -843,7 +853,7 @@ fn smooth_kernel(
 impl<R: CubeRuntime> Cube<R> {
     /// The row pointers of rows with `counts` entries (`n + 1` offsets), the total, and the
     /// rows' statistics (`ncols` for them).
-    fn exclusive_scan(
+    pub(super) fn exclusive_scan(
         &self,
         counts: &CubeBuffer<u32>,
         n: usize,
@@ -939,7 +949,7 @@ impl<R: CubeRuntime> Cube<R> {
     }
 
     /// A CSR matrix from device arrays.
-    fn csr_from<V: Element>(
+    pub(super) fn csr_from<V: Element>(
         &self,
         (nrows, ncols): (usize, usize),
         row_ptr: CubeBuffer<u32>,
@@ -1174,15 +1184,16 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
             let c = super::host::spgemm(&a.to_host()?, &b.to_host()?)?;
             return c.to_backend(self);
         }
-        let cursor = self.alloc_uninit::<u32>(a.nnz().max(1))?;
+        let cur = self.alloc_uninit::<u32>(a.nnz().max(1))?;
+        let col = self.alloc_uninit::<u32>(a.nnz().max(1))?;
         let counts = self.alloc_uninit::<u32>(n)?;
         let dummy_u = self.alloc::<u32>(1)?;
         let dummy_u2 = self.alloc::<u32>(1)?;
         let dummy_v = self.alloc::<V>(1)?;
         let (count, dim) = self.config().grid(n);
         self.launch::<V>(false, || {
-            // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cursor has
-            // a slot per entry of A, counts one per row.
+            // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cur and
+            // col have a slot per entry of A, counts one per row.
             unsafe {
                 spgemm_kernel::launch_unchecked::<V, R>(
                     self.client(),
@@ -1194,7 +1205,8 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
                     b.row_ptr.arg(),
                     b.col_idx.arg(),
                     b.values.arg(),
-                    cursor.arg(),
+                    cur.arg(),
+                    col.arg(),
                     dummy_u.arg(),
                     dummy_u2.arg(),
                     dummy_v.arg(),
@@ -1222,7 +1234,8 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
                     b.row_ptr.arg(),
                     b.col_idx.arg(),
                     b.values.arg(),
-                    cursor.arg(),
+                    cur.arg(),
+                    col.arg(),
                     c_ptr.arg(),
                     cols.arg(),
                     vals.arg(),
@@ -1233,6 +1246,13 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
             }
         })?;
         Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
+    }
+
+    fn block_ell_to_csr<V: Scalar>(
+        &self,
+        a: &crate::sparse::block_ell::BlockEll<Self, V>,
+    ) -> Result<Csr<Self, f64>> {
+        self.block_ell_csr(a)
     }
 
     fn csr_convert<V: Scalar, W: Scalar>(&self, a: &Csr<Self, V>) -> Result<Csr<Self, W>> {
@@ -1636,7 +1656,7 @@ impl<R: CubeRuntime> Cube<R> {
     }
 
     /// Sorts each row of a CSR pattern by column, values along.
-    fn sort_rows<V: Scalar>(
+    pub(super) fn sort_rows<V: Scalar>(
         &self,
         row_ptr: &CubeBuffer<u32>,
         cols: &mut CubeBuffer<u32>,

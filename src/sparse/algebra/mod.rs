@@ -42,12 +42,14 @@ use crate::backend::core::{check_device, sealed::Sealed, BackendCore};
 use crate::backend::Cpu;
 use crate::error::{check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
+use crate::sparse::block_ell::BlockEll;
 use crate::sparse::csr::Csr;
 use crate::sparse::SparseOps;
 use crate::vector::{Vector, VectorOps};
 
 pub(crate) mod aggregate;
 mod cube;
+mod from_block_ell;
 pub(crate) mod host;
 pub(crate) mod prolong;
 
@@ -183,6 +185,10 @@ pub trait SparseAlgebraOps: BackendCore + VectorOps + SparseOps + Sealed {
     /// `A·B` (`a.ncols() == b.nrows()`).
     #[doc(hidden)]
     fn csr_spgemm<V: Scalar>(&self, a: &Csr<Self, V>, b: &Csr<Self, V>) -> Result<Csr<Self, V>>;
+
+    /// A block-ELL matrix as CSR in f64 (every nonzero entry of its blocks).
+    #[doc(hidden)]
+    fn block_ell_to_csr<V: Scalar>(&self, a: &BlockEll<Self, V>) -> Result<Csr<Self, f64>>;
 
     /// The values converted to `W`.
     #[doc(hidden)]
@@ -351,6 +357,17 @@ pub fn smooth_prolongator<B: SparseAlgebraOps>(
     backend.smoothed_prolongator(a, t, &diag, omega)
 }
 
+/// `a` as CSR with f64 values on the same backend: every nonzero entry of its blocks,
+/// columns sorted (what [`BlockEll::to_csr`] gives on the host, without leaving the device):
+/// the input of an AMG setup for a matrix assembled in block-ELL.
+///
+/// # Errors
+/// [`Error::ResourceLimit`] if the matrix has 2³² or more nonzeros; device and allocation
+/// errors.
+pub fn block_ell_to_csr<B: SparseAlgebraOps, V: Scalar>(a: &BlockEll<B, V>) -> Result<Csr<B, f64>> {
+    a.backend.block_ell_to_csr(a)
+}
+
 /// `a` with values converted to `W` (rounded to nearest), on the same backend.
 ///
 /// # Errors
@@ -397,6 +414,10 @@ pub(crate) fn positive_diagonal<B: SparseAlgebraOps>(
 }
 
 impl SparseAlgebraOps for Cpu {
+    fn block_ell_to_csr<V: Scalar>(&self, a: &BlockEll<Cpu, V>) -> Result<Csr<Cpu, f64>> {
+        Ok(a.to_csr()?.convert::<f64>())
+    }
+
     fn csr_diagonal<V: Scalar>(&self, a: &Csr<Cpu, V>) -> Result<Vec<V>> {
         Ok(a.diagonal())
     }

@@ -61,6 +61,47 @@ fn amg_cycle_matches_the_cpu_reference<B: Backend, T: Scalar>(b: &B) {
             err < bound,
             "{smoother:?} {cycle:?}: relative difference {err:e}"
         );
+        // The profile: a row per level, and the cycle unchanged by it.
+        let times = amg.profile(&rv, 2).unwrap();
+        assert_eq!(times.len(), amg.info().levels.len());
+        assert!(times
+            .iter()
+            .all(|t| t.total().is_finite() && t.total() >= 0.0));
+        assert!(
+            times.iter().map(|t| t.total()).sum::<f64>() > 0.0,
+            "{times:?}"
+        );
+        let mut again = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); n]).unwrap();
+        amg.precondition(&rv, &mut again).unwrap();
+        assert_eq!(
+            again.to_vec().unwrap(),
+            z.to_vec().unwrap(),
+            "after the profile"
+        );
+        // The setup from a device matrix with the caller's operator: the same hierarchy
+        // and cycle.
+        if b.supports(galerkin::DType::F64) {
+            let a_dev = a.to_backend(b).unwrap();
+            let a_t: Csr<Cpu, T> = a.convert();
+            let fine = a_t.to_backend(b).unwrap();
+            let dev = Amg::<B, T>::from_device_with_operator(a_dev, &fine, &params).unwrap();
+            assert_eq!(dev.info().levels, reference.info().levels);
+            let mut z2 = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); n]).unwrap();
+            dev.precondition(&rv, &mut z2).unwrap();
+            let got2: Vec<f64> = z2.to_vec().unwrap().iter().map(|v| v.as_f64()).collect();
+            assert!(relative(&got2, &want) < bound, "from_device_with_operator");
+            let wrong = poisson3d_7pt(4)
+                .unwrap()
+                .convert::<T>()
+                .to_backend(b)
+                .unwrap();
+            assert!(Amg::<B, T>::from_device_with_operator(
+                a.to_backend(b).unwrap(),
+                &wrong,
+                &params
+            )
+            .is_err());
+        }
     }
 }
 

@@ -4,7 +4,8 @@
 //! operation (the pool hands the poisoned blocks to the outputs).
 
 use galerkin::sparse::algebra::{
-    aggregate, diagonal, smooth_prolongator, spgemm, strength, tentative, transpose, NearNullSpace,
+    aggregate, block_ell_to_csr, diagonal, smooth_prolongator, spgemm, strength, tentative,
+    transpose, NearNullSpace,
 };
 use galerkin::sparse::generate::{poisson2d_5pt, poisson3d_7pt};
 use galerkin::sparse::random::{random_csr, RandomPattern};
@@ -209,7 +210,42 @@ fn aggregation_and_prolongators_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// Block-ELL to CSR on the backend: exactly the host conversion (stored zeros and the
+/// zeros inside blocks dropped, columns sorted), for block sizes 1..5, a last block row cut
+/// short, and the HDG trace pattern.
+fn block_ell_to_csr_matches_the_host<B: Backend, T: Scalar>(b: &B) {
+    use galerkin::sparse::{BlockEll, FormatLimits};
+    let mut cases: Vec<(Csr<Cpu, f64>, usize)> = Vec::new();
+    for (seed, (n, m)) in [(1usize, 1usize), (40, 2), (301, 3), (1000, 4), (97, 5)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut a = random_csr(&RandomPattern::uniform(n, n, 0, 12), seed as u64 + 7).unwrap();
+        // Stored zeros, which the conversion drops.
+        for v in a.values_mut().iter_mut().step_by(5) {
+            *v = 0.0;
+        }
+        cases.push((a, m));
+    }
+    let (trace, _) = galerkin::sparse::generate::hdg_trace(3, 6, 5, 2).unwrap();
+    cases.push((trace, 4));
+    for (a, m) in &cases {
+        let (ta, _) = in_t::<T>(a);
+        let host = BlockEll::from_csr(&ta, *m, &FormatLimits::unlimited()).unwrap();
+        let want: Csr<Cpu, f64> = host.to_csr().unwrap().convert();
+        let dev = host.to_backend(b).unwrap();
+        poison_pool::<B, f64>(b, 4 * want.nnz() + a.nrows());
+        let got = block_ell_to_csr(&dev).unwrap().to_host().unwrap();
+        let what = format!("block-ELL {}x{} blocks of {m}", a.nrows(), a.ncols());
+        assert_same(&got, &want, 0.0, &what);
+        assert_eq!(got.values(), want.values(), "{what}: values");
+        let nonzeros = a.values().iter().filter(|v| **v != 0.0).count();
+        assert_eq!(want.nnz(), nonzeros, "{what}: every nonzero entry kept");
+    }
+}
+
 backend_tests!(
     products_transposes_and_filters_match_the_cpu,
-    aggregation_and_prolongators_match_the_cpu
+    aggregation_and_prolongators_match_the_cpu,
+    block_ell_to_csr_matches_the_host
 );
