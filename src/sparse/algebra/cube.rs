@@ -448,37 +448,131 @@ fn transpose_fill_kernel<V: Float>(
     }
 }
 
-/// Sorts each row's (column, value) pairs by column (insertion sort: rows are short).
+/// Rows up to this long are sorted by insertion; longer ones by merging sorted runs of
+/// this length.
+const SORT_RUN: usize = 32;
+
+/// Insertion sort of `cols[s..e]` (values along).
+#[cube]
+fn insertion_sort<V: Float>(cols: &mut Array<u32>, vals: &mut Array<V>, s: usize, e: usize) {
+    for k in s + 1..e {
+        let c = cols[k];
+        let v = vals[k];
+        let mut m = k;
+        // (No short-circuit in kernels: the bound is checked before the read.)
+        loop {
+            if m <= s {
+                break;
+            }
+            if cols[m - 1] <= c {
+                break;
+            }
+            cols[m] = cols[m - 1];
+            vals[m] = vals[m - 1];
+            m -= 1;
+        }
+        cols[m] = c;
+        vals[m] = v;
+    }
+}
+
+/// One merge pass over `[s, e)`: the sorted runs of length `w` of `src` merged in pairs
+/// into `dst` (stable).
+#[allow(clippy::collapsible_if)]
+#[cube]
+fn merge_runs<V: Float>(
+    src_c: &Array<u32>,
+    src_v: &Array<V>,
+    dst_c: &mut Array<u32>,
+    dst_v: &mut Array<V>,
+    s: usize,
+    e: usize,
+    w: usize,
+) {
+    let mut lo = s;
+    while lo < e {
+        let mut mid = lo + w;
+        if mid > e {
+            mid = e;
+        }
+        let mut hi = mid + w;
+        if hi > e {
+            hi = e;
+        }
+        let mut p = lo;
+        let mut q = mid;
+        for k in lo..hi {
+            let mut left = false;
+            if q >= hi {
+                left = true;
+            } else {
+                if p < mid {
+                    left = src_c[p] <= src_c[q];
+                }
+            }
+            if left {
+                dst_c[k] = src_c[p];
+                dst_v[k] = src_v[p];
+                p += 1;
+            } else {
+                dst_c[k] = src_c[q];
+                dst_v[k] = src_v[q];
+                q += 1;
+            }
+        }
+        lo = hi;
+    }
+}
+
+/// Sorts each row's (column, value) pairs by column: insertion sort up to [`SORT_RUN`]
+/// entries; above, insertion-sorted runs of [`SORT_RUN`] merged pairwise through `tmp_c`,
+/// `tmp_v` (a slot per entry; `long`: rows can be longer than a run, else unused), so a
+/// long row (a transposed prolongator's) costs `L log L`, not `L²`.
 #[cube(launch_unchecked)]
 fn sort_rows_kernel<V: Float>(
     row_ptr: &Array<u32>,
     cols: &mut Array<u32>,
     vals: &mut Array<V>,
+    tmp_c: &mut Array<u32>,
+    tmp_v: &mut Array<V>,
     n: usize,
+    #[comptime] long: bool,
 ) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let run = comptime![SORT_RUN];
     let mut i = ABSOLUTE_POS;
     while i < n {
         let s = row_ptr[i] as usize;
         let e = row_ptr[i + 1] as usize;
-        for k in s + 1..e {
-            let c = cols[k];
-            let v = vals[k];
-            let mut m = k;
-            // (No short-circuit in kernels: the bound is checked before the read.)
-            loop {
-                if m <= s {
-                    break;
+        if !long || e - s <= run {
+            insertion_sort::<V>(cols, vals, s, e);
+        } else {
+            let mut c0 = s;
+            while c0 < e {
+                let mut c1 = c0 + run;
+                if c1 > e {
+                    c1 = e;
                 }
-                if cols[m - 1] <= c {
-                    break;
-                }
-                cols[m] = cols[m - 1];
-                vals[m] = vals[m - 1];
-                m -= 1;
+                insertion_sort::<V>(cols, vals, c0, c1);
+                c0 = c1;
             }
-            cols[m] = c;
-            vals[m] = v;
+            let mut w = comptime![SORT_RUN].runtime();
+            let mut in_tmp = false;
+            while w < e - s {
+                if in_tmp {
+                    merge_runs::<V>(tmp_c, tmp_v, cols, vals, s, e, w);
+                } else {
+                    merge_runs::<V>(cols, vals, tmp_c, tmp_v, s, e, w);
+                }
+                in_tmp = !in_tmp;
+                w *= 2;
+            }
+            if in_tmp {
+                for k in s..e {
+                    cols[k] = tmp_c[k];
+                    vals[k] = tmp_v[k];
+                }
+            }
         }
         i += stride;
     }
@@ -1172,7 +1266,7 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
             }
         })?;
         drop(cursor);
-        self.sort_rows(&t_ptr, &mut cols, &mut vals, m)?;
+        self.sort_rows(&t_ptr, &mut cols, &mut vals, m, stats.max)?;
         Ok(self.csr_from((m, n), t_ptr, cols, vals, stats))
     }
 
@@ -1655,17 +1749,26 @@ impl<R: CubeRuntime> Cube<R> {
         iterations <= LLVMPIPE_LOOP_BUDGET || !self.info().device.contains("llvmpipe")
     }
 
-    /// Sorts each row of a CSR pattern by column, values along.
+    /// Sorts each row of a CSR pattern by column, values along; `longest`: the longest
+    /// row (above [`SORT_RUN`], a scratch copy of the entries is allocated for merging).
     pub(super) fn sort_rows<V: Scalar>(
         &self,
         row_ptr: &CubeBuffer<u32>,
         cols: &mut CubeBuffer<u32>,
         vals: &mut CubeBuffer<V>,
         n: usize,
+        longest: usize,
     ) -> Result<()> {
+        let long = longest > SORT_RUN;
+        let slots = if long { cols.len() } else { 1 };
+        let (tmp_c, tmp_v) = (
+            self.alloc_uninit::<u32>(slots)?,
+            self.alloc_uninit::<V>(slots)?,
+        );
         let (count, dim) = self.config().grid(n);
-        self.launch::<V>((), || {
-            // SAFETY: row_ptr offsets rows within cols and vals.
+        self.launch::<V>(long, || {
+            // SAFETY: row_ptr offsets rows within cols and vals; with `long`, the scratch
+            // arrays have a slot per entry (else the kernel does not touch them).
             unsafe {
                 sort_rows_kernel::launch_unchecked::<V, R>(
                     self.client(),
@@ -1674,7 +1777,10 @@ impl<R: CubeRuntime> Cube<R> {
                     row_ptr.arg(),
                     cols.arg(),
                     vals.arg(),
+                    tmp_c.arg(),
+                    tmp_v.arg(),
                     n,
+                    long,
                 )
             }
         })

@@ -115,7 +115,7 @@ impl<R: CubeRuntime> Cube<R> {
         let mut cols = self.alloc_uninit::<u32>(nnz)?;
         let mut vals = self.alloc_uninit::<V>(nnz)?;
         launch(&row_ptr, &cols, &vals, &dummy_u, true)?;
-        self.sort_rows(&row_ptr, &mut cols, &mut vals, n)?;
+        self.sort_rows(&row_ptr, &mut cols, &mut vals, n, stats.max)?;
         let mut values = self.alloc_uninit::<f64>(nnz)?;
         // SAFETY: both value buffers hold nnz entries of this backend.
         unsafe { self.convert(&vals, &mut values)? };

@@ -89,6 +89,15 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(5000, 700, 3, 12),
             RandomPattern::uniform(700, 900, 0, 30),
         ),
+        // Transposes with rows of ~100 and ~225 entries: two and three merge passes.
+        (
+            RandomPattern::uniform(1000, 100, 8, 12),
+            RandomPattern::uniform(100, 30, 1, 3),
+        ),
+        (
+            RandomPattern::uniform(3000, 100, 5, 10),
+            RandomPattern::uniform(100, 50, 0, 5),
+        ),
     ];
     for (seed, (pa, pb)) in cases.iter().enumerate() {
         let (ta, a) = in_t::<T>(&random_csr(pa, seed as u64 + 1).unwrap());
