@@ -25,6 +25,10 @@ const PER_UNIT: usize = 16;
 const TILE: usize = SCAN_UNITS * PER_UNIT;
 /// "No aggregate yet".
 const NONE: u32 = u32::MAX;
+/// Units per cube of SpGEMM.
+const SPGEMM_DIM: usize = 256;
+/// The most cursor slots (of `cur` and of `col`) SpGEMM allocates: 32M, 128 MB each.
+const SPGEMM_SLOTS: usize = 1 << 25;
 
 /// The 32-bit mixing of [`hash32`](super::aggregate::hash32), on the device.
 #[cube]
@@ -318,13 +322,14 @@ fn fill_u32_kernel(x: &mut Array<u32>, value: u32, n: usize) {
 // SpGEMM
 
 /// Row `i` of `A·B` by a merge of the selected rows of `B`: entry `k` of `A`'s row keeps a
-/// cursor `cur[k]` into row `A(i, k)` of `B` and the column it shows, `col[k]` (`u32::MAX`
-/// once the row is used up), both in scratch arrays with a slot per entry of `A`, so that
-/// a step reads the row's own slots in order. Each step takes the smallest column shown,
-/// sums the products of the cursors on it (in `A`'s order), advances them and finds the
-/// next smallest column in the same pass. `fill`: write the row at `c_ptr[i]`; else count
-/// it. (The nested ifs stay: kernel conditions do not short-circuit, and `B`'s columns must
-/// not be read past a row's end.)
+/// cursor into row `A(i, k)` of `B` and the column it shows (`u32::MAX` once the row is used
+/// up). The unit that runs rows `t, t + stride, …` keeps the cursor of its row's `j`-th
+/// entry at `cur[j stride + t]` and its column at `col[j stride + t]`: the units of a plane
+/// walk their rows' cursors in step, so their reads and writes of the slots coalesce. Each
+/// step takes the smallest column shown, sums the products of the cursors on it (in `A`'s
+/// order), advances them and finds the next smallest column in the same pass. `fill`: write
+/// the row at `c_ptr[i]`; else count it. (The nested ifs stay: kernel conditions do not
+/// short-circuit, and `B`'s columns must not be read past a row's end.)
 #[allow(clippy::collapsible_if)]
 #[cube(launch_unchecked)]
 fn spgemm_kernel<V: Float>(
@@ -344,7 +349,8 @@ fn spgemm_kernel<V: Float>(
     #[comptime] fill: bool,
 ) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
-    let mut i = ABSOLUTE_POS;
+    let t = ABSOLUTE_POS;
+    let mut i = t;
     while i < n {
         let s = a_ptr[i] as usize;
         let e = a_ptr[i + 1] as usize;
@@ -352,12 +358,13 @@ fn spgemm_kernel<V: Float>(
         for k in s..e {
             let j = a_cols[k] as usize;
             let c = b_ptr[j];
-            cur[k] = c;
+            let slot = (k - s) * stride + t;
+            cur[slot] = c;
             let mut v = comptime![NONE].runtime();
             if c < b_ptr[j + 1] {
                 v = b_cols[c as usize];
             }
-            col[k] = v;
+            col[slot] = v;
             if v < low {
                 low = v;
             }
@@ -371,19 +378,20 @@ fn spgemm_kernel<V: Float>(
             let mut acc = V::new(0.0);
             let mut next = comptime![NONE].runtime();
             for k in s..e {
-                let mut v = col[k];
+                let slot = (k - s) * stride + t;
+                let mut v = col[slot];
                 if v == low {
-                    let c = cur[k];
+                    let c = cur[slot];
                     if fill {
                         acc += a_vals[k] * b_vals[c as usize];
                     }
                     let c = c + 1;
-                    cur[k] = c;
+                    cur[slot] = c;
                     v = NONE;
                     if c < b_ptr[a_cols[k] as usize + 1] {
                         v = b_cols[c as usize];
                     }
-                    col[k] = v;
+                    col[slot] = v;
                 }
                 if v < next {
                     next = v;
@@ -1278,16 +1286,30 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
             let c = super::host::spgemm(&a.to_host()?, &b.to_host()?)?;
             return c.to_backend(self);
         }
-        let cur = self.alloc_uninit::<u32>(a.nnz().max(1))?;
-        let col = self.alloc_uninit::<u32>(a.nnz().max(1))?;
+        // Units: enough for every row, but at most SPGEMM_SLOTS cursor slots in all (a unit
+        // has a slot per entry of A's longest row) and the grid's most cubes.
+        let cubes = n
+            .min(SPGEMM_SLOTS / la.max(1))
+            .max(1)
+            .div_ceil(SPGEMM_DIM)
+            .min(self.config().max_cubes as usize);
+        let units = cubes * SPGEMM_DIM;
+        let slots = units * la.max(1);
+        let cur = self.alloc_uninit::<u32>(slots)?;
+        let col = self.alloc_uninit::<u32>(slots)?;
+        let (count, dim) = (
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(SPGEMM_DIM as u32),
+        );
         let counts = self.alloc_uninit::<u32>(n)?;
         let dummy_u = self.alloc::<u32>(1)?;
         let dummy_u2 = self.alloc::<u32>(1)?;
         let dummy_v = self.alloc::<V>(1)?;
-        let (count, dim) = self.config().grid(n);
+
         self.launch::<V>(false, || {
             // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cur and
-            // col have a slot per entry of A, counts one per row.
+            // col have a slot per unit for each entry of the longest row of A, counts one
+            // per row.
             unsafe {
                 spgemm_kernel::launch_unchecked::<V, R>(
                     self.client(),
