@@ -29,6 +29,10 @@ const NONE: u32 = u32::MAX;
 const SPGEMM_DIM: usize = 256;
 /// The most cursor slots (of `cur` and of `col`) SpGEMM allocates: 32M, 128 MB each.
 const SPGEMM_SLOTS: usize = 1 << 25;
+/// SpGEMM splits the rows of `A` into pieces of this many entries when a row is longer than
+/// [`SPGEMM_SPLIT_ABOVE`] (a transposed prolongator's rows: hundreds of entries).
+const SPGEMM_PIECE: usize = 32;
+const SPGEMM_SPLIT_ABOVE: usize = 64;
 
 /// The 32-bit mixing of [`hash32`](super::aggregate::hash32), on the device.
 #[cube]
@@ -407,6 +411,47 @@ fn spgemm_kernel<V: Float>(
         }
         if !fill {
             counts[i] = count;
+        }
+        i += stride;
+    }
+}
+
+/// `counts[i]` = the pieces of `chunk` entries row `i` splits into (`⌈len / chunk⌉`).
+#[cube(launch_unchecked)]
+fn split_counts_kernel(a_ptr: &Array<u32>, counts: &mut Array<u32>, n: usize, chunk: u32) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let len = a_ptr[i + 1] - a_ptr[i];
+        counts[i] = (len + chunk - 1) / chunk;
+        i += stride;
+    }
+}
+
+/// The pieces of every row: piece `v = voff[i] + j` of row `i` starts at entry
+/// `a_ptr[i] + j chunk` (`split_ptr[v]`) and is column `v` of the row selector
+/// (`sel_cols[v] = v`); `split_ptr[voff[n]] = a_ptr[n]`.
+#[cube(launch_unchecked)]
+fn split_rows_kernel(
+    a_ptr: &Array<u32>,
+    voff: &Array<u32>,
+    split_ptr: &mut Array<u32>,
+    sel_cols: &mut Array<u32>,
+    n: usize,
+    chunk: u32,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let first = voff[i];
+        for j in 0..voff[i + 1] - first {
+            let v = first + j;
+            split_ptr[v as usize] = a_ptr[i] + j * chunk;
+            sel_cols[v as usize] = v;
+        }
+        if i + 1 == n {
+            let last = voff[n] as usize;
+            split_ptr[last] = a_ptr[n];
         }
         i += stride;
     }
@@ -1286,6 +1331,9 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
             let c = super::host::spgemm(&a.to_host()?, &b.to_host()?)?;
             return c.to_backend(self);
         }
+        if la > SPGEMM_SPLIT_ABOVE && n > 0 {
+            return self.spgemm_split(a, b);
+        }
         // Units: enough for every row, but at most SPGEMM_SLOTS cursor slots in all (a unit
         // has a slot per entry of A's longest row) and the grid's most cubes.
         let cubes = n
@@ -1769,6 +1817,85 @@ impl<R: CubeRuntime> Cube<R> {
     /// except on llvmpipe above its loop budget (the caller then computes on the host).
     fn loops_fit(&self, iterations: usize) -> bool {
         iterations <= LLVMPIPE_LOOP_BUDGET || !self.info().device.contains("llvmpipe")
+    }
+
+    /// `A·B` for an `A` with long rows: each row cut into pieces of [`SPGEMM_PIECE`]
+    /// entries (a matrix `A_s` of the pieces, sharing `A`'s entries), `C_s = A_s·B` (a unit
+    /// per piece), then `C = S·C_s` with `S` the 0/1 matrix that sums each row's pieces in
+    /// order. Each entry of `C` is the sum, in piece order, of its pieces' sums, each in `A`'s
+    /// order (the CPU sums every term in `A`'s order: the results differ by rounding).
+    fn spgemm_split<V: Scalar>(&self, a: &Csr<Self, V>, b: &Csr<Self, V>) -> Result<Csr<Self, V>> {
+        let n = a.nrows;
+        let piece = SPGEMM_PIECE as u32;
+        let counts = self.alloc_uninit::<u32>(n)?;
+        let (count, dim) = self.config().grid(n);
+        self.launch::<()>((), || {
+            // SAFETY: a_ptr has n + 1 offsets, counts n slots.
+            unsafe {
+                split_counts_kernel::launch_unchecked::<R>(
+                    self.client(),
+                    count.clone(),
+                    dim,
+                    a.row_ptr.arg(),
+                    counts.arg(),
+                    n,
+                    piece,
+                )
+            }
+        })?;
+        let (voff, pieces, sel_stats) = self.exclusive_scan(&counts, n, 0, "the row pieces")?;
+        drop(counts);
+        let split_ptr = self.alloc_uninit::<u32>(pieces + 1)?;
+        let sel_cols = self.alloc_uninit::<u32>(pieces)?;
+        self.launch::<()>((), || {
+            // SAFETY: voff offsets each row's pieces (pieces in all); split_ptr has pieces + 1
+            // slots, sel_cols pieces.
+            unsafe {
+                split_rows_kernel::launch_unchecked::<R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.row_ptr.arg(),
+                    voff.arg(),
+                    split_ptr.arg(),
+                    sel_cols.arg(),
+                    n,
+                    piece,
+                )
+            }
+        })?;
+        let nnz = a.nnz();
+        let cols = self.u32_copy(&a.col_idx)?;
+        let mut vals = self.alloc_uninit::<V>(nnz)?;
+        // SAFETY: same lengths, this backend's buffers.
+        unsafe { self.copy(&a.values, &mut vals)? };
+        let split_stats = RowStats {
+            nrows: pieces,
+            ncols: a.ncols,
+            nnz,
+            min: 0,
+            max: SPGEMM_PIECE.min(a.stats.max),
+            mean: nnz as f64 / pieces.max(1) as f64,
+            std_dev: 0.0,
+            empty_rows: 0,
+        };
+        let a_s = self.csr_from((pieces, a.ncols), split_ptr, cols, vals, split_stats);
+        let c_s = self.csr_spgemm(&a_s, b)?;
+        drop(a_s);
+        let mut ones = self.alloc_uninit::<V>(pieces)?;
+        // SAFETY: ones has pieces slots of this backend.
+        unsafe { self.fill(V::ONE, &mut ones)? };
+        let sel = self.csr_from(
+            (n, pieces),
+            voff,
+            sel_cols,
+            ones,
+            RowStats {
+                ncols: pieces,
+                ..sel_stats
+            },
+        );
+        self.csr_spgemm(&sel, &c_s)
     }
 
     /// Sorts each row of a CSR pattern by column, values along; `longest`: the longest

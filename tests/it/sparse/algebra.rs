@@ -89,6 +89,11 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(5000, 700, 3, 12),
             RandomPattern::uniform(700, 900, 0, 30),
         ),
+        // Rows of 65..90 entries: the product in pieces of 32 (a unit each), then summed.
+        (
+            RandomPattern::uniform(300, 400, 65, 90),
+            RandomPattern::uniform(400, 50, 1, 3),
+        ),
         // Transposes with rows of ~100 and ~225 entries: two and three merge passes.
         (
             RandomPattern::uniform(1000, 100, 8, 12),
