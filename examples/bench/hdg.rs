@@ -90,6 +90,7 @@ fn one<B: FullBackend, V: Scalar, S: Scalar>(
         flux: None,
     };
     let mut solver = TraceSolverParams::for_precision::<S>();
+    solver.preconditioner = TracePreconditioner::BlockJacobi;
     if options.hdg_chebyshev {
         solver.preconditioner = TracePreconditioner::Chebyshev { degree: 4 };
     }

@@ -23,7 +23,9 @@ pub use check::{HdgCheck, HdgStage};
 pub use coefficients::CoefficientKind;
 pub use host::{Field, Flux};
 pub use ops::{HdgOps, TRACE_SLOTS};
-pub use params::{HdgParams, Problem, TracePreconditioner, TraceSolverParams, TRACE_AMG_THETA};
+pub use params::{
+    HdgParams, Problem, TracePreconditioner, TraceSolverParams, TRACE_AMG_MIN_DOFS, TRACE_AMG_THETA,
+};
 pub use pipeline::{trace_constants, Hdg};
 pub use stages::{
     Exact, Fields, L2Errors, Load, LocalSolvers, Solution, StageTimes, TraceSolution, TraceSystem,

@@ -339,7 +339,15 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
         // Block-Jacobi (alone or inside Chebyshev); AMG does without it.
         let jacobi = || BlockJacobi::<B, S>::from_blocks(&system.diagonal);
         let mut amg_info = None;
-        let report = match params.preconditioner {
+        // Auto: AMG where it was faster, and where the backend has the f64 its setup needs.
+        let preconditioner = match params.preconditioner {
+            TracePreconditioner::Auto if !self.backend.supports(crate::DType::F64) => {
+                TracePreconditioner::BlockJacobi
+            }
+            other => other.resolve(n),
+        };
+        let report = match preconditioner {
+            TracePreconditioner::Auto => unreachable!("resolved above"),
             TracePreconditioner::BlockJacobi => pcg(
                 &system.k,
                 Some(&jacobi()? as &dyn Preconditioner<B, S>),

@@ -417,6 +417,7 @@ fn spgemm_kernel<V: Float>(
 }
 
 /// `counts[i]` = the pieces of `chunk` entries row `i` splits into (`⌈len / chunk⌉`).
+#[allow(clippy::manual_div_ceil)]
 #[cube(launch_unchecked)]
 fn split_counts_kernel(a_ptr: &Array<u32>, counts: &mut Array<u32>, n: usize, chunk: u32) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
