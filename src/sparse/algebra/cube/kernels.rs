@@ -1,0 +1,997 @@
+//! The kernels of the sparse algebra on CubeCL devices (see [the host side](super)): the
+//! scan, the row kernels, SpGEMM, the transpose and row sort, MIS-2 aggregation, the
+//! tentative and smoothed prolongators.
+
+use cubecl::prelude::*;
+
+/// Units per cube of the scan (and the shared-memory trees).
+pub(super) const SCAN_UNITS: usize = 256;
+/// Counts per unit of the scan; a cube covers a tile of `SCAN_UNITS * PER_UNIT`.
+pub(super) const PER_UNIT: usize = 16;
+pub(super) const TILE: usize = SCAN_UNITS * PER_UNIT;
+/// "No aggregate yet".
+pub(super) const NONE: u32 = u32::MAX;
+/// Units per cube of SpGEMM.
+pub(super) const SPGEMM_DIM: usize = 256;
+/// The most cursor slots (of `cur` and of `col`) SpGEMM allocates: 32M, 128 MB each.
+pub(super) const SPGEMM_SLOTS: usize = 1 << 25;
+/// SpGEMM splits the rows of `A` into pieces of this many entries when a row is longer than
+/// [`SPGEMM_SPLIT_ABOVE`] (a transposed prolongator's rows: hundreds of entries).
+pub(super) const SPGEMM_PIECE: usize = 32;
+pub(super) const SPGEMM_SPLIT_ABOVE: usize = 64;
+
+/// The 32-bit mixing of [`hash32`](super::aggregate::hash32), on the device.
+#[cube]
+pub(super) fn hash32(i: u32) -> u32 {
+    let mut x = i;
+    x = x ^ (x >> 16);
+    x *= 0x7feb_352du32;
+    x = x ^ (x >> 15);
+    x *= 0x846c_a68bu32;
+    x ^ (x >> 16)
+}
+
+/// The high word of a node's MIS key ([`key_high`](super::aggregate::key_high)).
+#[cube]
+pub(super) fn key_high(state: u32, i: u32) -> u32 {
+    (state << 30) | (hash32(i) >> 2)
+}
+
+// ---------------------------------------------------------------------------------------
+// Scan
+
+/// Per tile: the sum of the counts (and whether it overflowed u32), the largest, the
+/// smallest, the zeros and the sum of squares (f32, for the row statistics).
+#[cube(launch_unchecked)]
+pub(super) fn tile_stats_kernel(
+    counts: &Array<u32>,
+    n: usize,
+    tiles: usize,
+    sums: &mut Array<u32>,
+    stats: &mut Array<u32>,
+    squares: &mut Array<f32>,
+) {
+    let mut s_sum = SharedMemory::<u32>::new(SCAN_UNITS);
+    let mut s_over = SharedMemory::<u32>::new(SCAN_UNITS);
+    let mut s_max = SharedMemory::<u32>::new(SCAN_UNITS);
+    let mut s_min = SharedMemory::<u32>::new(SCAN_UNITS);
+    let mut s_zero = SharedMemory::<u32>::new(SCAN_UNITS);
+    let mut s_sq = SharedMemory::<f32>::new(SCAN_UNITS);
+    let unit = UNIT_POS as usize;
+    let mut tile = CUBE_POS;
+    while tile < tiles {
+        let start = tile * TILE + unit * PER_UNIT;
+        let mut sum = 0u32;
+        let mut over = 0u32;
+        let mut big = 0u32;
+        let mut small = 0xFFFF_FFFFu32;
+        let mut zero = 0u32;
+        let mut sq = 0.0f32;
+        for e in 0..PER_UNIT {
+            let i = start + e;
+            if i < n {
+                let c = counts[i];
+                if c > 0xFFFF_FFFFu32 - sum {
+                    over = 1;
+                }
+                sum += c;
+                if c > big {
+                    big = c;
+                }
+                if c < small {
+                    small = c;
+                }
+                if c == 0 {
+                    zero += 1;
+                }
+                let f = f32::cast_from(c);
+                sq += f * f;
+            }
+        }
+        s_sum[unit] = sum;
+        s_over[unit] = over;
+        s_max[unit] = big;
+        s_min[unit] = small;
+        s_zero[unit] = zero;
+        s_sq[unit] = sq;
+        sync_cube();
+        let mut offset = comptime![SCAN_UNITS / 2].runtime();
+        while offset > 0 {
+            if unit < offset {
+                let a = s_sum[unit];
+                let b = s_sum[unit + offset];
+                if b > 0xFFFF_FFFFu32 - a {
+                    s_over[unit] = 1;
+                }
+                s_sum[unit] = a + b;
+                s_over[unit] = s_over[unit] | s_over[unit + offset];
+                if s_max[unit + offset] > s_max[unit] {
+                    s_max[unit] = s_max[unit + offset];
+                }
+                if s_min[unit + offset] < s_min[unit] {
+                    s_min[unit] = s_min[unit + offset];
+                }
+                s_zero[unit] = s_zero[unit] + s_zero[unit + offset];
+                s_sq[unit] = s_sq[unit] + s_sq[unit + offset];
+            }
+            sync_cube();
+            offset /= 2;
+        }
+        if unit == 0 {
+            sums[tile] = s_sum[0];
+            stats[4 * tile] = s_over[0];
+            stats[4 * tile + 1] = s_max[0];
+            stats[4 * tile + 2] = s_min[0];
+            stats[4 * tile + 3] = s_zero[0];
+            squares[tile] = s_sq[0];
+        }
+        sync_cube();
+        tile += CUBE_COUNT;
+    }
+}
+
+/// `out[i] = offsets[tile] + Σ_{j < i in the tile} counts[j]`, `out[n] = offsets[tiles]`
+/// (the total).
+#[cube(launch_unchecked)]
+pub(super) fn scan_apply_kernel(
+    counts: &Array<u32>,
+    n: usize,
+    tiles: usize,
+    offsets: &Array<u32>,
+    out: &mut Array<u32>,
+) {
+    let mut s = SharedMemory::<u32>::new(SCAN_UNITS);
+    let unit = UNIT_POS as usize;
+    let mut tile = CUBE_POS;
+    while tile < tiles {
+        let start = tile * TILE + unit * PER_UNIT;
+        let mut sum = 0u32;
+        for e in 0..PER_UNIT {
+            let i = start + e;
+            if i < n {
+                sum += counts[i];
+            }
+        }
+        s[unit] = sum;
+        sync_cube();
+        let mut offset = 1usize;
+        while offset < SCAN_UNITS {
+            let mut v = 0u32;
+            if unit >= offset {
+                v = s[unit - offset];
+            }
+            sync_cube();
+            s[unit] += v;
+            sync_cube();
+            offset *= 2;
+        }
+        let mut run = offsets[tile] + s[unit] - sum;
+        for e in 0..PER_UNIT {
+            let i = start + e;
+            if i < n {
+                out[i] = run;
+                run += counts[i];
+            }
+        }
+        sync_cube();
+        tile += CUBE_COUNT;
+    }
+    if ABSOLUTE_POS == 0 {
+        out[n] = offsets[tiles];
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Row kernels
+
+#[cube(launch_unchecked)]
+pub(super) fn diagonal_kernel<V: Float>(
+    row_ptr: &Array<u32>,
+    cols: &Array<u32>,
+    values: &Array<V>,
+    d: &mut Array<V>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let mut v = V::new(0.0);
+        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+            if cols[k] as usize == i {
+                v = values[k];
+            }
+        }
+        d[i] = v;
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn row_abs_sums_kernel<V: Float>(
+    row_ptr: &Array<u32>,
+    values: &Array<V>,
+    d: &mut Array<V>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let mut v = V::new(0.0);
+        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+            v += V::abs(values[k]);
+        }
+        d[i] = v;
+        i += stride;
+    }
+}
+
+/// Whether `aᵢⱼ = v` is a strong connection (`da`, `db`: |aᵢᵢ|, |aⱼⱼ|).
+#[cube]
+pub(super) fn strong<V: Float>(i: usize, j: usize, v: V, di: V, dj: V, theta: V) -> bool {
+    let mut s = i == j;
+    if !s && v != V::new(0.0) {
+        s = V::abs(v) >= theta * V::sqrt(di * dj);
+    }
+    s
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn strength_kernel<V: Float>(
+    row_ptr: &Array<u32>,
+    cols: &Array<u32>,
+    values: &Array<V>,
+    d: &Array<V>,
+    theta: InputScalar,
+    out_ptr: &Array<u32>,
+    out_cols: &mut Array<u32>,
+    out_values: &mut Array<V>,
+    counts: &mut Array<u32>,
+    n: usize,
+    #[comptime] fill: bool,
+) {
+    let theta = theta.get::<V>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let di = V::abs(d[i]);
+        let mut at = 0u32;
+        if fill {
+            at = out_ptr[i];
+        }
+        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+            let j = cols[k] as usize;
+            if strong::<V>(i, j, values[k], di, V::abs(d[j]), theta) {
+                if fill {
+                    out_cols[at as usize] = cols[k];
+                    out_values[at as usize] = values[k];
+                }
+                at += 1;
+            }
+        }
+        if !fill {
+            counts[i] = at;
+        }
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn count_nonpositive_kernel(x: &Array<f64>, flag: &mut Array<u32>, n: usize) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let positive = x[i] > 0.0; // false for NaN too
+        if !positive {
+            flag[0] = 1;
+        }
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn hash_vector_kernel(x: &mut Array<f64>, seed: u32, n: usize) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        x[i] = f64::cast_from(hash32(u32::cast_from(i) + seed)) / 4_294_967_296.0 + 0.5;
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn fill_u32_kernel(x: &mut Array<u32>, value: u32, n: usize) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        x[i] = value;
+        i += stride;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// SpGEMM
+
+/// Row `i` of `A·B` by a merge of the selected rows of `B`: entry `k` of `A`'s row keeps a
+/// cursor into row `A(i, k)` of `B` and the column it shows (`u32::MAX` once the row is used
+/// up). The unit that runs rows `t, t + stride, …` keeps the cursor of its row's `j`-th
+/// entry at `cur[j stride + t]` and its column at `col[j stride + t]`: the units of a plane
+/// walk their rows' cursors in step, so their reads and writes of the slots coalesce. Each
+/// step takes the smallest column shown, sums the products of the cursors on it (in `A`'s
+/// order), advances them and finds the next smallest column in the same pass. `fill`: write
+/// the row at `c_ptr[i]`; else count it. (The nested ifs stay: kernel conditions do not
+/// short-circuit, and `B`'s columns must not be read past a row's end.)
+#[allow(clippy::collapsible_if)]
+#[cube(launch_unchecked)]
+pub(super) fn spgemm_kernel<V: Float>(
+    a_ptr: &Array<u32>,
+    a_cols: &Array<u32>,
+    a_vals: &Array<V>,
+    b_ptr: &Array<u32>,
+    b_cols: &Array<u32>,
+    b_vals: &Array<V>,
+    cur: &mut Array<u32>,
+    col: &mut Array<u32>,
+    c_ptr: &Array<u32>,
+    c_cols: &mut Array<u32>,
+    c_vals: &mut Array<V>,
+    counts: &mut Array<u32>,
+    n: usize,
+    #[comptime] fill: bool,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let t = ABSOLUTE_POS;
+    let mut i = t;
+    while i < n {
+        let s = a_ptr[i] as usize;
+        let e = a_ptr[i + 1] as usize;
+        let mut low = comptime![NONE].runtime();
+        for k in s..e {
+            let j = a_cols[k] as usize;
+            let c = b_ptr[j];
+            let slot = (k - s) * stride + t;
+            cur[slot] = c;
+            let mut v = comptime![NONE].runtime();
+            if c < b_ptr[j + 1] {
+                v = b_cols[c as usize];
+            }
+            col[slot] = v;
+            if v < low {
+                low = v;
+            }
+        }
+        let mut at = 0u32;
+        if fill {
+            at = c_ptr[i];
+        }
+        let mut count = 0u32;
+        while low != NONE {
+            let mut acc = V::new(0.0);
+            let mut next = comptime![NONE].runtime();
+            for k in s..e {
+                let slot = (k - s) * stride + t;
+                let mut v = col[slot];
+                if v == low {
+                    let c = cur[slot];
+                    if fill {
+                        acc += a_vals[k] * b_vals[c as usize];
+                    }
+                    let c = c + 1;
+                    cur[slot] = c;
+                    v = NONE;
+                    if c < b_ptr[a_cols[k] as usize + 1] {
+                        v = b_cols[c as usize];
+                    }
+                    col[slot] = v;
+                }
+                if v < next {
+                    next = v;
+                }
+            }
+            if fill {
+                c_cols[at as usize] = low;
+                c_vals[at as usize] = acc;
+                at += 1;
+            }
+            count += 1;
+            low = next;
+        }
+        if !fill {
+            counts[i] = count;
+        }
+        i += stride;
+    }
+}
+
+/// `counts[i]` = the pieces of `chunk` entries row `i` splits into (`⌈len / chunk⌉`).
+#[allow(clippy::manual_div_ceil)]
+#[cube(launch_unchecked)]
+pub(super) fn split_counts_kernel(
+    a_ptr: &Array<u32>,
+    counts: &mut Array<u32>,
+    n: usize,
+    chunk: u32,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let len = a_ptr[i + 1] - a_ptr[i];
+        counts[i] = (len + chunk - 1) / chunk;
+        i += stride;
+    }
+}
+
+/// The pieces of every row: piece `v = voff[i] + j` of row `i` starts at entry
+/// `a_ptr[i] + j chunk` (`split_ptr[v]`) and is column `v` of the row selector
+/// (`sel_cols[v] = v`); `split_ptr[voff[n]] = a_ptr[n]`.
+#[cube(launch_unchecked)]
+pub(super) fn split_rows_kernel(
+    a_ptr: &Array<u32>,
+    voff: &Array<u32>,
+    split_ptr: &mut Array<u32>,
+    sel_cols: &mut Array<u32>,
+    n: usize,
+    chunk: u32,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let first = voff[i];
+        for j in 0..voff[i + 1] - first {
+            let v = first + j;
+            split_ptr[v as usize] = a_ptr[i] + j * chunk;
+            sel_cols[v as usize] = v;
+        }
+        if i + 1 == n {
+            let last = voff[n] as usize;
+            split_ptr[last] = a_ptr[n];
+        }
+        i += stride;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Transpose
+
+#[cube(launch_unchecked)]
+pub(super) fn column_counts_kernel(
+    row_ptr: &Array<u32>,
+    cols: &Array<u32>,
+    counts: &mut Array<Atomic<u32>>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+            counts[cols[k] as usize].fetch_add(1u32);
+        }
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn transpose_fill_kernel<V: Float>(
+    row_ptr: &Array<u32>,
+    cols: &Array<u32>,
+    values: &Array<V>,
+    t_ptr: &Array<u32>,
+    cursor: &mut Array<Atomic<u32>>,
+    t_cols: &mut Array<u32>,
+    t_vals: &mut Array<V>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+            let c = cols[k] as usize;
+            let dst = t_ptr[c] + cursor[c].fetch_add(1u32);
+            t_cols[dst as usize] = u32::cast_from(i);
+            t_vals[dst as usize] = values[k];
+        }
+        i += stride;
+    }
+}
+
+/// Rows up to this long are sorted by insertion; longer ones by merging sorted runs of
+/// this length.
+pub(super) const SORT_RUN: usize = 32;
+
+/// Insertion sort of `cols[s..e]` (values along).
+#[cube]
+pub(super) fn insertion_sort<V: Float>(
+    cols: &mut Array<u32>,
+    vals: &mut Array<V>,
+    s: usize,
+    e: usize,
+) {
+    for k in s + 1..e {
+        let c = cols[k];
+        let v = vals[k];
+        let mut m = k;
+        // (No short-circuit in kernels: the bound is checked before the read.)
+        loop {
+            if m <= s {
+                break;
+            }
+            if cols[m - 1] <= c {
+                break;
+            }
+            cols[m] = cols[m - 1];
+            vals[m] = vals[m - 1];
+            m -= 1;
+        }
+        cols[m] = c;
+        vals[m] = v;
+    }
+}
+
+/// One merge pass over `[s, e)`: the sorted runs of length `w` of `src` merged in pairs
+/// into `dst` (stable).
+#[allow(clippy::collapsible_if)]
+#[cube]
+pub(super) fn merge_runs<V: Float>(
+    src_c: &Array<u32>,
+    src_v: &Array<V>,
+    dst_c: &mut Array<u32>,
+    dst_v: &mut Array<V>,
+    s: usize,
+    e: usize,
+    w: usize,
+) {
+    let mut lo = s;
+    while lo < e {
+        let mut mid = lo + w;
+        if mid > e {
+            mid = e;
+        }
+        let mut hi = mid + w;
+        if hi > e {
+            hi = e;
+        }
+        let mut p = lo;
+        let mut q = mid;
+        for k in lo..hi {
+            let mut left = false;
+            if q >= hi {
+                left = true;
+            } else {
+                if p < mid {
+                    left = src_c[p] <= src_c[q];
+                }
+            }
+            if left {
+                dst_c[k] = src_c[p];
+                dst_v[k] = src_v[p];
+                p += 1;
+            } else {
+                dst_c[k] = src_c[q];
+                dst_v[k] = src_v[q];
+                q += 1;
+            }
+        }
+        lo = hi;
+    }
+}
+
+/// Sorts each row's (column, value) pairs by column: insertion sort up to [`SORT_RUN`]
+/// entries; above, insertion-sorted runs of [`SORT_RUN`] merged pairwise through `tmp_c`,
+/// `tmp_v` (a slot per entry; `long`: rows can be longer than a run, else unused), so a
+/// long row (a transposed prolongator's) costs `L log L`, not `L²`.
+#[cube(launch_unchecked)]
+pub(super) fn sort_rows_kernel<V: Float>(
+    row_ptr: &Array<u32>,
+    cols: &mut Array<u32>,
+    vals: &mut Array<V>,
+    tmp_c: &mut Array<u32>,
+    tmp_v: &mut Array<V>,
+    n: usize,
+    #[comptime] long: bool,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let run = comptime![SORT_RUN];
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let s = row_ptr[i] as usize;
+        let e = row_ptr[i + 1] as usize;
+        if !long || e - s <= run {
+            insertion_sort::<V>(cols, vals, s, e);
+        } else {
+            let mut c0 = s;
+            while c0 < e {
+                let mut c1 = c0 + run;
+                if c1 > e {
+                    c1 = e;
+                }
+                insertion_sort::<V>(cols, vals, c0, c1);
+                c0 = c1;
+            }
+            let mut w = comptime![SORT_RUN].runtime();
+            let mut in_tmp = false;
+            while w < e - s {
+                if in_tmp {
+                    merge_runs::<V>(tmp_c, tmp_v, cols, vals, s, e, w);
+                } else {
+                    merge_runs::<V>(cols, vals, tmp_c, tmp_v, s, e, w);
+                }
+                in_tmp = !in_tmp;
+                w *= 2;
+            }
+            if in_tmp {
+                for k in s..e {
+                    cols[k] = tmp_c[k];
+                    vals[k] = tmp_v[k];
+                }
+            }
+        }
+        i += stride;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Aggregation
+
+/// `m[i]` = the largest key within distance 1 of `i`; `first`: keys from `state`, else
+/// from `(in_hi, in_lo)`.
+#[cube(launch_unchecked)]
+pub(super) fn spread_kernel(
+    row_ptr: &Array<u32>,
+    cols: &Array<u32>,
+    state: &Array<u32>,
+    in_hi: &Array<u32>,
+    in_lo: &Array<u32>,
+    out_hi: &mut Array<u32>,
+    out_lo: &mut Array<u32>,
+    n: usize,
+    #[comptime] first: bool,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let mut bh = in_hi[i];
+        let mut bl = in_lo[i];
+        if first {
+            bh = key_high(state[i], u32::cast_from(i));
+            bl = u32::cast_from(i);
+        }
+        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+            let j = cols[k];
+            let mut h = in_hi[j as usize];
+            let mut l = in_lo[j as usize];
+            if first {
+                h = key_high(state[j as usize], j);
+                l = j;
+            }
+            if h > bh || (h == bh && l > bl) {
+                bh = h;
+                bl = l;
+            }
+        }
+        out_hi[i] = bh;
+        out_lo[i] = bl;
+        i += stride;
+    }
+}
+
+/// An undecided node whose distance-2 maximum is a root leaves; one that is its own
+/// maximum becomes a root; `left[0] = 1` if any stays undecided.
+#[cube(launch_unchecked)]
+pub(super) fn decide_kernel(
+    state: &mut Array<u32>,
+    m_hi: &Array<u32>,
+    m_lo: &Array<u32>,
+    left: &mut Array<u32>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        if state[i] == 1 {
+            if (m_hi[i] >> 30) == 2 {
+                state[i] = 0;
+            } else if m_lo[i] == u32::cast_from(i) {
+                state[i] = 2;
+            } else {
+                left[0] = 1;
+            }
+        }
+        i += stride;
+    }
+}
+
+/// `flags[i] = 1` where `state[i] == value` (`by_state`) or `agg[i] == NONE`.
+#[cube(launch_unchecked)]
+pub(super) fn flags_kernel(state: &Array<u32>, value: u32, flags: &mut Array<u32>, n: usize) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let mut f = 0u32;
+        if state[i] == value {
+            f = 1;
+        }
+        flags[i] = f;
+        i += stride;
+    }
+}
+
+/// `agg[i] = base + prefix[i]` where `flags[i]`, else (`keep`) as it was or `NONE`.
+#[cube(launch_unchecked)]
+pub(super) fn number_kernel(
+    flags: &Array<u32>,
+    prefix: &Array<u32>,
+    base: u32,
+    agg: &mut Array<u32>,
+    n: usize,
+    #[comptime] keep: bool,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        if flags[i] == 1 {
+            agg[i] = base + prefix[i];
+        } else if !keep {
+            agg[i] = 0xFFFF_FFFFu32;
+        }
+        i += stride;
+    }
+}
+
+/// An unplaced node joins the aggregate of its neighbour of largest key among the roots
+/// (`roots_only`) or the placed nodes.
+#[cube(launch_unchecked)]
+pub(super) fn place_kernel(
+    row_ptr: &Array<u32>,
+    cols: &Array<u32>,
+    state: &Array<u32>,
+    agg_in: &Array<u32>,
+    agg_out: &mut Array<u32>,
+    n: usize,
+    #[comptime] roots_only: bool,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let mine = agg_in[i];
+        if mine != 0xFFFF_FFFFu32 {
+            agg_out[i] = mine;
+        } else {
+            let mut found = false;
+            let mut bh = 0u32;
+            let mut bl = 0u32;
+            let mut best = 0xFFFF_FFFFu32;
+            for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+                let j = cols[k];
+                let placed = agg_in[j as usize];
+                let mut ok = placed != 0xFFFF_FFFFu32;
+                if roots_only && state[j as usize] != 2 {
+                    ok = false;
+                }
+                if ok {
+                    let h = key_high(state[j as usize], j);
+                    if !found || h > bh || (h == bh && j > bl) {
+                        found = true;
+                        bh = h;
+                        bl = j;
+                        best = placed;
+                    }
+                }
+            }
+            agg_out[i] = best;
+        }
+        i += stride;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tentative prolongator
+
+#[cube(launch_unchecked)]
+pub(super) fn member_counts_kernel(agg: &Array<u32>, counts: &mut Array<Atomic<u32>>, n: usize) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        counts[agg[i] as usize].fetch_add(1u32);
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn member_fill_kernel(
+    agg: &Array<u32>,
+    start: &Array<u32>,
+    cursor: &mut Array<Atomic<u32>>,
+    members: &mut Array<u32>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let g = agg[i] as usize;
+        let at = start[g] + cursor[g].fetch_add(1u32);
+        members[at as usize] = u32::cast_from(i);
+        i += stride;
+    }
+}
+
+/// Per aggregate: its members sorted, each member's place in it, and the modified
+/// Gram–Schmidt QR of its rows of `B` (`k` columns): `Q` in `q[start·k ..]` column-major
+/// (`m` rows), `R` in `r[g·k·k ..]` row-major, the kept columns in `kept[g]`.
+#[cube(launch_unchecked)]
+pub(super) fn aggregate_qr_kernel(
+    start: &Array<u32>,
+    members: &mut Array<u32>,
+    local: &mut Array<u32>,
+    b: &Array<f64>,
+    rows: usize,
+    k: usize,
+    q: &mut Array<f64>,
+    r: &mut Array<f64>,
+    kept: &mut Array<u32>,
+    count: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut g = ABSOLUTE_POS;
+    while g < count {
+        let s = start[g] as usize;
+        let e = start[g + 1] as usize;
+        let m = e - s;
+        for t in s + 1..e {
+            let v = members[t];
+            let mut p = t;
+            loop {
+                if p <= s {
+                    break;
+                }
+                if members[p - 1] <= v {
+                    break;
+                }
+                members[p] = members[p - 1];
+                p -= 1;
+            }
+            members[p] = v;
+        }
+        for t in s..e {
+            local[members[t] as usize] = u32::cast_from(t - s);
+        }
+        let base = s * k;
+        let mut nk = 0usize;
+        for c in 0..k {
+            let slot = base + nk * m;
+            let mut norm0 = 0.0f64;
+            for l in 0..m {
+                let v = b[c * rows + members[s + l] as usize];
+                q[slot + l] = v;
+                norm0 += v * v;
+            }
+            norm0 = f64::sqrt(norm0);
+            for p in 0..nk {
+                let qp = base + p * m;
+                let mut coef = 0.0f64;
+                for l in 0..m {
+                    coef += q[qp + l] * q[slot + l];
+                }
+                for l in 0..m {
+                    q[slot + l] -= coef * q[qp + l];
+                }
+                r[g * k * k + p * k + c] = coef;
+            }
+            let mut norm = 0.0f64;
+            for l in 0..m {
+                norm += q[slot + l] * q[slot + l];
+            }
+            norm = f64::sqrt(norm);
+            if norm > 1e-10 * norm0 && norm > 0.0 {
+                r[g * k * k + nk * k + c] = norm;
+                for l in 0..m {
+                    q[slot + l] = q[slot + l] / norm;
+                }
+                nk += 1;
+            }
+        }
+        kept[g] = u32::cast_from(nk);
+        g += stride;
+    }
+}
+
+/// `counts[i] = kept[agg[i]]`.
+#[cube(launch_unchecked)]
+pub(super) fn tentative_counts_kernel(
+    agg: &Array<u32>,
+    kept: &Array<u32>,
+    counts: &mut Array<u32>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        counts[i] = kept[agg[i] as usize];
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn tentative_fill_kernel(
+    agg: &Array<u32>,
+    start: &Array<u32>,
+    local: &Array<u32>,
+    kept: &Array<u32>,
+    offset: &Array<u32>,
+    q: &Array<f64>,
+    k: usize,
+    t_ptr: &Array<u32>,
+    t_cols: &mut Array<u32>,
+    t_vals: &mut Array<f64>,
+    n: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let g = agg[i] as usize;
+        let s = start[g] as usize;
+        let m = start[g + 1] as usize - s;
+        let at = t_ptr[i] as usize;
+        for p in 0..kept[g] as usize {
+            t_cols[at + p] = offset[g] + u32::cast_from(p);
+            t_vals[at + p] = q[s * k + p * m + local[i] as usize];
+        }
+        i += stride;
+    }
+}
+
+#[cube(launch_unchecked)]
+pub(super) fn coarse_near_null_kernel(
+    kept: &Array<u32>,
+    offset: &Array<u32>,
+    r: &Array<f64>,
+    k: usize,
+    nc: usize,
+    bc: &mut Array<f64>,
+    count: usize,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut g = ABSOLUTE_POS;
+    while g < count {
+        let o = offset[g] as usize;
+        for p in 0..kept[g] as usize {
+            for c in 0..k {
+                bc[c * nc + o + p] = r[g * k * k + p * k + c];
+            }
+        }
+        g += stride;
+    }
+}
+
+/// `P(i, :) = −ω/dᵢ (A T)(i, :) + T(i, :)` in place on the pattern of `A T`.
+#[cube(launch_unchecked)]
+pub(super) fn smooth_kernel(
+    p_ptr: &Array<u32>,
+    p_cols: &Array<u32>,
+    p_vals: &mut Array<f64>,
+    t_ptr: &Array<u32>,
+    t_cols: &Array<u32>,
+    t_vals: &Array<f64>,
+    d: &Array<f64>,
+    omega: InputScalar,
+    n: usize,
+) {
+    let omega = omega.get::<f64>();
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        let s = -omega / d[i];
+        let ps = p_ptr[i] as usize;
+        let pe = p_ptr[i + 1] as usize;
+        for k in ps..pe {
+            p_vals[k] = p_vals[k] * s;
+        }
+        for t in t_ptr[i] as usize..t_ptr[i + 1] as usize {
+            let c = t_cols[t];
+            for k in ps..pe {
+                if p_cols[k] == c {
+                    p_vals[k] += t_vals[t];
+                }
+            }
+        }
+        i += stride;
+    }
+}
