@@ -73,7 +73,8 @@ pub enum TracePreconditioner {
     /// [`amg`](TracePreconditioner::amg) when the trace system has at least
     /// [`TRACE_AMG_MIN_DOFS`] unknowns (and the backend has f64, which AMG's setup needs),
     /// [`BlockJacobi`](TracePreconditioner::BlockJacobi) otherwise: whichever was faster
-    /// there (the default).
+    /// there (the default). Block-Jacobi also when AMG's setup does not fit the device's
+    /// memory ([`Error::ResourceLimit`](crate::Error::ResourceLimit)).
     #[default]
     Auto,
     /// Block-Jacobi on the edge blocks (their inverses by the batched LU).

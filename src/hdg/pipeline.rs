@@ -340,6 +340,7 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
         let jacobi = || BlockJacobi::<B, S>::from_blocks(&system.diagonal);
         let mut amg_info = None;
         // Auto: AMG where it was faster, and where the backend has the f64 its setup needs.
+        let auto = params.preconditioner == TracePreconditioner::Auto;
         let preconditioner = match params.preconditioner {
             TracePreconditioner::Auto if !self.backend.supports(crate::DType::F64) => {
                 TracePreconditioner::BlockJacobi
@@ -380,8 +381,6 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                 cycle,
                 max_coarse,
             } => {
-                // K as CSR in f64 for the setup, made on the device (freed after it).
-                let k = crate::sparse::algebra::block_ell_to_csr(&system.k)?;
                 let params = AmgParams {
                     theta,
                     smoother,
@@ -390,16 +389,32 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                     near_null: vec![trace_constants(n, system.k.block_size())],
                     ..AmgParams::default()
                 };
-                // The finest level applies K as it is (block-ELL), no second copy.
-                let amg = Amg::<B, S>::from_device_with_operator(k, &system.k, &params)?;
-                amg_info = Some(amg.info().clone());
-                pcg(
-                    &system.k,
-                    Some(&amg as &dyn Preconditioner<B, S>),
-                    &system.rhs,
-                    &mut lambda,
-                    &solver,
-                )?
+                // K as CSR in f64 for the setup, made on the device (freed after it); the
+                // finest level applies K as it is (block-ELL), no second copy.
+                let setup = crate::sparse::algebra::block_ell_to_csr(&system.k)
+                    .and_then(|k| Amg::<B, S>::from_device_with_operator(k, &system.k, &params));
+                match setup {
+                    Ok(amg) => {
+                        amg_info = Some(amg.info().clone());
+                        pcg(
+                            &system.k,
+                            Some(&amg as &dyn Preconditioner<B, S>),
+                            &system.rhs,
+                            &mut lambda,
+                            &solver,
+                        )?
+                    }
+                    // Auto's AMG does not fit the device: block-Jacobi, which needs no more
+                    // than K (asked for by name, AMG's error is the caller's).
+                    Err(Error::ResourceLimit { .. }) if auto => pcg(
+                        &system.k,
+                        Some(&jacobi()? as &dyn Preconditioner<B, S>),
+                        &system.rhs,
+                        &mut lambda,
+                        &solver,
+                    )?,
+                    Err(e) => return Err(e),
+                }
             }
         };
         Ok(TraceSolution {
