@@ -164,3 +164,28 @@ impl TraceSolverParams {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_resolves_at_the_threshold() {
+        let auto = TracePreconditioner::Auto;
+        assert_eq!(
+            auto.resolve(TRACE_AMG_MIN_DOFS - 1),
+            TracePreconditioner::BlockJacobi
+        );
+        assert_eq!(auto.resolve(TRACE_AMG_MIN_DOFS), TracePreconditioner::amg());
+        let cheb = TracePreconditioner::Chebyshev { degree: 4 };
+        assert_eq!(cheb.resolve(10 * TRACE_AMG_MIN_DOFS), cheb);
+        assert_eq!(
+            TracePreconditioner::BlockJacobi.resolve(usize::MAX),
+            TracePreconditioner::BlockJacobi
+        );
+        assert_eq!(
+            TraceSolverParams::for_precision::<f64>().preconditioner,
+            auto
+        );
+    }
+}

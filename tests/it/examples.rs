@@ -454,6 +454,17 @@ fn amg_json_and_bad_input() {
     assert_eq!(h["converged"], true, "{h}");
     assert!(number(&h["amg"], "levels") >= 2.0, "{h}");
     assert!(number(&h, "iterations") <= 60.0, "{h}");
+    assert_eq!(h["precond"], "amg", "{h}");
+    // The default, auto: block-Jacobi below 32,768 trace unknowns, AMG from there.
+    for (mesh, used) in [("square:12", "blockjacobi"), ("square:64", "amg")] {
+        let d = json(&run("hdg_poisson", &["--mesh", mesh, "--json"]));
+        assert_eq!(d["precond_requested"], "auto", "{d}");
+        assert_eq!(d["precond"], used, "{mesh}: {d}");
+        assert_eq!(d["amg"].is_null(), used != "amg", "{d}");
+        assert_eq!(d["converged"], true, "{d}");
+        let big = number(&d, "dofs") >= galerkin::hdg::TRACE_AMG_MIN_DOFS as f64;
+        assert_eq!(big, used == "amg", "{mesh}: {} trace unknowns", d["dofs"]);
+    }
 
     // A zero diagonal, a bad θ, a zero degree.
     let dir = std::env::temp_dir().join(format!("galerkin-amg-{}", std::process::id()));
