@@ -347,15 +347,12 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
             }
             other => other.resolve(n),
         };
+        let mut run = |pre: &dyn Preconditioner<B, S>| {
+            pcg(&system.k, Some(pre), &system.rhs, &mut lambda, &solver)
+        };
         let report = match preconditioner {
             TracePreconditioner::Auto => unreachable!("resolved above"),
-            TracePreconditioner::BlockJacobi => pcg(
-                &system.k,
-                Some(&jacobi()? as &dyn Preconditioner<B, S>),
-                &system.rhs,
-                &mut lambda,
-                &solver,
-            )?,
+            TracePreconditioner::BlockJacobi => run(&jacobi()?)?,
             TracePreconditioner::Chebyshev { degree } => {
                 let jacobi = jacobi()?;
                 let cheb = Chebyshev::with_preconditioner(
@@ -367,13 +364,7 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                         ..ChebyshevParams::default()
                     },
                 )?;
-                pcg(
-                    &system.k,
-                    Some(&cheb as &dyn Preconditioner<B, S>),
-                    &system.rhs,
-                    &mut lambda,
-                    &solver,
-                )?
+                run(&cheb)?
             }
             TracePreconditioner::Amg {
                 theta,
@@ -396,23 +387,11 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                 match setup {
                     Ok(amg) => {
                         amg_info = Some(amg.info().clone());
-                        pcg(
-                            &system.k,
-                            Some(&amg as &dyn Preconditioner<B, S>),
-                            &system.rhs,
-                            &mut lambda,
-                            &solver,
-                        )?
+                        run(&amg)?
                     }
                     // Auto's AMG does not fit the device: block-Jacobi, which needs no more
                     // than K (asked for by name, AMG's error is the caller's).
-                    Err(Error::ResourceLimit { .. }) if auto => pcg(
-                        &system.k,
-                        Some(&jacobi()? as &dyn Preconditioner<B, S>),
-                        &system.rhs,
-                        &mut lambda,
-                        &solver,
-                    )?,
+                    Err(Error::ResourceLimit { .. }) if auto => run(&jacobi()?)?,
                     Err(e) => return Err(e),
                 }
             }

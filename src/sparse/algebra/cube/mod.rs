@@ -386,61 +386,46 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
         let dummy_u2 = self.alloc::<u32>(1)?;
         let dummy_v = self.alloc::<V>(1)?;
 
-        self.launch::<V>(false, || {
-            // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cur and
-            // col have a slot per unit for each entry of the longest row of A, counts one
-            // per row.
-            unsafe {
-                spgemm_kernel::launch_unchecked::<V, R>(
-                    self.client(),
-                    count.clone(),
-                    dim,
-                    a.row_ptr.arg(),
-                    a.col_idx.arg(),
-                    a.values.arg(),
-                    b.row_ptr.arg(),
-                    b.col_idx.arg(),
-                    b.values.arg(),
-                    cur.arg(),
-                    col.arg(),
-                    dummy_u.arg(),
-                    dummy_u2.arg(),
-                    dummy_v.arg(),
-                    counts.arg(),
-                    n,
-                    false,
-                )
-            }
-        })?;
+        // The symbolic pass (counts) and the numeric one (fill at c_ptr), one kernel.
+        let pass = |c_ptr: &CubeBuffer<u32>,
+                    cols: &CubeBuffer<u32>,
+                    vals: &CubeBuffer<V>,
+                    counts: &CubeBuffer<u32>,
+                    fill: bool| {
+            self.launch::<V>(fill, || {
+                // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cur
+                // and col have a slot per unit for each entry of the longest row of A,
+                // counts one per row; with `fill`, c_ptr offsets each row's count, which
+                // the numeric pass reproduces.
+                unsafe {
+                    spgemm_kernel::launch_unchecked::<V, R>(
+                        self.client(),
+                        count.clone(),
+                        dim,
+                        a.row_ptr.arg(),
+                        a.col_idx.arg(),
+                        a.values.arg(),
+                        b.row_ptr.arg(),
+                        b.col_idx.arg(),
+                        b.values.arg(),
+                        cur.arg(),
+                        col.arg(),
+                        c_ptr.arg(),
+                        cols.arg(),
+                        vals.arg(),
+                        counts.arg(),
+                        n,
+                        fill,
+                    )
+                }
+            })
+        };
+        pass(&dummy_u, &dummy_u2, &dummy_v, &counts, false)?;
         let (c_ptr, nnz, stats) = self.exclusive_scan(&counts, n, b.ncols, "the product")?;
         drop(counts);
         let cols = self.alloc_uninit::<u32>(nnz)?;
         let vals = self.alloc_uninit::<V>(nnz)?;
-        self.launch::<V>(true, || {
-            // SAFETY: as above; c_ptr offsets each row's count, which the numeric pass
-            // reproduces.
-            unsafe {
-                spgemm_kernel::launch_unchecked::<V, R>(
-                    self.client(),
-                    count,
-                    dim,
-                    a.row_ptr.arg(),
-                    a.col_idx.arg(),
-                    a.values.arg(),
-                    b.row_ptr.arg(),
-                    b.col_idx.arg(),
-                    b.values.arg(),
-                    cur.arg(),
-                    col.arg(),
-                    c_ptr.arg(),
-                    cols.arg(),
-                    vals.arg(),
-                    dummy_u2.arg(),
-                    n,
-                    true,
-                )
-            }
-        })?;
+        pass(&c_ptr, &cols, &vals, &dummy_u2, true)?;
         Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
     }
 
