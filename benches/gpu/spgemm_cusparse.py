@@ -13,23 +13,13 @@ import cupy as cp
 import cupyx.scipy.sparse as cpsp
 import numpy as np
 
+from spmv_cusparse import median_us  # CUDA-event timing, same directory
+
 REPS = 5
 
 
 def median_ms(f, reps=REPS, warmup=1):
-    for _ in range(warmup):
-        f()
-    cp.cuda.Device().synchronize()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(reps):
-        start.record()
-        f()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    times.sort()
-    return times[len(times) // 2]
+    return median_us(f, reps=reps, warmup=warmup) / 1e3
 
 
 def load(base):
