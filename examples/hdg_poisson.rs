@@ -19,17 +19,15 @@
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
-use galerkin::expr::Expr;
 use galerkin::hdg::{
-    Exact, Hdg, HdgParams, L2Errors, Problem, StageTimes, TracePreconditioner, TraceSolverParams,
+    ExpressionProblem, Expressions, Hdg, HdgParams, L2Errors, MeshSpec, StageTimes,
+    TracePreconditioner, TraceSolverParams,
 };
 use galerkin::mesh::tri::{Diagonal, TriMesh};
-use galerkin::mesh::CellKind;
 use galerkin::solver::Progress;
 use galerkin::{BackendTask, Error, FullBackend, Result, Scalar};
 
@@ -158,167 +156,30 @@ fn bad(name: &'static str, reason: String) -> Error {
     }
 }
 
-/// Parses `text` for `option` in the given variables.
-fn parse(option: &'static str, text: &str, variables: &[&str]) -> Result<Expr> {
-    Expr::parse(text, variables).map_err(|e| {
-        let shown: String = text.chars().take(60).collect();
-        let more = if text.chars().count() > 60 { "..." } else { "" };
-        bad(option, format!("cannot parse \"{shown}{more}\": {e}"))
-    })
-}
-
-/// A scalar function of the point, owned.
-type BoxedField = Box<dyn Fn(f64, f64) -> f64 + Sync>;
-/// A flux `(x, y, n) ↦ ∇u·n`, owned.
-type BoxedFlux = Box<dyn Fn(f64, f64, [f64; 2]) -> f64 + Sync>;
-
-/// The problem's functions, checked finite at every mesh point.
-struct Functions {
-    rhs: BoxedField,
-    dirichlet: BoxedField,
-    flux: Option<BoxedFlux>,
-    /// The exact solution: value, gradient and Laplacian by forward differentiation.
-    exact: Option<Arc<Expr>>,
-}
-
-fn functions(args: &Args, mesh: &TriMesh) -> Result<Functions> {
-    const XY: &[&str] = &["x", "y"];
-    let default_exact = args.rhs.is_none() && args.exact.is_none();
-    let exact = match (&args.exact, default_exact) {
-        (Some(e), _) => Some(Arc::new(parse("--exact", e, XY)?)),
-        (None, true) => Some(Arc::new(parse("--exact", "sin(pi*x)*sin(pi*y)", XY)?)),
-        (None, false) => None,
-    };
-    let lambda = args.lambda;
-    let rhs: BoxedField = match (&args.rhs, &exact) {
-        (Some(t), _) => {
-            let e = parse("--rhs", t, XY)?;
-            Box::new(move |x, y| e.eval(&[x, y]))
-        }
-        (None, Some(u)) => {
-            let u = Arc::clone(u);
-            Box::new(move |x, y| {
-                let j = u.eval_jet(&[x, y]);
-                -j.laplacian() + lambda * j.value
-            })
-        }
-        (None, None) => return Err(bad("--rhs", "give --rhs or --exact".into())),
-    };
-    let dirichlet: BoxedField = match (&args.dirichlet, &exact) {
-        (Some(t), _) => {
-            let e = parse("--dirichlet", t, XY)?;
-            Box::new(move |x, y| e.eval(&[x, y]))
-        }
-        (None, Some(u)) => {
-            let u = Arc::clone(u);
-            Box::new(move |x, y| u.eval(&[x, y]))
-        }
-        (None, None) => Box::new(|_, _| 0.0),
-    };
-    let flux: Option<BoxedFlux> = match (&args.flux, &exact) {
-        (Some(t), _) => {
-            let e = parse("--flux", t, &["x", "y", "nx", "ny"])?;
-            Some(Box::new(move |x, y, n: [f64; 2]| {
-                e.eval(&[x, y, n[0], n[1]])
-            }))
-        }
-        (None, Some(u)) => {
-            let u = Arc::clone(u);
-            Some(Box::new(move |x, y, n: [f64; 2]| {
-                let g = u.eval_jet(&[x, y]).gradient;
-                g[0] * n[0] + g[1] * n[1]
-            }))
-        }
-        (None, None) if !args.neumann.is_empty() => {
-            return Err(bad("--flux", "Neumann edges need --flux or --exact".into()))
-        }
-        (None, None) => None,
-    };
-    // Every function finite at every mesh point, the exact solution (and its gradient, for
-    // the errors) too, even where --rhs and --dirichlet are given.
-    for p in &mesh.points {
-        let (x, y) = (p[0], p[1]);
-        let mut values = vec![("--rhs", rhs(x, y)), ("--dirichlet", dirichlet(x, y))];
-        if let Some(u) = &exact {
-            let j = u.eval_jet(&[x, y]);
-            values.extend([
-                ("--exact", j.value),
-                ("--exact (its gradient)", j.gradient[0] + j.gradient[1]),
-            ]);
-        }
-        for (name, v) in values {
-            if !v.is_finite() {
-                return Err(bad(
-                    name,
-                    format!("the expression is {v} at the mesh point ({x}, {y})"),
-                ));
-            }
-        }
-    }
-    Ok(Functions {
-        rhs,
-        dirichlet,
-        flux,
-        exact,
-    })
-}
-
-/// Refuses a run whose host memory, estimated from the triangles and the degree, exceeds
-/// what is available: about `1200 + 60 n_p²` bytes per triangle (`n_p` the element's
-/// unknowns), measured on the CPU backend (P = 1, 3, 6 on 80,000 triangles: 1.45, 6.9 and
-/// 33 kB per triangle).
-fn check_memory(args: &Args, triangles: u64) -> Result<()> {
-    let p = args.degree as u64;
-    let np = p.saturating_add(1).saturating_mul(p.saturating_add(2)) / 2;
-    galerkin::limits::check_host_items(
-        format_args!(
-            "the HDG solve of degree {} on {triangles} triangles (estimated)",
-            args.degree
-        ),
-        triangles,
-        np.saturating_mul(np)
-            .saturating_mul(60)
-            .saturating_add(1200),
-    )
-}
-
 fn mesh(args: &Args) -> Result<TriMesh> {
-    let diagonal = match args.diagonal {
-        DiagonalArg::Up => Diagonal::Up,
-        DiagonalArg::Down => Diagonal::Down,
-        DiagonalArg::Alternating => Diagonal::Alternating,
-    };
-    let generated = |spec: &str, perturbation: f64| -> Result<TriMesh> {
-        let n = spec.parse::<usize>().map_err(|_| {
-            bad(
-                "--mesh",
-                format!("{:?}: N must be a positive integer", args.mesh),
-            )
-        })?;
-        check_memory(args, 2u64.saturating_mul(n as u64).saturating_mul(n as u64))?;
-        TriMesh::unit_square(n, diagonal, perturbation, args.seed)
-    };
-    if let Some(n) = args.mesh.strip_prefix("square:") {
-        generated(n, 0.0)
-    } else if let Some(n) = args.mesh.strip_prefix("perturbed:") {
-        generated(n, 0.2)
-    } else {
-        let gmsh = galerkin::mesh::gmsh::read(&args.mesh)?;
-        check_memory(args, gmsh.num_cells(CellKind::Tri3) as u64)?;
-        match args.untagged_as {
-            Some(tag) => TriMesh::from_gmsh_with_default_tag(&gmsh, tag),
-            None => TriMesh::from_gmsh(&gmsh).map_err(|e| match e {
-                Error::InvalidArgument { reason, .. } if reason.contains("no physical tag") => bad(
-                    "--mesh",
-                    format!(
-                        "{}: {reason}; --untagged-as TAG gives such lines a tag",
-                        args.mesh
-                    ),
-                ),
-                e => e,
-            }),
-        }
+    MeshSpec {
+        spec: &args.mesh,
+        diagonal: match args.diagonal {
+            DiagonalArg::Up => Diagonal::Up,
+            DiagonalArg::Down => Diagonal::Down,
+            DiagonalArg::Alternating => Diagonal::Alternating,
+        },
+        seed: args.seed,
+        untagged_as: args.untagged_as,
     }
+    .build(args.degree)
+}
+
+fn functions(args: &Args, mesh: &TriMesh) -> Result<ExpressionProblem> {
+    let expressions = Expressions {
+        rhs: args.rhs.as_deref(),
+        dirichlet: args.dirichlet.as_deref(),
+        exact: args.exact.as_deref(),
+        flux: args.flux.as_deref(),
+        lambda: args.lambda,
+        neumann: !args.neumann.is_empty(),
+    };
+    ExpressionProblem::new(&expressions, mesh)
 }
 
 /// What a run reports.
@@ -340,7 +201,7 @@ struct Outcome {
 struct Task<'a> {
     args: &'a Args,
     mesh: &'a TriMesh,
-    functions: &'a Functions,
+    functions: &'a ExpressionProblem,
 }
 
 /// A spinner on stderr for a stage (only when stderr is a terminal and the table is wanted).
@@ -423,12 +284,7 @@ fn run<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<O
             };
         }
     }
-    let f = task.functions;
-    let problem = Problem {
-        rhs: &*f.rhs,
-        dirichlet: &*f.dirichlet,
-        flux: f.flux.as_deref(),
-    };
+    let problem = task.functions.problem();
     // A spinner for each stage but the solve, which shows the PCG's own progress bar.
     let mut bar: Option<indicatif::ProgressBar> = None;
     let mut observe = |name: &'static str, done: bool| {
@@ -441,25 +297,7 @@ fn run<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<O
     };
     let solution = hdg.run_observed(&problem, &solver, !args.no_post_process, &mut observe)?;
     let (fields, trace, times) = (solution.fields, solution.trace, solution.times);
-    let errors = match &f.exact {
-        Some(u) => {
-            let ue = |x: f64, y: f64| u.eval(&[x, y]);
-            let ge = |x: f64, y: f64| u.eval_jet(&[x, y]).gradient;
-            let e = hdg.errors(&fields, &Exact { u: &ue, grad: &ge })?;
-            if !(e.u.is_finite() && e.q.is_finite() && e.u_star.is_none_or(f64::is_finite)) {
-                return Err(bad(
-                    "--exact",
-                    format!(
-                        "the L2 errors are not finite (u: {}, q: {}): the exact solution or its \
-                         gradient is not finite at some quadrature point",
-                        e.u, e.q
-                    ),
-                ));
-            }
-            Some(e)
-        }
-        None => None,
-    };
+    let errors = task.functions.errors(&hdg, &fields)?;
     if let Some(path) = &args.write_trace {
         let local = hdg.local_solvers()?;
         let load = hdg.load(&local, &problem)?;

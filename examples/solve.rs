@@ -22,14 +22,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
-use galerkin::solver::{
-    bicgstab, cg, fgmres, gmres, iterative_refinement, mixed_solve, pcg, Amg, AmgInfo, BlockJacobi,
-    Chebyshev, ChebyshevParams, Identity, InnerSolver, Jacobi, LinearOperator, MixedOuter,
-    MixedParams, MixedPrecision, Preconditioner, RefinementParams, SolveReport, SolverParams,
-    Stopping,
+use galerkin::solver::driver::{
+    solve_system, AmgPrecision, Method, PrecondKind, SolveOptions, SolvePrecision, SystemSolution,
 };
-use galerkin::sparse::{Csr, Format, FormatOptions, SparseMatrix};
-use galerkin::{Backend, BackendTask, Cpu, DType, Element, FullBackend, Result, Scalar, Vector};
+use galerkin::sparse::Csr;
+use galerkin::{BackendTask, Cpu, FullBackend, Result, Vector};
 
 #[path = "common/mod.rs"]
 mod common;
@@ -170,205 +167,14 @@ fn under_mpirun() -> bool {
 
 struct Task<'a> {
     args: &'a Args,
+    options: &'a SolveOptions,
     a: &'a Csr<Cpu, f64>,
     b: &'a [f64],
 }
 
-/// The operator on the device with values `V`.
-fn operator<B: Backend, V: Element>(
-    b: &B,
-    a: &Csr<Cpu, f64>,
-    format: Option<Format>,
-) -> Result<SparseMatrix<B, V>> {
-    let a: Csr<Cpu, V> = a.convert();
-    match format {
-        None => {
-            let (m, choice) = SparseMatrix::auto(b, &a)?;
-            say!("format: {choice}");
-            Ok(m)
-        }
-        Some(f) => {
-            say!("format: {f} (requested)");
-            SparseMatrix::from_csr(b, &a, f, &FormatOptions::default())
-        }
-    }
-}
-
-/// A preconditioner, what its setup built and cost, and whether the solver must be flexible.
-struct Built<'a, B: Backend, P: Scalar> {
-    m: Box<dyn Preconditioner<B, P> + 'a>,
-    amg: Option<AmgInfo>,
-    /// An f32 hierarchy inside a solve in another precision: not exactly symmetric.
-    flexible: bool,
-    setup_s: f64,
-}
-
-/// What a solve returns to `main`.
-struct Outcome {
-    x: Vec<f64>,
-    report: SolveReport,
-    amg: Option<AmgInfo>,
-    setup_s: f64,
-    /// `common::memory_bytes` after the run.
-    memory_bytes: Option<u64>,
-}
-
-/// A preconditioner in precision `P` for the host matrix.
-fn preconditioner<'a, B: Backend, P: Scalar>(
-    b: &B,
-    args: &Args,
-    a: &Csr<Cpu, f64>,
-    op: &'a dyn LinearOperator<B, P>,
-) -> Result<Built<'a, B, P>> {
-    let t0 = Instant::now();
-    let mut amg = None;
-    let mut flexible = false;
-    let m: Box<dyn Preconditioner<B, P> + 'a> = match args.precond {
-        PrecondArg::Amg => {
-            let params = args.amg.params(0.0, a.nrows())?;
-            if args.amg.amg_precision == AmgPrecisionArg::F32 && P::DTYPE != DType::F32 {
-                let h = Amg::<B, f32>::new(b, a, &params)?;
-                amg = Some(h.info().clone());
-                flexible = true;
-                Box::new(MixedPrecision::new(h))
-            } else {
-                // The finest level is the solver's operator: no second copy of A.
-                let h = Amg::<B, P>::with_operator(b, a, op, &params)?;
-                amg = Some(h.info().clone());
-                Box::new(h)
-            }
-        }
-        PrecondArg::Jacobi => Box::new(Jacobi::<B, P>::new(b, a)?),
-        PrecondArg::BlockJacobi => Box::new(BlockJacobi::<B, P>::new(b, a, args.block_size)?),
-        PrecondArg::Chebyshev => Box::new(Chebyshev::new(
-            b,
-            op,
-            &a.diagonal(),
-            ChebyshevParams::default(),
-        )?),
-        PrecondArg::None => Box::new(Identity::new(a.nrows())),
-    };
-    if let Some(info) = &amg {
-        common::amg_table(info);
-    }
-    Ok(Built {
-        m,
-        amg,
-        flexible,
-        setup_s: t0.elapsed().as_secs_f64(),
-    })
-}
-
-fn params(args: &Args, flexible: bool) -> SolverParams<'static> {
-    SolverParams {
-        stop: Stopping::new(args.tol, args.max_iter),
-        restart: args.restart,
-        flexible,
-        ..SolverParams::default()
-    }
-}
-
-fn run_solver<B: Backend, S: Scalar>(
-    args: &Args,
-    op: &dyn LinearOperator<B, S>,
-    m: &dyn Preconditioner<B, S>,
-    flexible: bool,
-    bv: &Vector<B, S>,
-    x: &mut Vector<B, S>,
-) -> Result<SolveReport> {
-    let params = params(args, flexible);
-    let with_m = (args.precond != PrecondArg::None).then_some(m);
-    match args.solver {
-        SolverArg::Cg if args.precond == PrecondArg::None => cg(op, bv, x, &params),
-        SolverArg::Cg | SolverArg::Pcg | SolverArg::Refine => pcg(op, with_m, bv, x, &params),
-        SolverArg::Bicgstab => bicgstab(op, with_m, bv, x, &params),
-        SolverArg::Gmres => gmres(op, with_m, bv, x, &params),
-        SolverArg::Fgmres => fgmres(op, with_m, bv, x, &params),
-    }
-}
-
-/// The solve in precision `S` throughout (f32 or f64).
-fn solve<B: Backend, S: Scalar>(b: &B, t: &Task<'_>) -> Result<Outcome> {
-    let op = operator::<B, S>(b, t.a, t.args.format.format())?;
-    if t.args.warmup && t.args.precond == PrecondArg::Amg {
-        drop(preconditioner::<B, S>(b, t.args, t.a, &op)?);
-    }
-    let built = preconditioner::<B, S>(b, t.args, t.a, &op)?;
-    let m = &built.m;
-    let bv = Vector::from_slice(b, &t.b.iter().map(|&v| S::from_f64(v)).collect::<Vec<_>>())?;
-    let mut x = Vector::zeros(b, t.a.ncols())?;
-    if t.args.warmup {
-        run_solver(
-            t.args,
-            &op,
-            m.as_ref(),
-            built.flexible,
-            &bv,
-            &mut Vector::zeros(b, t.a.ncols())?,
-        )?;
-    }
-    let report = run_solver(t.args, &op, m.as_ref(), built.flexible, &bv, &mut x)?;
-    Ok(Outcome {
-        x: x.to_vec()?.iter().map(|v| v.as_f64()).collect(),
-        report,
-        amg: built.amg,
-        setup_s: built.setup_s,
-        memory_bytes: None,
-    })
-}
-
-/// The f64 system solved to `--tol` with the work in f32 (see the header).
-fn solve_mixed<B: Backend>(b: &B, t: &Task<'_>) -> Result<Outcome> {
-    let bv = Vector::from_slice(b, t.b)?;
-    let mut x = Vector::<B, f64>::zeros(b, t.a.ncols())?;
-    let op64 = operator::<B, f64>(b, t.a, t.args.format.format())?;
-    let op32 = operator::<B, f32>(b, t.a, t.args.format.format())?;
-    let built = preconditioner::<B, f32>(b, t.args, t.a, &op32)?;
-    let m32 = (t.args.precond != PrecondArg::None).then_some(built.m.as_ref());
-    let report = if t.args.solver == SolverArg::Refine {
-        let refinement = RefinementParams {
-            stop: Stopping::new(t.args.tol, t.args.max_iter),
-            inner_stop: Stopping::new(t.args.inner_tol, t.args.inner_max_iter),
-        };
-        iterative_refinement(&op64, &op32, m32, &bv, &mut x, &refinement)?
-    } else {
-        let spd = matches!(t.args.solver, SolverArg::Cg | SolverArg::Pcg);
-        let mixed = MixedParams {
-            outer: if spd {
-                MixedOuter::FlexibleCg
-            } else {
-                MixedOuter::Fgmres
-            },
-            inner: if spd {
-                InnerSolver::Cg
-            } else {
-                InnerSolver::Gmres
-            },
-            inner_stop: Stopping::new(t.args.inner_tol, t.args.inner_max_iter),
-            inner_restart: t.args.restart,
-        };
-        mixed_solve(
-            &op64,
-            &op32,
-            m32,
-            &bv,
-            &mut x,
-            &params(t.args, true),
-            &mixed,
-        )?
-    };
-    Ok(Outcome {
-        x: x.to_vec()?,
-        report,
-        amg: built.amg.clone(),
-        setup_s: built.setup_s,
-        memory_bytes: None,
-    })
-}
-
 impl BackendTask for Task<'_> {
-    type Output = Outcome;
-    fn run<B: FullBackend>(self, b: B) -> Result<Outcome> {
+    type Output = (SystemSolution, Option<u64>);
+    fn run<B: FullBackend>(self, b: B) -> Result<Self::Output> {
         let b = match self.args.buffer_limit {
             Some(bytes) => b.with_buffer_limit(bytes)?,
             None => b,
@@ -383,113 +189,59 @@ impl BackendTask for Task<'_> {
                 b.info().max_buffer_bytes
             );
         }
-        let outcome = match (self.args.precision, self.args.solver) {
-            (PrecisionArg::F32, _) => solve::<B, f32>(&b, &self),
-            (PrecisionArg::Mixed, _) | (_, SolverArg::Refine) => solve_mixed(&b, &self),
-            (PrecisionArg::F64, _) => solve::<B, f64>(&b, &self),
-        };
-        outcome.map(|o| Outcome {
-            memory_bytes: common::memory_bytes(&b),
-            ..o
-        })
+        let solution = solve_system(&b, self.a, self.b, self.options)?;
+        Ok((solution, common::memory_bytes(&b)))
     }
 }
 
-/// `‖b − A x‖ / ‖b‖` of the f64 system, on the host.
-fn relative_residual(a: &Csr<Cpu, f64>, b: &[f64], x: &[f64]) -> Result<f64> {
-    let cpu = Cpu::new();
-    let mut r = Vector::from_slice(&cpu, b)?;
-    a.spmv(-1.0, &Vector::from_slice(&cpu, x)?, 1.0, &mut r)?;
-    // Scaled norms (the CPU backend's nrm2): no overflow or underflow on the way.
-    let bnorm = Vector::from_slice(&cpu, b)?.nrm2()?;
-    Ok(r.nrm2()? / if bnorm > 0.0 { bnorm } else { 1.0 })
-}
-
-/// The arguments no solve can run with: bad tolerances and counts, a solver that
-/// `--precision mixed` does not have.
-fn check_args(args: &Args) -> Result<()> {
-    common::check_tolerance("--tol", args.tol)?;
-    common::check_tolerance("--inner-tol", args.inner_tol)?;
-    common::check_positive("--max-iter", args.max_iter)?;
-    common::check_positive("--inner-max-iter", args.inner_max_iter)?;
-    common::check_positive("--restart", args.restart)?;
-    common::check_positive("--block-size", args.block_size)?;
-    args.amg.params(0.0, 0)?;
-    if args.precision == PrecisionArg::Mixed && args.solver == SolverArg::Bicgstab {
-        return Err(galerkin::Error::InvalidArgument {
-            op: "command line",
-            name: "--solver",
-            reason: "--precision mixed has no BiCGStab: it runs flexible CG (cg, pcg), FGMRES \
-                     around f32 GMRES (gmres, fgmres) or iterative refinement (refine)"
-                .into(),
-        });
-    }
-    Ok(())
-}
-
-/// A right-hand side every solver can take: finite entries (b = A·1 of a matrix with huge
-/// values may overflow) and a finite norm.
-fn check_rhs(args: &Args, b: &[f64]) -> Result<()> {
-    let what = if args.rhs.is_some() {
-        "--rhs"
-    } else {
-        "b = A·1"
-    };
-    let refuse = |reason: String| galerkin::Error::InvalidArgument {
-        op: "solve",
-        name: "b",
-        reason,
-    };
-    if let Some((i, v)) = b.iter().enumerate().find(|(_, v)| !v.is_finite()) {
-        return Err(refuse(format!("{what}: b[{}] (1-based) is {v}", i + 1)));
-    }
-    let norm = Vector::from_slice(&Cpu::new(), b)?.nrm2()?;
-    if !norm.is_finite() {
-        return Err(refuse(format!(
-            "{what}: ‖b‖₂ overflows f64 (its entries are finite, but too large together): \
-             scale the system"
-        )));
-    }
-    Ok(())
-}
-
-/// Values that the precision cannot hold: with `f32` every value of A and b must be a
-/// normal f32; with `mixed` (whose f32 copy only preconditions) none may overflow.
-fn check_precision(args: &Args, a: &Csr<Cpu, f64>, b: &[f64]) -> Result<()> {
-    let underflow = match args.precision {
-        PrecisionArg::F64 if args.solver != SolverArg::Refine => return Ok(()),
-        PrecisionArg::F32 => true,
-        _ => false,
-    };
-    let refuse = |what: String, v: f64| galerkin::Error::InvalidArgument {
-        op: "solve",
-        name: "--precision",
-        reason: format!(
-            "{what} = {v:e} has no f32 value ({}): scale the system, or use --precision {}",
-            if v.abs() > f32::MAX as f64 {
-                "it would become infinite"
-            } else {
-                "it would become 0 or lose its digits"
-            },
-            if underflow { "mixed or f64" } else { "f64" }
-        ),
-    };
-    if let Some((k, v)) = common::f32_unrepresentable(a.values(), underflow) {
-        let (row, col) = a.entry_position(k);
-        return Err(refuse(format!("A[{}, {}] (1-based)", row + 1, col + 1), v));
-    }
-    if let Some((i, v)) = common::f32_unrepresentable(b, underflow) {
-        return Err(refuse(format!("b[{}] (1-based)", i + 1), v));
-    }
-    Ok(())
+/// The library's options from the command line (checked by `SolveOptions::check`).
+fn options(args: &Args) -> Result<SolveOptions> {
+    Ok(SolveOptions {
+        method: match args.solver {
+            SolverArg::Cg => Method::Cg,
+            SolverArg::Pcg => Method::Pcg,
+            SolverArg::Bicgstab => Method::Bicgstab,
+            SolverArg::Gmres => Method::Gmres,
+            SolverArg::Fgmres => Method::Fgmres,
+            SolverArg::Refine => Method::Refine,
+        },
+        precond: match args.precond {
+            PrecondArg::None => PrecondKind::None,
+            PrecondArg::Jacobi => PrecondKind::Jacobi,
+            PrecondArg::BlockJacobi => PrecondKind::BlockJacobi,
+            PrecondArg::Chebyshev => PrecondKind::Chebyshev,
+            PrecondArg::Amg => PrecondKind::Amg,
+        },
+        block_size: args.block_size,
+        amg: args.amg.params(0.0, 0)?,
+        amg_precision: match args.amg.amg_precision {
+            AmgPrecisionArg::F32 => AmgPrecision::F32,
+            AmgPrecisionArg::Same => AmgPrecision::Same,
+        },
+        precision: match args.precision {
+            PrecisionArg::F32 => SolvePrecision::F32,
+            PrecisionArg::F64 => SolvePrecision::F64,
+            PrecisionArg::Mixed => SolvePrecision::Mixed,
+        },
+        tol: args.tol,
+        max_iter: args.max_iter,
+        restart: args.restart,
+        inner_tol: args.inner_tol,
+        inner_max_iter: args.inner_max_iter,
+        format: args.format.format(),
+        warmup: args.warmup,
+    })
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if let Err(e) = check_args(&args) {
-        eprintln!("solve: error: {e}");
-        return ExitCode::from(2);
-    }
+    let options = match options(&args).and_then(|o| o.check().map(|()| o)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("solve: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     if !["contiguous", "metis"].contains(&args.partition.as_str()) {
         eprintln!(
             "solve: error: invalid value `{}` for --partition: expected `contiguous` or `metis`",
@@ -547,46 +299,39 @@ fn main() -> ExitCode {
                 b.to_vec()?
             }
         };
-        check_rhs(&args, &b)?;
         if let Some(path) = &args.write_matrix {
             galerkin::sparse::write_matrix_market(path, &a)?;
             say!("matrix written to {path}");
         }
-        check_precision(&args, &a, &b)?;
         say!(
-            "solver: {:?}, preconditioner: {:?}, precision: {:?}, tolerance {:e}",
-            args.solver,
-            args.precond,
-            args.precision,
-            args.tol
+            "solver: {}, preconditioner: {}, precision: {}, tolerance {:e}",
+            options.method,
+            options.precond,
+            options.precision,
+            options.tol
         );
         let (out, rhs_given) = (args.out.clone(), args.rhs.is_some());
         let task = Task {
             args: &args,
+            options: &options,
             a: &a,
             b: &b,
         };
-        let Outcome {
+        let (solution, memory_bytes) = galerkin::with_backend(args.backend.kind(), task)?;
+        say!("format: {}", solution.format);
+        if let Some(info) = &solution.amg {
+            common::amg_table(info);
+        }
+        let SystemSolution {
             x,
             report,
+            converged,
+            reason,
+            true_relative_residual: true_relative,
             amg,
-            setup_s,
-            memory_bytes,
-        } = galerkin::with_backend(args.backend.kind(), task)?;
-        let true_relative = relative_residual(&a, &b, &x)?;
-        // Converged only when the system as given is answered to --tol (an f32 solve, or one
-        // whose data underflowed, may claim it on the system it saw).
-        let converged = report.converged() && true_relative <= args.tol;
-        let reason = if report.converged() && !converged {
-            format!(
-                "the {} solve converged, but the true relative residual of the f64 system is \
-                 {true_relative:.3e} > --tol {:e}",
-                format!("{:?}", args.precision).to_lowercase(),
-                args.tol
-            )
-        } else {
-            report.reason.to_string()
-        };
+            setup_seconds: setup_s,
+            ..
+        } = solution;
         let error = (!rhs_given).then(|| {
             x.iter().map(|v| (v - 1.0) * (v - 1.0)).sum::<f64>().sqrt()
                 / (x.len().max(1) as f64).sqrt()
@@ -599,7 +344,7 @@ fn main() -> ExitCode {
                 "rows": a.nrows(),
                 "nnz": a.nnz(),
                 "solver": report.solver,
-                "precision": format!("{:?}", args.precision).to_lowercase(),
+                "precision": options.precision.name(),
                 "converged": converged,
                 "reason": reason,
                 "iterations": report.iterations,
@@ -610,8 +355,8 @@ fn main() -> ExitCode {
                 "time_s": report.time.as_secs_f64(),
                 "setup_s": setup_s,
                 "memory_bytes": memory_bytes,
-                "precond": format!("{:?}", args.precond).to_lowercase(),
-                "amg": amg.as_ref().map(|info| common::amg_json(info, amg_precision(&args))),
+                "precond": options.precond.name(),
+                "amg": amg.as_ref().map(|info| common::amg_json(info, options.amg_precision_name())),
             });
             println!("{value}");
         }
@@ -636,14 +381,6 @@ fn main() -> ExitCode {
             eprintln!("solve: error: {e}");
             common::exit_code(&e)
         }
-    }
-}
-
-/// The precision the AMG hierarchy was built in.
-fn amg_precision(args: &Args) -> &'static str {
-    match (args.precision, args.amg.amg_precision) {
-        (PrecisionArg::F64, AmgPrecisionArg::Same) if args.solver != SolverArg::Refine => "f64",
-        _ => "f32",
     }
 }
 

@@ -193,7 +193,7 @@ fn main() -> ExitCode {
         };
         let underflow = args.precision == PrecisionArg::F32;
         if args.precision != PrecisionArg::F64 {
-            if let Some((k, v)) = common::f32_unrepresentable(a.values(), true) {
+            if let Some((k, v)) = galerkin::scalar::f32_unrepresentable(a.values(), true) {
                 let (row, col) = a.entry_position(k);
                 return Err(Error::InvalidArgument {
                     op: "spmv",
@@ -206,7 +206,7 @@ fn main() -> ExitCode {
                 });
             }
         }
-        if let Some((i, v)) = common::f32_unrepresentable(&x, underflow) {
+        if let Some((i, v)) = galerkin::scalar::f32_unrepresentable(&x, underflow) {
             return Err(Error::InvalidArgument {
                 op: "spmv",
                 name: "--precision",

@@ -279,6 +279,15 @@ impl fmt::Display for Precision {
     }
 }
 
+/// The first entry of `values` that f32 cannot hold: beyond `f32::MAX` (it would become
+/// infinite) or, with `underflow`, non-zero below the smallest normal f32 (it would become
+/// 0 or lose its digits). Its index and value.
+pub fn f32_unrepresentable(values: &[f64], underflow: bool) -> Option<(usize, f64)> {
+    values.iter().copied().enumerate().find(|&(_, v)| {
+        v.abs() > f32::MAX as f64 || (underflow && v != 0.0 && v.abs() < f32::MIN_POSITIVE as f64)
+    })
+}
+
 /// The relative-norm tolerance for a result computed in precision `T` with `terms` rounded
 /// operations accumulated per output entry: `8 ε_T √max(terms, 1)`. See the
 /// [module documentation](self) for where it comes from.

@@ -86,15 +86,6 @@ pub fn check_positive(option: &'static str, n: usize) -> Result<()> {
     }
 }
 
-/// The first entry of `values` that f32 cannot hold: beyond `f32::MAX` (it would become
-/// infinite) or, with `underflow`, non-zero below the smallest normal f32 (it would become
-/// 0 or lose its digits).
-pub fn f32_unrepresentable(values: &[f64], underflow: bool) -> Option<(usize, f64)> {
-    values.iter().copied().enumerate().find(|&(_, v)| {
-        v.abs() > f32::MAX as f64 || (underflow && v != 0.0 && v.abs() < f32::MIN_POSITIVE as f64)
-    })
-}
-
 /// The generators `load` understands, for help texts.
 pub const GENERATORS: &str = "poisson7:N, poisson27:N (3D, N^3 rows), poisson2d:N, fvm-tet:N (two-point-flux \
 FVM on 6 N^3 perturbed tetrahedra), fvm-dual:N (its polyhedral dual, (N+1)^3 rows), hdg:P:N (HDG-like \

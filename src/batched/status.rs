@@ -76,6 +76,55 @@ pub struct Lu<B: BackendCore, T: Element> {
 }
 
 impl<B: BackendCore, T: Element> Lu<B, T> {
+    /// LU factors given back, e.g. from a [`factors`](Lu::factors) and
+    /// [`pivots_to_vec`](Lu::pivots_to_vec) kept on the host: `factors` square with
+    /// `n <= 64`, `pivots` `n` row indices per matrix, each in `k..n` at step `k` (what
+    /// partial pivoting makes; `k` itself where no row was swapped). The status is 0 for
+    /// every matrix, or `k + 1` for the first zero on the diagonal of `U`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the first bad shape or
+    /// pivot (matrix and step); allocation and device errors.
+    pub fn from_parts(factors: Batch<B, T>, pivots: &[u32]) -> Result<Self> {
+        let n = factors.nrows;
+        let bad = |reason: String| crate::Error::invalid("Lu::from_parts", "factors", reason);
+        if factors.ncols != n || n > crate::batched::MAX_DIM {
+            return Err(bad(format!(
+                "{} x {} matrices: must be square with n <= {}",
+                factors.nrows,
+                factors.ncols,
+                crate::batched::MAX_DIM
+            )));
+        }
+        crate::error::check_len("Lu::from_parts", "pivots", factors.count * n, pivots.len())?;
+        let values = factors.to_vec()?;
+        let mut codes = vec![0i32; factors.count];
+        for (m, code) in codes.iter_mut().enumerate() {
+            for k in 0..n {
+                let p = pivots[m * n + k] as usize;
+                if p < k || p >= n {
+                    return Err(crate::Error::invalid(
+                        "Lu::from_parts",
+                        "pivots",
+                        format!("matrix {m}, step {k}: row {p} is outside {k}..{n}"),
+                    ));
+                }
+                if *code == 0 && values[m * n * n + k * n + k].as_f64() == 0.0 {
+                    *code = k as i32 + 1;
+                }
+            }
+        }
+        let backend = factors.backend.clone();
+        Ok(Lu {
+            pivots: backend.upload(pivots)?,
+            status: Status {
+                codes: backend.upload(&codes)?,
+                backend,
+            },
+            factors,
+        })
+    }
+
     /// `L` (strictly lower, unit diagonal implied) and `U` (upper) of every matrix.
     pub fn factors(&self) -> &Batch<B, T> {
         &self.factors

@@ -8,6 +8,7 @@
 //! backend and precision ([`Maxwell`], with autotuned launch parameters), and the f64
 //! host operator ([`host`]) that the CPU kernels are checked against.
 
+pub mod cavity;
 pub mod check;
 mod cpu;
 pub(crate) mod cube;
@@ -20,6 +21,7 @@ pub mod partition;
 pub mod reference;
 pub mod setup;
 
+pub use cavity::{simulate_cavity, CavityOptions, CavityRun};
 pub use check::{DgCheck, DgStage};
 pub use geometry::{face_vertices, DgGeometry};
 pub use host::{cavity_mode, check_mode, Flux, MaxwellHost, MAX_MODE};

@@ -6,6 +6,7 @@ pub mod check;
 pub mod coefficients;
 mod cpu;
 pub(crate) mod cube;
+pub mod expressions;
 pub mod host;
 mod launch;
 pub mod ops;
@@ -21,6 +22,7 @@ pub mod topology;
 
 pub use check::{HdgCheck, HdgStage};
 pub use coefficients::CoefficientKind;
+pub use expressions::{ExpressionProblem, Expressions, MeshSpec, DEFAULT_EXACT};
 pub use host::{Field, Flux};
 pub use ops::{HdgOps, TRACE_SLOTS};
 pub use params::{

@@ -13,6 +13,7 @@
 
 pub mod check;
 mod fmg;
+pub mod poisson;
 mod smoother;
 mod transfer;
 
@@ -31,6 +32,10 @@ use crate::vector::Vector;
 
 pub use check::{TensorCheck, TensorStage};
 pub use fmg::{fmg, l2_error, l2_error_vector, level_rhs, FmgParams, FmgReport};
+pub use poisson::{
+    solve_poisson, solve_poisson_keeping, PoissonOptions, PoissonRhs, PoissonSolution,
+    PoissonSolver,
+};
 pub use smoother::SmootherKind;
 use smoother::{patch_step, Smoother};
 use transfer::Transfer;

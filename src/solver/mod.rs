@@ -29,6 +29,10 @@
 //! values used directly as an f64 [`LinearOperator`] is the rounded matrix; a solver given it
 //! solves that matrix.
 //!
+//! [`driver::solve_system`] is a whole solve chosen by name (method, preconditioner,
+//! precision, format as run-time values), judged by the true residual of the f64 system: the
+//! front door of the `solve` example and of the Python package.
+//!
 //! ```
 //! use galerkin::solver::{cg, SolverParams, StopReason};
 //! use galerkin::sparse::generate::poisson3d_7pt;
@@ -52,6 +56,7 @@ use crate::vector::Vector;
 pub(crate) mod amg;
 mod bicgstab;
 pub(crate) mod cg;
+pub mod driver;
 pub(crate) mod gmres;
 mod mixed;
 pub(crate) mod params;

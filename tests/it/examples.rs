@@ -196,12 +196,12 @@ fn poisson_mg_json() {
 #[test]
 fn poisson_mg_bad_input() {
     for (args, needle) in [
-        (&["--dim", "4"][..], "--dim"),
-        (&["--degree", "0"][..], "--degree"),
-        (&["--degree", "11"][..], "--degree"),
-        (&["--levels", "0"][..], "--levels"),
-        (&["--levels", "21"][..], "--levels"),
-        (&["--tol", "2"][..], "--tol"),
+        (&["--dim", "4"][..], "`dim`"),
+        (&["--degree", "0"][..], "`degree`"),
+        (&["--degree", "11"][..], "`degree`"),
+        (&["--levels", "0"][..], "`levels`"),
+        (&["--levels", "21"][..], "`levels`"),
+        (&["--tol", "2"][..], "`tol`"),
         (&["--vtk", "out.txt"][..], "--vtk"),
         (
             &["--dim", "3", "--degree", "10", "--levels", "12"][..],
@@ -291,12 +291,12 @@ fn maxwell_bad_input() {
     )
     .unwrap();
     let cases: [(&[&str], &str); 6] = [
-        (&["--order", "10"], "--order"),
+        (&["--order", "10"], "`order`"),
         (&["--mode", "0,0,1"], "mode"),
         (&["--mode", "1;1;0"], "--mode"),
         (&["--mesh", "missing.msh"], "missing.msh"),
         (&["--mesh", inverted.to_str().unwrap()], "tetrahedron 1"),
-        (&["--mesh", "box:2", "--absorbing", "3"], "--absorbing"),
+        (&["--mesh", "box:2", "--absorbing", "3"], "`absorbing`"),
     ];
     for (args, needle) in cases {
         let out = run("maxwell", args);

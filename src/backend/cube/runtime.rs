@@ -1,6 +1,6 @@
 //! The runtimes galerkin drives: wgpu and CUDA.
 
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+#[cfg(feature = "wgpu")]
 use cubecl::prelude::*;
 
 #[cfg(any(feature = "wgpu", feature = "cuda"))]

@@ -127,6 +127,55 @@ impl<R: CubeRuntime> Cube<R> {
     }
 }
 
+#[cfg(feature = "cuda")]
+impl<T: crate::scalar::Element> crate::vector::Vector<super::Cuda, T> {
+    /// The CUDA device address of the values (`len()` of them, contiguous), for handing the
+    /// vector to another CUDA library without a copy (DLPack, CuPy, PyTorch): the device has
+    /// finished all the work queued before the call when it returns. The address stays valid
+    /// while the vector lives and is not written by this library meanwhile; work queued
+    /// later runs on cubecl's own stream, so a reader on another stream must not overlap it.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::Error::Unsupported) for a vector stored in parts (longer
+    /// than the backend's buffer limit); device errors.
+    pub fn cuda_device_pointer(&self) -> Result<u64> {
+        let buffer = self.buffer()?;
+        let backend = self.backend();
+        backend.wait()?;
+        if buffer.len == 0 {
+            return Ok(0);
+        }
+        let client = &backend.inner.client;
+        let handle = buffer.handle.clone();
+        backend.on_device_thread(move || Ok(client.get_resource(handle)?.resource().ptr))
+    }
+
+    /// Copies `len()` values from the CUDA device address `src` (memory of another CUDA
+    /// library on this vector's device) into the vector, device to device; returns when the
+    /// copy is done.
+    ///
+    /// # Safety
+    /// `src` must address `len()` readable values of `T` on this vector's device whose
+    /// writers have finished (e.g. a DLPack producer synchronized for the legacy default
+    /// stream), and must not overlap the vector.
+    ///
+    /// # Errors
+    /// As [`cuda_device_pointer`](Self::cuda_device_pointer); the driver's error if the copy
+    /// fails.
+    pub unsafe fn copy_from_cuda_pointer(&mut self, src: u64) -> Result<()> {
+        let dst = self.cuda_device_pointer()?;
+        let bytes = self.len() * std::mem::size_of::<T>();
+        if bytes == 0 {
+            return Ok(());
+        }
+        self.backend().on_device_thread(move || {
+            // SAFETY: `dst` is this vector's `bytes` bytes; the caller vouches for `src`.
+            unsafe { cudarc::driver::result::memcpy_dtod_sync(dst, src, bytes) }
+                .map_err(|e| Failed::Direct(format!("cuMemcpyDtoD: {e:?}")))
+        })
+    }
+}
+
 /// What a read returned: cubecl's bytes, or the values of the runtime's own read (copied
 /// from its staging buffer straight into them).
 enum Got<T> {
