@@ -1,20 +1,23 @@
 //! `galerkin.Vector`: a vector on a backend that speaks DLPack, and `galerkin.from_dlpack`.
 //!
 //! Export is zero-copy on the CPU and on CUDA: the capsule holds a reference to the Python
-//! `Vector`, so the memory lives as long as the consumer's array. Import copies (host to
-//! host, or device to device on CUDA): cubecl 0.10 allocates every buffer it uses and cannot
-//! adopt memory another library allocated. A `galerkin.Vector` given to `from_dlpack` is
-//! returned as it is.
+//! `Vector`, so the memory lives as long as the consumer's array. Memory that came from a
+//! `Vector` comes back without a copy too: `from_dlpack` of a consumer's array that hands
+//! back exactly an exported vector's memory (same address, device, length and dtype) returns
+//! that vector. Any other memory is copied in (host to host, or device to device on CUDA):
+//! cubecl 0.10 allocates every buffer it uses and cannot adopt memory another library
+//! allocated.
 
 use std::ffi::{c_void, CStr};
 use std::ptr::NonNull;
+use std::sync::Mutex;
 
 use galerkin::{BackendCore, Cpu, Element, Vector};
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::PyCapsule;
+use pyo3::types::{PyCapsule, PyWeakrefMethods, PyWeakrefReference};
 
 use crate::{to_py, value_error};
 
@@ -58,6 +61,23 @@ struct DlTensor {
 }
 
 #[repr(C)]
+struct DlPackVersion {
+    major: u32,
+    minor: u32,
+}
+
+/// DLPack 1.0's `DLManagedTensorVersioned` (flags: read-only, copied; this package only
+/// reads an imported tensor).
+#[repr(C)]
+struct DlManagedTensorVersioned {
+    version: DlPackVersion,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensorVersioned)>,
+    flags: u64,
+    dl_tensor: DlTensor,
+}
+
+#[repr(C)]
 struct DlManagedTensor {
     dl_tensor: DlTensor,
     manager_ctx: *mut c_void,
@@ -86,6 +106,8 @@ unsafe extern "C" fn delete_export(tensor: *mut DlManagedTensor) {
 
 const DLTENSOR: &CStr = c"dltensor";
 const USED_DLTENSOR: &CStr = c"used_dltensor";
+const DLTENSOR_VERSIONED: &CStr = c"dltensor_versioned";
+const USED_DLTENSOR_VERSIONED: &CStr = c"used_dltensor_versioned";
 
 /// The capsule's destructor: deletes the tensor unless a consumer took it (and renamed the
 /// capsule).
@@ -103,6 +125,55 @@ unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
             ffi::PyErr_Clear();
         }
     }
+}
+
+/// What a capsule lent: the memory's address, DLPack device type, length and bits, and a weak
+/// reference to the `Vector` that owns it.
+struct Lent {
+    address: u64,
+    device_type: i32,
+    len: usize,
+    bits: u8,
+    owner: Py<PyWeakrefReference>,
+}
+
+/// Every vector exported and still alive (dead entries are dropped as new ones come).
+static LENT: Mutex<Vec<Lent>> = Mutex::new(Vec::new());
+
+/// Records an export of `vector`'s memory.
+fn lend(vector: &Bound<'_, PyVector>, device: DlDevice, address: u64) -> PyResult<()> {
+    let this = vector.get();
+    let owner = PyWeakrefReference::new(vector.as_any())?.unbind();
+    let py = vector.py();
+    let mut lent = LENT.lock().unwrap_or_else(|e| e.into_inner());
+    lent.retain(|l| l.owner.bind(py).upgrade().is_some());
+    if !lent
+        .iter()
+        .any(|l| l.address == address && l.device_type == device.device_type)
+    {
+        lent.push(Lent {
+            address,
+            device_type: device.device_type,
+            len: this.len(),
+            bits: this.bits(),
+            owner,
+        });
+    }
+    Ok(())
+}
+
+/// The live vector whose memory is exactly this, if one was exported.
+fn lender<'py>(
+    py: Python<'py>,
+    address: u64,
+    device_type: i32,
+    len: usize,
+    bits: u8,
+) -> Option<Bound<'py, PyAny>> {
+    let lent = LENT.lock().unwrap_or_else(|e| e.into_inner());
+    lent.iter()
+        .filter(|l| (l.address, l.device_type, l.len, l.bits) == (address, device_type, len, bits))
+        .find_map(|l| l.owner.bind(py).upgrade())
 }
 
 /// The vector on its backend, in its precision.
@@ -143,7 +214,7 @@ macro_rules! each {
 /// `to_numpy()` copies it back. On the CPU and on CUDA the vector speaks DLPack without a
 /// copy: `torch.from_dlpack(v)`, `cupy.from_dlpack(v)`, `numpy.from_dlpack(v)` (CPU) see the
 /// same memory, kept alive as long as they need it.
-#[pyclass(name = "Vector", module = "galerkin", frozen)]
+#[pyclass(name = "Vector", module = "galerkin", frozen, weakref)]
 pub(crate) struct PyVector {
     inner: Inner,
 }
@@ -369,6 +440,9 @@ impl PyVector {
                 )));
             }
         }
+        if this.len() > 0 {
+            lend(slf, device, pointer)?;
+        }
         let export = Box::new(Export {
             tensor: DlManagedTensor {
                 dl_tensor: DlTensor {
@@ -443,49 +517,83 @@ fn from_dlpack<'py>(
             .call_method0("__dlpack_device__")?
             .extract::<(i32, i32)>()
             .is_ok_and(|(t, _)| t == DL_CUDA);
-    let capsule = if cuda {
-        let kwargs = pyo3::types::PyDict::new(py);
+    // DLPack 1.0 first (NumPy exports read-only arrays only so), the legacy protocol if the
+    // producer does not take `max_version`.
+    let kwargs = pyo3::types::PyDict::new(py);
+    if cuda {
         kwargs.set_item("stream", 1)?;
-        obj.call_method("__dlpack__", (), Some(&kwargs))?
-    } else {
-        obj.call_method0("__dlpack__")?
+    }
+    kwargs.set_item("max_version", (1, 0))?;
+    let capsule = match obj.call_method("__dlpack__", (), Some(&kwargs)) {
+        Ok(c) => c,
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            kwargs.del_item("max_version")?;
+            obj.call_method("__dlpack__", (), Some(&kwargs))?
+        }
+        Err(e) => return Err(e),
     };
     let capsule = capsule
         .cast::<PyCapsule>()
         .map_err(|_| PyTypeError::new_err("__dlpack__ did not return a capsule"))?;
     let raw = capsule.as_ptr();
-    // SAFETY: the capsule's name is checked before its pointer is read; a "dltensor"
-    // capsule holds a DLManagedTensor by the DLPack protocol.
-    let tensor = unsafe {
-        if ffi::PyCapsule_IsValid(raw, DLTENSOR.as_ptr()) != 1 {
+    // SAFETY: the capsule's name is checked before its pointer is read: a "dltensor" capsule
+    // holds a DLManagedTensor, a "dltensor_versioned" one a DLManagedTensorVersioned, by the
+    // DLPack protocol. Renamed, the capsule's destructor leaves the tensor to us, and we
+    // delete it once, after the copy.
+    let result = unsafe {
+        if ffi::PyCapsule_IsValid(raw, DLTENSOR_VERSIONED.as_ptr()) == 1 {
+            let tensor = ffi::PyCapsule_GetPointer(raw, DLTENSOR_VERSIONED.as_ptr())
+                .cast::<DlManagedTensorVersioned>();
+            ffi::PyCapsule_SetName(raw, USED_DLTENSOR_VERSIONED.as_ptr());
+            let result = if (*tensor).version.major == 1 {
+                import(py, &(*tensor).dl_tensor, backend)
+            } else {
+                Err(value_error(
+                    "from_dlpack",
+                    format!("DLPack version {} is not 1.x", (*tensor).version.major),
+                ))
+            };
+            if let Some(delete) = (*tensor).deleter {
+                delete(tensor);
+            }
+            result
+        } else if ffi::PyCapsule_IsValid(raw, DLTENSOR.as_ptr()) == 1 {
+            let tensor =
+                ffi::PyCapsule_GetPointer(raw, DLTENSOR.as_ptr()).cast::<DlManagedTensor>();
+            ffi::PyCapsule_SetName(raw, USED_DLTENSOR.as_ptr());
+            let result = import(py, &(*tensor).dl_tensor, backend);
+            if let Some(delete) = (*tensor).deleter {
+                delete(tensor);
+            }
+            result
+        } else {
             ffi::PyErr_Clear();
             return Err(PyTypeError::new_err(
                 "__dlpack__ returned a capsule that is not an unused \"dltensor\"",
             ));
         }
-        ffi::PyCapsule_GetPointer(raw, DLTENSOR.as_ptr()).cast::<DlManagedTensor>()
     };
-    // The capsule is ours now: renamed, so its destructor leaves the tensor to us.
-    // SAFETY: a valid capsule and a static name.
-    unsafe { ffi::PyCapsule_SetName(raw, USED_DLTENSOR.as_ptr()) };
-    let result = import(py, tensor, backend);
-    // SAFETY: the consumer (this function) deletes the tensor once, after the copy.
-    unsafe {
-        if let Some(delete) = (*tensor).deleter {
-            delete(tensor);
-        }
+    match result? {
+        Imported::Same(v) => Ok(v),
+        Imported::New(v) => Ok(Bound::new(py, v)?.into_any()),
     }
-    result.map(|v| Bound::new(py, v).map(Bound::into_any))?
 }
 
-/// Copies the tensor into a new vector.
-fn import(
-    py: Python<'_>,
-    tensor: *mut DlManagedTensor,
+/// What `from_dlpack` found: an exported vector's own memory, or a copy.
+enum Imported<'py> {
+    Same(Bound<'py, PyAny>),
+    New(PyVector),
+}
+
+/// The vector whose memory the tensor is, or a copy of the tensor in a new vector.
+///
+/// # Safety
+/// `t` is a live DLPack tensor (its deleter has not run).
+unsafe fn import<'py>(
+    py: Python<'py>,
+    t: &DlTensor,
     backend: Option<&str>,
-) -> PyResult<PyVector> {
-    // SAFETY: a live DLManagedTensor (the deleter has not run).
-    let t = unsafe { &(*tensor).dl_tensor };
+) -> PyResult<Imported<'py>> {
     if t.ndim != 1 {
         return Err(value_error(
             "from_dlpack",
@@ -515,6 +623,16 @@ fn import(
     let len = len as usize;
     let bits = t.dtype.bits;
     let address = (t.data as u64).wrapping_add(t.byte_offset);
+    if len > 0 {
+        if let Some(v) = lender(py, address, t.device.device_type, len, bits) {
+            if backend.is_none_or(|b| {
+                v.cast::<PyVector>()
+                    .is_ok_and(|v| v.get().backend_name() == b)
+            }) {
+                return Ok(Imported::Same(v));
+            }
+        }
+    }
     match t.device.device_type {
         DL_CPU => {
             // SAFETY: a CPU tensor of `len` contiguous values of the given width.
@@ -530,9 +648,11 @@ fn import(
             };
             let backend = backend.unwrap_or("cpu");
             let inner = py.detach(|| make(backend, bits, &values)).map_err(to_py)?;
-            Ok(PyVector { inner })
+            Ok(Imported::New(PyVector { inner }))
         }
-        DL_CUDA => import_cuda(py, address, len, bits, t.device.device_id, backend),
+        DL_CUDA => {
+            import_cuda(py, address, len, bits, t.device.device_id, backend).map(Imported::New)
+        }
         other => Err(value_error(
             "from_dlpack",
             format!("DLPack device type {other}: only CPU (1) and CUDA (2) memory"),

@@ -460,7 +460,14 @@ def test_cpu_vector_speaks_dlpack_without_a_copy(dtype):
     del v
     gc.collect()
     assert np.array_equal(view, data), "the exported memory must outlive the Vector object"
-    # And back: NumPy memory is copied into a new vector.
+    # Back without a copy: the view of the vector's memory is the vector.
+    v = galerkin.Vector(data, dtype=np.dtype(dtype).name)
+    view = np.from_dlpack(v)
+    assert galerkin.from_dlpack(view) is v
+    # A slice of it is other memory (another length): copied.
+    part = galerkin.from_dlpack(view[1:])
+    assert part is not v and np.array_equal(part.to_numpy(), data[1:])
+    # NumPy's own memory is copied into a new vector.
     w = galerkin.from_dlpack(data)
     assert w.data_ptr != data.ctypes.data and np.array_equal(w.to_numpy(), data)
     with pytest.raises(ValueError, match="1-D"):
@@ -501,6 +508,7 @@ def test_cuda_dlpack_with_torch_and_cupy():
         t = torch.from_dlpack(v)
         assert t.device.type == "cuda" and t.data_ptr() == v.data_ptr
         assert np.array_equal(t.cpu().numpy(), data)
+        assert galerkin.from_dlpack(t) is v, "galerkin's own memory comes back without a copy"
         back = galerkin.from_dlpack(t * 2.0)
         assert back.backend == "cuda" and np.array_equal(back.to_numpy(), 2.0 * data)
         seen += 1
@@ -512,6 +520,7 @@ def test_cuda_dlpack_with_torch_and_cupy():
         c = cupy.from_dlpack(v)
         assert c.data.ptr == v.data_ptr
         assert np.array_equal(cupy.asnumpy(c), data)
+        assert galerkin.from_dlpack(c) is v
         back = galerkin.from_dlpack(c + 1.0)
         assert np.array_equal(back.to_numpy(), data + 1.0)
         seen += 1
