@@ -179,6 +179,33 @@ def test_solve_reports_what_it_did_not_reach():
     assert info["relative_residual"] > 1e-12
 
 
+def test_the_gil_is_released_while_the_library_works():
+    import threading
+    import time
+
+    rng = np.random.default_rng(14)
+    a = spd_matrix(rng, 150)
+    b = rng.standard_normal(a.shape[0])
+    span = []
+
+    def work():
+        t0 = time.perf_counter()
+        galerkin.solve(a, b, precond="none", tol=1e-12, max_iter=2000)
+        span.extend([t0, time.perf_counter()])
+
+    worker = threading.Thread(target=work)
+    ticks = []
+    worker.start()
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
+        time.sleep(0.0005)
+    worker.join()
+    t0, t1 = span
+    inside = [t for t in ticks if t0 < t < t1]
+    # Python ran in this thread while the solve ran in the other: the GIL was released.
+    assert t1 - t0 > 0.02 and len(inside) >= 5, (t1 - t0, len(inside))
+
+
 def test_solve_refuses_bad_input():
     a = sp.identity(5, format="csr") * 2.0
     b = np.ones(5)
