@@ -47,13 +47,12 @@ fn csr(
     shape: (usize, usize),
 ) -> PyResult<Csr<Cpu, f64>> {
     let (nrows, ncols) = shape;
-    if indptr.len() != nrows + 1 {
+    if Some(indptr.len()) != nrows.checked_add(1) {
         return Err(value_error(
             "A",
             format!(
-                "indptr has {} entries for {nrows} rows (expected {})",
-                indptr.len(),
-                nrows + 1
+                "indptr has {} entries for {nrows} rows (expected one more than the rows)",
+                indptr.len()
             ),
         ));
     }
