@@ -308,6 +308,7 @@ fn report(args: &Args, outcome: &Outcome) {
             "relative_residual": o.relative_residual,
             "residual_history": o.history,
             "l2_error": o.l2_error,
+            "l2_error_interpolant": o.l2_error_interpolant,
             "seconds": seconds,
             "dofs_per_second": rate,
             "memory_bytes": outcome.memory_bytes,
@@ -337,6 +338,9 @@ fn report(args: &Args, outcome: &Outcome) {
     );
     if let Some(e) = o.l2_error {
         println!("  L2 error against Π sin(π xᵢ): {e:.3e}");
+    }
+    if let Some(e) = o.l2_error_interpolant {
+        println!("  L2 norm of u_h − I_h u (the interpolant): {e:.3e}");
     }
     println!("  {:<8} {:>10}", "phase", "seconds");
     for (name, s) in &o.seconds {

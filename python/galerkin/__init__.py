@@ -280,7 +280,8 @@ def poisson_mg(
     -------
     dict with the example's JSON keys — ``dim``, ``degree``, ``levels``, ``dofs``,
     ``solver``, ``smoother``, ``precision``, ``backend``, ``iterations``, ``converged``,
-    ``relative_residual``, ``residual_history`` (array), ``l2_error``, ``seconds`` (per
+    ``relative_residual``, ``residual_history`` (array), ``l2_error``,
+    ``l2_error_interpolant`` (‖u_h − I_h u‖, seed 003's Table 7 quantity), ``seconds`` (per
     phase), ``dofs_per_second``, ``memory_bytes``, ``memory_bytes_estimate`` — and ``nodes``
     (the 1D node coordinates) and ``u`` (the nodal solution, shape ``(n1,) * dim``, the last
     axis x).

@@ -406,6 +406,7 @@ fn poisson_mg<'py>(
     d.set_item("relative_residual", s.relative_residual)?;
     d.set_item("residual_history", PyArray1::from_vec(py, s.history))?;
     d.set_item("l2_error", s.l2_error)?;
+    d.set_item("l2_error_interpolant", s.l2_error_interpolant)?;
     let seconds = PyDict::new(py);
     let mut solve = 0.0;
     for (name, t) in &s.seconds {

@@ -201,6 +201,36 @@ pub fn level_rhs<B: Backend + TensorOps, T: Scalar>(
     Ok(x)
 }
 
+/// The nodal interpolant `I_h u` on `grid` of the separable `u(x) = Π g(x_d)`: the value of
+/// `u` at every node (boundary nodes included), computed on the device as
+/// `diag(g) ⊗ … ⊗ diag(g) 1`.
+///
+/// # Errors
+/// Invalid grids; device errors.
+pub fn interpolant<B: Backend + TensorOps, T: Scalar>(
+    backend: &B,
+    grid: Grid,
+    g: impl Fn(f64) -> f64,
+) -> Result<Vector<B, T>> {
+    crate::tensor::ops::check_grid("interpolant", grid)?;
+    let n1 = grid.n1();
+    let rows: Vec<std::collections::BTreeMap<usize, f64>> = grid
+        .node_coordinates()
+        .into_iter()
+        .enumerate()
+        .map(|(i, x)| std::collections::BTreeMap::from([(i, g(x))]))
+        .collect();
+    let band = Banded::<B, T>::from_rows(backend, &rows, n1)?;
+    let mut x = Vector::<B, T>::full(backend, grid.len(), T::ONE)?;
+    let mut y = Vector::<B, T>::zeros(backend, grid.len())?;
+    let ext = grid.extents();
+    for dir in 0..grid.dim {
+        band.apply(ext, dir, &x, &mut y)?;
+        std::mem::swap(&mut x, &mut y);
+    }
+    Ok(x)
+}
+
 /// `‖u − u_h‖_{L²(Ω)}` for the nodal values `uh` on `grid` and the separable exact solution
 /// `u(x) = Π g(x_d)`, by Gauss quadrature with `k + 2` points per direction and cell
 /// (sum factorization, on the host, cells in parallel; `g` is called `k + 2` times per cell

@@ -31,7 +31,7 @@ use crate::tensor::{Basis1d, OperatorKind, TensorOperator};
 use crate::vector::Vector;
 
 pub use check::{TensorCheck, TensorStage};
-pub use fmg::{fmg, l2_error, l2_error_vector, level_rhs, FmgParams, FmgReport};
+pub use fmg::{fmg, interpolant, l2_error, l2_error_vector, level_rhs, FmgParams, FmgReport};
 pub use poisson::{
     solve_poisson, solve_poisson_keeping, PoissonOptions, PoissonRhs, PoissonSolution,
     PoissonSolver,
