@@ -26,6 +26,7 @@ from ._galerkin import Vector, __version__, backends, compiled_backends, from_dl
 from . import batched
 
 __all__ = [
+    "SparseMatrix",
     "Vector",
     "backends",
     "batched",
@@ -75,6 +76,25 @@ def _vector(name, v):
     if a.ndim != 1:
         raise ValueError(f"{name}: a vector needs 1 dimension, not shape {a.shape}")
     return _np.ascontiguousarray(a, dtype=_np.float64)
+
+
+class SparseMatrix(_galerkin.SparseMatrix):
+    """A sparse matrix moved to a backend once, for repeated products.
+
+    ``SparseMatrix(A, backend="cpu", format="auto", dtype="float64")`` takes any SciPy matrix
+    (or a dense 2-D array) with finite values; ``format`` as :func:`spmv`'s; ``dtype`` the
+    precision of the values and of the products (``"float32"``: f32 throughout).
+
+    ``M @ v`` with a :class:`Vector` on the same backend and dtype gives a :class:`Vector`
+    there — on CUDA the data never leaves the device, and with DLPack it goes on to PyTorch or
+    CuPy without a copy. ``M @ x`` with a NumPy array gives a float64 NumPy array.
+    Attributes: ``shape``, ``nnz``, ``format`` (with why it was chosen), ``backend``,
+    ``dtype``.
+    """
+
+    def __new__(cls, A, backend="cpu", format="auto", dtype="float64"):
+        indptr, indices, data, shape = _csr_arrays(A)
+        return super().__new__(cls, indptr, indices, data, shape, backend, format, str(_np.dtype(dtype)) if not isinstance(dtype, str) else dtype)
 
 
 def spmv(A, x, backend="cpu", format="auto", precision="f64"):

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 mod apps;
 mod batched;
+mod matrix;
 mod sparse;
 mod vector;
 
@@ -81,6 +82,7 @@ fn _galerkin(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sparse::register(m)?;
     batched::register(m)?;
     apps::register(m)?;
+    matrix::register(m)?;
     vector::register(m)?;
     Ok(())
 }

@@ -40,7 +40,7 @@ fn indices(what: &str, values: &[i64], max: u64) -> PyResult<Vec<u32>> {
 }
 
 /// The host CSR matrix of SciPy's three arrays, every value finite.
-fn csr(
+pub(crate) fn csr(
     indptr: &[i64],
     col: &[i64],
     data: &[f64],
@@ -75,7 +75,7 @@ fn csr(
     Ok(a)
 }
 
-fn format(name: &str) -> PyResult<Option<Format>> {
+pub(crate) fn format(name: &str) -> PyResult<Option<Format>> {
     if name.eq_ignore_ascii_case("auto") {
         Ok(None)
     } else {

@@ -177,7 +177,7 @@ fn lender<'py>(
 }
 
 /// The vector on its backend, in its precision.
-enum Inner {
+pub(crate) enum Inner {
     CpuF64(Vector<Cpu, f64>),
     CpuF32(Vector<Cpu, f32>),
     #[cfg(feature = "wgpu")]
@@ -216,7 +216,7 @@ macro_rules! each {
 /// same memory, kept alive as long as they need it.
 #[pyclass(name = "Vector", module = "galerkin", frozen, weakref)]
 pub(crate) struct PyVector {
-    inner: Inner,
+    pub(crate) inner: Inner,
 }
 
 fn dtype_bits(dtype: &str) -> PyResult<u8> {
@@ -273,7 +273,15 @@ impl PyVector {
         }
     }
 
-    fn backend_name(&self) -> &'static str {
+    pub(crate) fn dtype_name(&self) -> &'static str {
+        if self.bits() == 64 {
+            "float64"
+        } else {
+            "float32"
+        }
+    }
+
+    pub(crate) fn backend_name(&self) -> &'static str {
         each!(&self.inner, v => v.backend().info().kind.name())
     }
 

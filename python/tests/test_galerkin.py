@@ -89,6 +89,36 @@ def test_spmv_reduced_precision(backend, precision, eps):
     assert np.any(err > 0), "an f32 product equal to the f64 one everywhere is suspicious"
 
 
+@pytest.mark.parametrize("backend", ALL)
+@pytest.mark.parametrize("dtype,eps", [("float64", 1e-13), ("float32", 1e-5)])
+def test_sparse_matrix_keeps_vectors_on_the_device(backend, dtype, eps):
+    rng = np.random.default_rng(15)
+    a = random_matrix(rng, 400, 300)
+    m = galerkin.SparseMatrix(a, backend=backend, dtype=dtype)
+    assert isinstance(m, galerkin.SparseMatrix)
+    assert m.shape == (400, 300) and m.nnz == a.nnz and m.backend == backend and m.dtype == dtype
+    assert "SparseMatrix" in repr(m) and m.format
+    x = rng.standard_normal(300)
+    scale = abs(a) @ abs(x) + 1e-300
+    y = m @ x
+    assert isinstance(y, np.ndarray) and np.all(np.abs(y - a @ x) <= eps * scale)
+    v = galerkin.Vector(x, backend=backend, dtype=dtype)
+    w = m @ v
+    assert isinstance(w, galerkin.Vector) and w.backend == backend and w.dtype == dtype
+    assert np.all(np.abs(w.to_numpy() - a @ x.astype(dtype)) <= eps * scale)
+    # Repeated products reuse the matrix: y = A A^T-like chain stays on the backend.
+    sq = galerkin.SparseMatrix(a @ a.T, backend=backend, dtype=dtype)
+    z = sq @ (sq @ galerkin.Vector(rng.standard_normal(400), backend=backend, dtype=dtype))
+    assert len(z) == 400
+    with pytest.raises(ValueError, match="length 3"):
+        m @ np.ones(3)
+    other = "float32" if dtype == "float64" else "float64"
+    with pytest.raises(ValueError, match="move it"):
+        m @ galerkin.Vector(x, backend=backend, dtype=other)
+    with pytest.raises(ValueError, match="dtype"):
+        galerkin.SparseMatrix(a, dtype="int8")
+
+
 def test_spmv_takes_any_scipy_format_and_dense():
     rng = np.random.default_rng(9)
     a = random_matrix(rng, 60, 50)
@@ -536,6 +566,14 @@ def test_cuda_dlpack_with_torch_and_cupy():
         assert t.device.type == "cuda" and t.data_ptr() == v.data_ptr
         assert np.array_equal(t.cpu().numpy(), data)
         assert galerkin.from_dlpack(t) is v, "galerkin's own memory comes back without a copy"
+        # A matrix on the device times the vector, the product to torch: no host round trip.
+        import scipy.sparse as sps
+        a = sps.random(100_003, 100_003, density=1e-4, random_state=1, format="csr") + sps.identity(100_003)
+        m = galerkin.SparseMatrix(a, backend="cuda")
+        y = m @ v
+        ty = torch.from_dlpack(y)
+        assert ty.device.type == "cuda" and ty.data_ptr() == y.data_ptr
+        assert np.allclose(ty.cpu().numpy(), a @ data, rtol=1e-12, atol=1e-12)
         back = galerkin.from_dlpack(t * 2.0)
         assert back.backend == "cuda" and np.array_equal(back.to_numpy(), 2.0 * data)
         seen += 1
