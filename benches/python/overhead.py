@@ -4,7 +4,8 @@ from Python beside the Rust `solve` example (same matrix, solver, backend, warm)
     python benches/python/overhead.py [--backend cpu|cuda|wgpu] [--n 256] [--solve-bin PATH] [--json]
 
 Overhead: `galerkin.spmv(A, x)` of a tiny matrix (SciPy CSR, 64 rows) timed from Python,
-minus `_galerkin.time_spmv`, the same Rust work timed in Rust over the same number of calls.
+minus `_galerkin.time_spmv`, the same Rust work timed in Rust over the same number of calls;
+the two interleaved over 9 rounds, medians.
 Solve: `galerkin.solve(A, b, solver="cg", precond="jacobi", warmup=True)` on SciPy's Poisson
 7-point n^3 matrix, b = A·1; its `seconds` (the iterations, timed in Rust) and the Python
 call's wall time, against the example's `time_s` with `--warmup` (skipped without
@@ -29,23 +30,29 @@ def poisson7(n):
     return (sp.kron(sp.kron(t, i), i) + sp.kron(sp.kron(i, t), i) + sp.kron(sp.kron(i, i), t)).tocsr()
 
 
-def overhead(backend, repeat):
+def overhead(backend, repeat, rounds=9):
+    """Python and Rust timings interleaved over `rounds` rounds of `repeat` calls each (so that
+    both see the same machine state); the medians and the minima per call."""
     a = poisson7(4)  # 64 rows
     x = np.random.default_rng(1).standard_normal(a.shape[0])
+    indptr, indices = a.indptr, a.indices  # what galerkin.spmv hands over (SciPy's int32)
     for _ in range(50):
         galerkin.spmv(a, x, backend=backend)
-    best_py = float("inf")
-    for _ in range(5):
+    py, rs = [], []
+    for _ in range(rounds):
         t0 = time.perf_counter()
         for _ in range(repeat):
             galerkin.spmv(a, x, backend=backend)
-        best_py = min(best_py, (time.perf_counter() - t0) / repeat)
-    indptr = a.indptr.astype(np.int64)
-    indices = a.indices.astype(np.int64)
-    best_rs = min(
-        _galerkin.time_spmv(indptr, indices, a.data, a.shape, x, repeat, backend=backend) for _ in range(5)
-    )
-    return {"python_us": best_py * 1e6, "rust_us": best_rs * 1e6, "overhead_us": (best_py - best_rs) * 1e6}
+        py.append((time.perf_counter() - t0) / repeat)
+        rs.append(_galerkin.time_spmv(indptr, indices, a.data, a.shape, x, repeat, backend=backend))
+    med = lambda v: float(np.median(v)) * 1e6
+    return {
+        "python_us": med(py),
+        "rust_us": med(rs),
+        "overhead_us": med(py) - med(rs),
+        "overhead_min_us": (min(py) - min(rs)) * 1e6,
+        "rounds": rounds,
+    }
 
 
 def solve(backend, n, solve_bin):
@@ -98,7 +105,8 @@ def main():
         print(json.dumps(res))
         return
     o = res["overhead"]
-    print(f"spmv 64 rows on {args.backend}: python {o['python_us']:.1f} us, rust {o['rust_us']:.1f} us, overhead {o['overhead_us']:.1f} us")
+    print(f"spmv 64 rows on {args.backend}, medians of {o['rounds']} interleaved rounds: python {o['python_us']:.1f} us, "
+          f"rust {o['rust_us']:.1f} us, overhead {o['overhead_us']:.1f} us (of the minima {o['overhead_min_us']:.1f} us)")
     for k, v in res["solve"].items():
         print(f"  {k:28s} {v}")
 

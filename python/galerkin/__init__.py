@@ -61,8 +61,10 @@ def _csr_arrays(A):
     if not A.has_canonical_format:
         A = A.copy()
         A.sum_duplicates()
-    indptr = _np.ascontiguousarray(A.indptr, dtype=_np.int64)
-    indices = _np.ascontiguousarray(A.indices, dtype=_np.int64)
+    # int32 (SciPy's usual) or int64 indices go through as they are; the Rust side checks them.
+    index = A.indices.dtype if A.indices.dtype in (_np.int32, _np.int64) else _np.int64
+    indptr = _np.ascontiguousarray(A.indptr, dtype=index)
+    indices = _np.ascontiguousarray(A.indices, dtype=index)
     data = _np.ascontiguousarray(A.data, dtype=_np.float64)
     return indptr, indices, data, (int(A.shape[0]), int(A.shape[1]))
 

@@ -100,8 +100,8 @@ impl PyMatrix {
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        indptr: PyReadonlyArray1<'_, i64>,
-        indices: PyReadonlyArray1<'_, i64>,
+        indptr: crate::sparse::Index<'_>,
+        indices: crate::sparse::Index<'_>,
         data: PyReadonlyArray1<'_, f64>,
         shape: (usize, usize),
         backend: &str,
@@ -120,12 +120,7 @@ impl PyMatrix {
                 ))
             }
         };
-        let a = crate::sparse::csr(
-            indptr.as_slice()?,
-            indices.as_slice()?,
-            data.as_slice()?,
-            shape,
-        )?;
+        let a = crate::sparse::csr(indptr.slice()?, indices.slice()?, data.as_slice()?, shape)?;
         let (inner, format) = py
             .detach(|| -> galerkin::Result<(Inner, String)> {
                 use galerkin::BackendKind as K;

@@ -21,28 +21,67 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Indices as `u32`, each in `0..=max` (`what` names the array in the error).
-fn indices(what: &str, values: &[i64], max: u64) -> PyResult<Vec<u32>> {
-    values
-        .iter()
-        .enumerate()
-        .map(|(i, &v)| {
-            if v < 0 || v as u64 > max || v as u64 > u32::MAX as u64 {
-                Err(value_error(
-                    what,
-                    format!("entry {i} is {v}, outside 0..={}", max.min(u32::MAX as u64)),
-                ))
-            } else {
-                Ok(v as u32)
-            }
+/// An index array from Python: SciPy's int32, or int64 (no copy either way).
+#[derive(FromPyObject)]
+pub(crate) enum Index<'py> {
+    I32(PyReadonlyArray1<'py, i32>),
+    I64(PyReadonlyArray1<'py, i64>),
+}
+
+/// The values of an [`Index`], borrowed (what crosses into work without the GIL).
+#[derive(Clone, Copy)]
+pub(crate) enum Idx<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+}
+
+impl Index<'_> {
+    pub(crate) fn slice(&self) -> PyResult<Idx<'_>> {
+        Ok(match self {
+            Index::I32(a) => Idx::I32(a.as_slice()?),
+            Index::I64(a) => Idx::I64(a.as_slice()?),
         })
-        .collect()
+    }
+}
+
+impl Idx<'_> {
+    fn len(self) -> usize {
+        match self {
+            Idx::I32(v) => v.len(),
+            Idx::I64(v) => v.len(),
+        }
+    }
+
+    /// The indices as `u32`, each in `0..=max` (`what` names the array in the error).
+    fn to_u32(self, what: &str, max: u64) -> PyResult<Vec<u32>> {
+        fn convert<I: Copy + Into<i64>>(what: &str, values: &[I], max: u64) -> PyResult<Vec<u32>> {
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    let v: i64 = v.into();
+                    if v < 0 || v as u64 > max || v as u64 > u32::MAX as u64 {
+                        Err(value_error(
+                            what,
+                            format!("entry {i} is {v}, outside 0..={}", max.min(u32::MAX as u64)),
+                        ))
+                    } else {
+                        Ok(v as u32)
+                    }
+                })
+                .collect()
+        }
+        match self {
+            Idx::I32(v) => convert(what, v, max),
+            Idx::I64(v) => convert(what, v, max),
+        }
+    }
 }
 
 /// The host CSR matrix of SciPy's three arrays, every value finite.
 pub(crate) fn csr(
-    indptr: &[i64],
-    col: &[i64],
+    indptr: Idx<'_>,
+    col: Idx<'_>,
     data: &[f64],
     shape: (usize, usize),
 ) -> PyResult<Csr<Cpu, f64>> {
@@ -56,8 +95,8 @@ pub(crate) fn csr(
             ),
         ));
     }
-    let row_ptr = indices("A.indptr", indptr, data.len() as u64)?;
-    let col_idx = indices("A.indices", col, ncols.saturating_sub(1) as u64)?;
+    let row_ptr = indptr.to_u32("A.indptr", data.len() as u64)?;
+    let col_idx = col.to_u32("A.indices", ncols.saturating_sub(1) as u64)?;
     if col_idx.len() != data.len() {
         return Err(value_error(
             "A",
@@ -120,8 +159,8 @@ impl BackendTask for SpmvTask<'_> {
 #[allow(clippy::too_many_arguments)]
 fn spmv<'py>(
     py: Python<'py>,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
+    indptr: Index<'py>,
+    indices: Index<'py>,
     data: PyReadonlyArray1<'py, f64>,
     shape: (usize, usize),
     x: PyReadonlyArray1<'py, f64>,
@@ -133,8 +172,8 @@ fn spmv<'py>(
     let format = self::format(format)?;
     let precision: SolvePrecision = precision.parse().map_err(to_py)?;
     let (indptr, col, data, x) = (
-        indptr.as_slice()?,
-        indices.as_slice()?,
+        indptr.slice()?,
+        indices.slice()?,
         data.as_slice()?,
         x.as_slice()?,
     );
@@ -168,8 +207,8 @@ fn spmv<'py>(
 #[allow(clippy::too_many_arguments)]
 fn time_spmv<'py>(
     py: Python<'py>,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
+    indptr: Index<'py>,
+    indices: Index<'py>,
     data: PyReadonlyArray1<'py, f64>,
     shape: (usize, usize),
     x: PyReadonlyArray1<'py, f64>,
@@ -182,8 +221,8 @@ fn time_spmv<'py>(
     let format = self::format(format)?;
     let precision: SolvePrecision = precision.parse().map_err(to_py)?;
     let (indptr, col, data, x) = (
-        indptr.as_slice()?,
-        indices.as_slice()?,
+        indptr.slice()?,
+        indices.slice()?,
         data.as_slice()?,
         x.as_slice()?,
     );
@@ -275,8 +314,8 @@ impl BackendTask for SolveTask<'_> {
 #[allow(clippy::too_many_arguments)]
 fn solve<'py>(
     py: Python<'py>,
-    indptr: PyReadonlyArray1<'py, i64>,
-    indices: PyReadonlyArray1<'py, i64>,
+    indptr: Index<'py>,
+    indices: Index<'py>,
     data: PyReadonlyArray1<'py, f64>,
     shape: (usize, usize),
     b: PyReadonlyArray1<'py, f64>,
@@ -330,8 +369,8 @@ fn solve<'py>(
         ));
     }
     let (indptr, col, data, b) = (
-        indptr.as_slice()?,
-        indices.as_slice()?,
+        indptr.slice()?,
+        indices.slice()?,
         data.as_slice()?,
         b.as_slice()?,
     );
