@@ -256,16 +256,7 @@ impl PyMatrix {
             .cast::<PyArray1<f64>>()
             .map_err(|_| value_error("x", "a vector needs a 1-D array of real numbers"))?;
         let x = array.readonly().as_slice()?.to_vec();
-        let cols = self.shape().1;
-        if x.len() != cols {
-            return Err(value_error(
-                "x",
-                format!("length {} for a matrix of {cols} columns", x.len()),
-            ));
-        }
-        if let Some(i) = x.iter().position(|v| !v.is_finite()) {
-            return Err(value_error("x", format!("x[{i}] is {}", x[i])));
-        }
+        crate::sparse::check_x(&x, self.shape().1)?;
         let y = py
             .detach(|| each!(&self.inner, (m, b) => product_host(m, b, &x)))
             .map_err(to_py)?;

@@ -114,6 +114,20 @@ pub(crate) fn csr(
     Ok(a)
 }
 
+/// `x` fits a matrix of `cols` columns and is finite.
+pub(crate) fn check_x(x: &[f64], cols: usize) -> PyResult<()> {
+    if x.len() != cols {
+        return Err(value_error(
+            "x",
+            format!("length {} for a matrix of {cols} columns", x.len()),
+        ));
+    }
+    if let Some(i) = x.iter().position(|v| !v.is_finite()) {
+        return Err(value_error("x", format!("x[{i}] is {}", x[i])));
+    }
+    Ok(())
+}
+
 pub(crate) fn format(name: &str) -> PyResult<Option<Format>> {
     if name.eq_ignore_ascii_case("auto") {
         Ok(None)
@@ -178,15 +192,7 @@ fn spmv<'py>(
         x.as_slice()?,
     );
     let a = csr(indptr, col, data, shape)?;
-    if x.len() != shape.1 {
-        return Err(value_error(
-            "x",
-            format!("length {} for a matrix of {} columns", x.len(), shape.1),
-        ));
-    }
-    if let Some(i) = x.iter().position(|v| !v.is_finite()) {
-        return Err(value_error("x", format!("x[{i}] is {}", x[i])));
-    }
+    check_x(x, shape.1)?;
     let task = SpmvTask {
         a,
         x,
