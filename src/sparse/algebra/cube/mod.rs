@@ -8,7 +8,7 @@
 //! CPU does (a row above 64 entries in pieces of 32: a unit per piece, then the pieces
 //! summed in order by a second product); transposes and aggregate member lists are filled
 //! through 32-bit atomic cursors and then sorted per row (long rows by merging runs). The
-//! kernels are in [`kernels`]; this file is the host side.
+//! kernels are in [`kernels`] and [`aggregate_kernels`]; this file is the host side.
 
 use cubecl::prelude::*;
 
@@ -21,9 +21,11 @@ use crate::sparse::csr::Csr;
 use crate::sparse::{CsrKernel, RowStats};
 use crate::vector::VectorOps;
 
+mod aggregate_kernels;
 mod from_block_ell;
 mod kernels;
 
+use aggregate_kernels::*;
 use kernels::*;
 
 // ---------------------------------------------------------------------------------------
