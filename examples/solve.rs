@@ -143,6 +143,12 @@ struct Args {
     /// and halo times are exact (one more device round trip per SpMV).
     #[arg(long)]
     profile: bool,
+    /// Distributed runs: how the halo travels. `auto`: device to device (NCCL) where every
+    /// rank is on a CUDA GPU of its own and NCCL loads (`libnccl.so.2`, or the path in
+    /// `GALERKIN_NCCL`), else through host memory; `host`; `device` (an error where a rank
+    /// cannot).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
+    halo: String,
     /// Run the distributed solve even outside `mpirun` (one rank; feature `mpi`).
     #[arg(long)]
     distributed: bool,

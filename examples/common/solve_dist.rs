@@ -95,13 +95,13 @@ fn params(args: &Args, comm: &Communicator, flexible: bool) -> SolverParams<'sta
     }
 }
 
-fn solve_in<B: Backend, S: Scalar>(
-    t: &Task<'_>,
-    backend: &B,
-) -> Result<(DistVector<B, f64>, SolveReport, Vec<f64>)> {
+/// The solution, the report, [`timing`], and what carried the halo.
+type Solved<B> = (DistVector<B, f64>, SolveReport, Vec<f64>, String);
+
+fn solve_in<B: Backend, S: Scalar>(t: &Task<'_>, backend: &B) -> Result<Solved<B>> {
     let (args, a, comm) = (t.args, t.a, t.comm);
     let format = args.format.format();
-    let m = DistMatrix::<B, S>::new(backend, a, format)?;
+    let m = DistMatrix::<B, S>::with_halo(backend, a, format, args.halo.parse()?)?;
     m.set_exact_timing(args.profile);
     let b = rhs::<B, S>(t, backend, &m)?;
     let local = comm.agree(local_preconditioner::<B, S>(
@@ -129,7 +129,7 @@ fn solve_in<B: Backend, S: Scalar>(
     let report = solve(&mut x)?;
     let times = timing(comm, &m, &report);
     let x64 = DistVector::from_owned(a.layout(), x.owned().to_precision::<f64>()?)?;
-    Ok((x64, report, times))
+    Ok((x64, report, times, m.halo_transport()))
 }
 
 /// `b` from `--rhs` (read whole on every rank, the owned rows kept), or `b = A·1`.
@@ -172,14 +172,12 @@ fn timing<B: Backend, S: Scalar>(
     vec![compute, halo, reduce, h.applications as f64]
 }
 
-fn solve_mixed<B: Backend>(
-    t: &Task<'_>,
-    backend: &B,
-) -> Result<(DistVector<B, f64>, SolveReport, Vec<f64>)> {
+fn solve_mixed<B: Backend>(t: &Task<'_>, backend: &B) -> Result<Solved<B>> {
     let (args, a, comm) = (t.args, t.a, t.comm);
     let format = args.format.format();
-    let m64 = DistMatrix::<B, f64>::new(backend, a, format)?;
-    let m32 = DistMatrix::<B, f32>::new(backend, a, format)?;
+    let route = args.halo.parse()?;
+    let m64 = DistMatrix::<B, f64>::with_halo(backend, a, format, route)?;
+    let m32 = DistMatrix::<B, f32>::with_halo(backend, a, format, route)?;
     m64.set_exact_timing(args.profile);
     m32.set_exact_timing(args.profile);
     let b = rhs::<B, f64>(t, backend, &m64)?;
@@ -208,7 +206,7 @@ fn solve_mixed<B: Backend>(
     times[1] += h32.halo.as_secs_f64();
     times[0] = (report.time.as_secs_f64() - times[1] - times[2]).max(0.0);
     times[3] += h32.applications as f64;
-    Ok((x, report, times))
+    Ok((x, report, times, m64.halo_transport()))
 }
 
 impl BackendTask for Task<'_> {
@@ -224,7 +222,7 @@ impl BackendTask for Task<'_> {
                 println!("rank {r}: {i}");
             }
         }
-        let (x, report, times) = match args.precision {
+        let (x, report, times, halo) = match args.precision {
             PrecisionArg::F64 => solve_in::<B, f64>(&self, &backend)?,
             PrecisionArg::F32 => solve_in::<B, f32>(&self, &backend)?,
             PrecisionArg::Mixed => solve_mixed::<B>(&self, &backend)?,
@@ -275,6 +273,7 @@ impl BackendTask for Task<'_> {
                     "error_from_ones": err,
                     "time_s": report.time.as_secs_f64(),
                     "exact_timing": args.profile,
+                    "halo": halo,
                     "partition": {
                         "method": self.a.layout().partition().method().to_string(),
                         "row_imbalance": quality.row_imbalance,
@@ -290,6 +289,7 @@ impl BackendTask for Task<'_> {
                     self.a.layout().partition().method()
                 );
                 println!("{report}");
+                println!("halo through {halo}");
                 println!(
                     "{:>5} {:>10} {:>10} {:>8} {:>11} {:>11} {:>11}",
                     "rank", "rows", "nonzeros", "ghosts", "compute s", "halo s", "reduce s"

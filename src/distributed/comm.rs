@@ -2,11 +2,12 @@
 //! errors. A single process gets [`Communicator::solo`]; with the `mpi` feature,
 //! [`Communicator::mpi`] wraps `MPI_COMM_WORLD` (through rsmpi).
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::halo::DeviceHalo;
 use crate::error::{Error, Result};
 
 /// What a message-passing layer provides to [`Communicator`]. Every call is collective
@@ -55,6 +56,9 @@ pub struct Communicator {
     transport: Rc<dyn Transport>,
     reduction_time: Rc<Cell<Duration>>,
     reductions: Rc<Cell<u64>>,
+    /// The device exchanges made for this communicator, by device connection
+    /// ([`device_halo`](super::halo::device_halo)).
+    device_halos: Rc<RefCell<Vec<(u64, Rc<dyn DeviceHalo>)>>>,
 }
 
 impl fmt::Debug for Communicator {
@@ -116,6 +120,7 @@ impl Communicator {
             transport,
             reduction_time: Rc::new(Cell::new(Duration::ZERO)),
             reductions: Rc::new(Cell::new(0)),
+            device_halos: Rc::new(RefCell::new(Vec::new())),
         }
     }
 
@@ -249,6 +254,23 @@ impl Communicator {
     pub fn reset_counters(&self) {
         self.reduction_time.set(Duration::ZERO);
         self.reductions.set(0);
+    }
+
+    /// The device exchange made before for the device connection `key`.
+    pub(crate) fn cached_device_halo(&self, key: u64) -> Option<Rc<dyn DeviceHalo>> {
+        let cache = self.device_halos.borrow();
+        cache
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, h)| h.clone())
+    }
+
+    /// Keeps `halo` for the device connection `key` (replacing an older one).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn cache_device_halo(&self, key: u64, halo: Rc<dyn DeviceHalo>) {
+        let mut cache = self.device_halos.borrow_mut();
+        cache.retain(|(k, _)| *k != key);
+        cache.push((key, halo));
     }
 
     fn timed<R>(&self, f: impl FnOnce(&dyn Transport) -> R) -> R {

@@ -48,17 +48,7 @@ pub fn distribute(
     a: &Csr<Cpu, f64>,
     method: PartitionMethod,
 ) -> Result<DistCsr> {
-    let partition = match method {
-        PartitionMethod::Contiguous => comm.agree(Partition::contiguous(a.nrows(), comm.size()))?,
-        PartitionMethod::Metis => {
-            let mine = if comm.is_root() {
-                Some(metis(a, comm.size()))
-            } else {
-                None
-            };
-            broadcast_partition(comm, mine, a.nrows())?
-        }
-    };
+    let partition = partition_rows(comm, a, method)?;
     DistCsr::from_global(comm, a, Rc::new(partition))
 }
 
@@ -74,6 +64,29 @@ fn metis(_: &Csr<Cpu, f64>, _: usize) -> Result<Partition> {
         backend: "this build".into(),
         reason: "galerkin was built without the `metis` feature (the `mpi` feature enables it)"
             .into(),
+    })
+}
+
+/// The rows of `a` (every rank holds it whole) given to the ranks by `method`: the same
+/// partition on every rank (METIS runs on rank 0). Collective.
+///
+/// # Errors
+/// METIS failures (agreed).
+pub(crate) fn partition_rows(
+    comm: &Communicator,
+    a: &Csr<Cpu, f64>,
+    method: PartitionMethod,
+) -> Result<Partition> {
+    Ok(match method {
+        PartitionMethod::Contiguous => comm.agree(Partition::contiguous(a.nrows(), comm.size()))?,
+        PartitionMethod::Metis => {
+            let mine = if comm.is_root() {
+                Some(metis(a, comm.size()))
+            } else {
+                None
+            };
+            broadcast_partition(comm, mine, a.nrows())?
+        }
     })
 }
 

@@ -1,10 +1,12 @@
 //! `DistMatrix`: a distributed sparse matrix on this rank's device, and its SpMV with the halo
 //! exchange overlapped with the local product.
 
-use std::cell::Cell;
+use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use super::halo::{device_halo, DeviceHalo, HaloRoute, Run};
 use super::layout::{DistCsr, Layout};
 use super::vector::DistVector;
 use crate::backend::Cpu;
@@ -41,6 +43,10 @@ pub struct DistMatrix<B: Backend, V: Element> {
     backend: B,
     times: Cell<HaloTimes>,
     exact_timing: Cell<bool>,
+    /// The device-to-device exchange, where the halo takes that route.
+    device: Option<Rc<dyn DeviceHalo>>,
+    /// The device buffer of the packed rows (`Vector<B, S>` of the last `S` applied).
+    packed: RefCell<Option<Box<dyn Any>>>,
 }
 
 impl<B: Backend, V: Element> std::fmt::Debug for DistMatrix<B, V> {
@@ -59,12 +65,32 @@ impl<B: Backend, V: Element> std::fmt::Debug for DistMatrix<B, V> {
 impl<B: Backend, V: Element> DistMatrix<B, V> {
     /// Uploads `a` to `backend` with values `V`: the local block in `format` (`None`: chosen
     /// from its statistics, as [`SparseMatrix::auto`]), the remote block in CSR (mostly empty
-    /// rows). Collective: a rank whose upload fails makes every rank fail with the same error.
+    /// rows); the halo device to device where every rank can ([`HaloRoute::Auto`]).
+    /// Collective: a rank whose upload fails makes every rank fail with the same error.
     ///
     /// # Errors
     /// [`Error::Rank`](crate::error::Error::Rank) naming the failing rank and its error.
     pub fn new(backend: &B, a: &DistCsr, format: Option<Format>) -> Result<Self> {
+        Self::with_halo(backend, a, format, HaloRoute::Auto)
+    }
+
+    /// As [`new`](Self::new), with the halo's route chosen: [`HaloRoute::Host`] through host
+    /// memory, [`HaloRoute::Device`] device to device (NCCL) or an error, [`HaloRoute::Auto`]
+    /// the device where every rank can. The route taken is [`halo_route`](Self::halo_route)'s.
+    /// Collective.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); [`Error::Unsupported`](crate::error::Error::Unsupported) on
+    /// every rank for [`HaloRoute::Device`] where some rank cannot take it (the reason names
+    /// the rank).
+    pub fn with_halo(
+        backend: &B,
+        a: &DistCsr,
+        format: Option<Format>,
+        route: HaloRoute,
+    ) -> Result<Self> {
         let comm = a.layout.comm.clone();
+        let device = device_halo(backend, &comm, route)?;
         let made = (|| -> Result<Self> {
             let local = (a.local.nrows() > 0)
                 .then(|| upload(backend, &a.local, format))
@@ -80,6 +106,8 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
                 backend: backend.clone(),
                 times: Cell::new(HaloTimes::default()),
                 exact_timing: Cell::new(false),
+                device,
+                packed: RefCell::new(None),
             })
         })();
         comm.agree(made)
@@ -99,6 +127,25 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
     /// rank-local preconditioners), if the rank has rows.
     pub fn local_operator<S: Scalar>(&self) -> Option<&dyn LinearOperator<B, S>> {
         self.local.as_ref().map(|m| m as &dyn LinearOperator<B, S>)
+    }
+
+    /// The route the halo takes: [`HaloRoute::Device`] or [`HaloRoute::Host`] (a single rank,
+    /// which has no halo, reports `Host`).
+    pub fn halo_route(&self) -> HaloRoute {
+        if self.device.is_some() {
+            HaloRoute::Device
+        } else {
+            HaloRoute::Host
+        }
+    }
+
+    /// What carries the halo: `"host memory"`, or the device library and its version
+    /// (`"NCCL 2.28.3 (libnccl.so.2)"`).
+    pub fn halo_transport(&self) -> String {
+        match &self.device {
+            Some(d) => d.describe(),
+            None => "host memory".into(),
+        }
     }
 
     /// Halo and compute time of the applications so far.
@@ -164,6 +211,9 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         }
         let t1 = Instant::now();
         times.compute += t1 - t0;
+        if let Some(device) = &self.device {
+            return self.apply_device(device.as_ref(), alpha, x, beta, y, times, t1);
+        }
 
         // Pack the rows others read.
         let packed: Vec<S> = if n_send > 0 {
@@ -230,6 +280,72 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
             times.halo += (t2 - t1) + exchange.saturating_sub(local_time);
             times.compute += local_time;
         }
+        times.applications += 1;
+        self.times.set(times);
+        Ok(())
+    }
+}
+
+impl<B: Backend, V: Element> DistMatrix<B, V> {
+    /// `apply_add` with the halo device to device: the rows others read packed into a
+    /// device buffer, the exchange posted (after the work queued before), the local product
+    /// queued beside it, the exchange finished, the remote product queued.
+    #[allow(clippy::too_many_arguments)]
+    fn apply_device<S: Scalar>(
+        &self,
+        device: &dyn DeviceHalo,
+        alpha: S,
+        x: &DistVector<B, S>,
+        beta: S,
+        y: &mut DistVector<B, S>,
+        mut times: HaloTimes,
+        t1: Instant,
+    ) -> Result<()> {
+        let layout = &self.layout;
+        let (n_send, n_ghost) = (layout.send_index.len(), layout.ghost_len());
+        let mut packed_slot = self.packed.borrow_mut();
+        let packed = if n_send > 0 {
+            let reuse = packed_slot
+                .as_ref()
+                .and_then(|p| p.downcast_ref::<Vector<B, S>>())
+                .is_some();
+            if !reuse {
+                *packed_slot = Some(Box::new(Vector::<B, S>::zeros(&self.backend, n_send)?));
+            }
+            let p = packed_slot
+                .as_mut()
+                .and_then(|p| p.downcast_mut::<Vector<B, S>>())
+                .expect("made above");
+            p.gather_from(x.owned(), &self.send_index)?;
+            Some(&*p)
+        } else {
+            None
+        };
+        let mut ghost_slot = x.ghost.borrow_mut();
+        if n_ghost > 0 && ghost_slot.is_none() {
+            *ghost_slot = Some(Vector::zeros(&self.backend, n_ghost)?);
+        }
+        let runs = |segments: &[super::layout::Segment]| -> Vec<Run> {
+            segments.iter().map(|s| (s.rank, s.start, s.len)).collect()
+        };
+        device.start(
+            packed.map(|p| p as &dyn Any),
+            &runs(&layout.sends),
+            ghost_slot.as_ref().map(|g| g as &dyn Any),
+            &runs(&layout.recvs),
+        )?;
+        let t2 = Instant::now();
+        if let Some(a) = &self.local {
+            a.apply_add(alpha, x.owned(), beta, y.owned_mut())?;
+        }
+        let t3 = Instant::now();
+        device.finish()?;
+        let t4 = Instant::now();
+        if let (Some(remote), Some(ghost)) = (&self.remote, ghost_slot.as_ref()) {
+            remote.apply_add(alpha, ghost, S::ONE, y.owned_mut())?;
+        }
+        times.halo += (t2 - t1) + (t4 - t3);
+        times.compute += (t3 - t2) + t4.elapsed();
         times.applications += 1;
         self.times.set(times);
         Ok(())

@@ -72,4 +72,20 @@ impl<B: VectorOps, T: Element> Vector<B, T> {
         // every index and every write, so any lengths and index values are safe.
         unsafe { backend.gather(x.buffer()?, index.buffer(), self.buffer_mut()?) }
     }
+
+    /// `y[index[i]] = self[i]` for every `i < min(len, index.len())` whose `index[i]` is
+    /// below `y.len()`; the other entries of `y` are left as they are. Indices should be
+    /// distinct (of two writes to one entry, either may land).
+    ///
+    /// # Errors
+    /// As [`gather_from`](Self::gather_from).
+    pub fn scatter_to(&self, y: &mut Vector<B, T>, index: &DeviceIndex<B>) -> Result<()> {
+        const OP: &str = "Vector::scatter_to";
+        check_device(OP, self.backend(), y.backend())?;
+        check_device(OP, self.backend(), index.backend())?;
+        let backend = self.backend().clone();
+        // SAFETY: the three buffers belong to one device (checked above); the scatter bounds
+        // every index and every read, so any lengths and index values are safe.
+        unsafe { backend.scatter(self.buffer()?, index.buffer(), y.buffer_mut()?) }
+    }
 }

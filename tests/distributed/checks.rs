@@ -3,8 +3,8 @@
 use std::rc::Rc;
 
 use galerkin::distributed::{
-    self, BlockJacobi, Communicator, DistCsr, DistMatrix, DistPreconditioner, DistVector, InnerCg,
-    Partition, PartitionMethod,
+    self, BlockJacobi, Communicator, DistCsr, DistMatrix, DistPreconditioner, DistVector,
+    HaloRoute, InnerCg, Partition, PartitionMethod,
 };
 use galerkin::random::Rng;
 use galerkin::solver::{
@@ -46,6 +46,8 @@ pub fn run() {
     );
 
     let cpu = Cpu::new();
+    check_device_route_refused(&comm, &cpu, &a);
+    check_maxwell(&comm, &cpu, HaloRoute::Auto);
     for (name, part) in partitions(&comm, &a) {
         let d = DistCsr::from_global(&comm, &a, Rc::new(part)).unwrap();
         let q = d.quality();
@@ -64,6 +66,7 @@ pub fn run() {
             check_spmv::<galerkin::Wgpu, f64, f64>(&w, &a, &d, seed, 1e-13);
             check_spmv::<galerkin::Wgpu, f32, f32>(&w, &a, &d, seed, 1e-5);
             check_solvers(&comm, &w, &a, &d, false);
+            check_maxwell(&comm, &w, HaloRoute::Auto);
         }
         Err(e) => {
             let required = std::env::var("GALERKIN_REQUIRE_BACKENDS").unwrap_or_default();
@@ -88,11 +91,237 @@ pub fn run() {
         }
         Err(e) => say(&comm, &format!("SKIPPING cuda ranks: {e}")),
     }
+    #[cfg(feature = "cuda")]
+    check_device_halo(&comm, &a, seed);
 
     check_matrix_market(&comm, &cpu);
     check_read_errors(&comm, seed);
     comm.agree(Ok(())).unwrap();
     say(&comm, "dist checks passed");
+}
+
+/// CPU ranks cannot take the device route: asking for it is the same error on every rank,
+/// naming the rank and why; `Auto` goes through host memory. One rank has no halo at all.
+fn check_device_route_refused(comm: &Communicator, cpu: &Cpu, a: &Csr<Cpu, f64>) {
+    let d = distributed::distribute(comm, a, PartitionMethod::Contiguous).unwrap();
+    let auto = DistMatrix::<Cpu, f64>::new(cpu, &d, None).unwrap();
+    assert_eq!(auto.halo_route(), HaloRoute::Host);
+    assert_eq!(auto.halo_transport(), "host memory");
+    let device = DistMatrix::<Cpu, f64>::with_halo(cpu, &d, None, HaloRoute::Device);
+    if comm.size() == 1 {
+        assert_eq!(device.unwrap().halo_route(), HaloRoute::Host);
+    } else {
+        let e = device.unwrap_err();
+        assert!(
+            matches!(e, Error::Unsupported { .. })
+                && e.to_string()
+                    .contains("rank 0 cannot: it runs on the cpu backend"),
+            "{e}"
+        );
+    }
+    assert_eq!("nccl".parse::<HaloRoute>().unwrap_err().to_string(), "invalid argument `route` to HaloRoute::from_str: `nccl` is not a halo route: expected `auto`, `host` or `device`");
+    say(
+        comm,
+        "device halo route: refused on CPU ranks, with the reason",
+    );
+}
+
+/// CUDA ranks on GPUs of their own (as many GPUs on the node as ranks): the halo device to
+/// device through NCCL gives the host route's products and solver reports bit for bit.
+#[cfg(feature = "cuda")]
+fn check_device_halo(comm: &Communicator, a: &Csr<Cpu, f64>, seed: u64) {
+    use galerkin::{BackendKind, BackendTask, FullBackend};
+    let count = galerkin::device_count(BackendKind::Cuda);
+    let own = comm.size() > 1 && count >= comm.size();
+    if !comm
+        .all_gather(f64::from(u8::from(own)))
+        .iter()
+        .all(|&f| f == 1.0)
+    {
+        say(
+            comm,
+            &format!(
+                "SKIPPING the device halo: {} ranks, {count} CUDA device(s) on the node",
+                comm.size()
+            ),
+        );
+        return;
+    }
+    struct Routes<'a> {
+        comm: &'a Communicator,
+        a: &'a Csr<Cpu, f64>,
+        seed: u64,
+    }
+    impl BackendTask for Routes<'_> {
+        type Output = ();
+        fn run<B: FullBackend>(self, backend: B) -> galerkin::Result<()> {
+            check_routes(self.comm, &backend, self.a, self.seed);
+            Ok(())
+        }
+    }
+    galerkin::with_backend_on(
+        BackendKind::Cuda,
+        comm.node_rank() % count,
+        Routes { comm, a, seed },
+    )
+    .unwrap();
+}
+
+#[cfg(feature = "cuda")]
+fn check_routes<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>, seed: u64) {
+    let d = distributed::distribute(comm, a, PartitionMethod::Metis).unwrap();
+    let m = DistMatrix::<B, f64>::with_halo(backend, &d, None, HaloRoute::Device).unwrap();
+    assert_eq!(m.halo_route(), HaloRoute::Device);
+    say(comm, &format!("device halo through {}", m.halo_transport()));
+    let auto = DistMatrix::<B, f64>::new(backend, &d, None).unwrap();
+    assert_eq!(
+        auto.halo_route(),
+        HaloRoute::Device,
+        "auto takes the device route"
+    );
+    let host = check_spmv_on::<B, f64, f64>(backend, a, &d, seed, 1e-13, HaloRoute::Host);
+    let dev = check_spmv_on::<B, f64, f64>(backend, a, &d, seed, 1e-13, HaloRoute::Device);
+    assert_eq!(
+        host.map(bits),
+        dev.map(bits),
+        "f64 SpMV: device halo differs from host halo"
+    );
+    let host = check_spmv_on::<B, f32, f32>(backend, a, &d, seed, 1e-5, HaloRoute::Host);
+    let dev = check_spmv_on::<B, f32, f32>(backend, a, &d, seed, 1e-5, HaloRoute::Device);
+    assert_eq!(
+        host.map(bits),
+        dev.map(bits),
+        "f32 SpMV: device halo differs from host halo"
+    );
+    // PCG-Jacobi: the same iterations and residuals, bit for bit.
+    let n = a.nrows();
+    let bg = random_vec(seed ^ 0xb0b, n);
+    let solve = |route| {
+        let m = DistMatrix::<B, f64>::with_halo(backend, &d, None, route).unwrap();
+        let bj = jacobi_block::<B, f64>(backend, &d);
+        let b = DistVector::from_global(backend, d.layout(), &bg).unwrap();
+        let mut x = DistVector::zeros(backend, d.layout()).unwrap();
+        let r = distributed::cg(
+            &m,
+            Some(&bj as &dyn DistPreconditioner<B, f64>),
+            &b,
+            &mut x,
+            &quiet(1e-10),
+        )
+        .unwrap();
+        (r, x.gather(0).unwrap())
+    };
+    let (rh, xh) = solve(HaloRoute::Host);
+    let (rd, xd) = solve(HaloRoute::Device);
+    assert!(rh.converged() && rh.iterations > 5, "{rh}");
+    assert_eq!(rh.iterations, rd.iterations);
+    let hist = |r: &SolveReport| {
+        r.residual_history
+            .iter()
+            .map(|v| v.to_bits())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        hist(&rh),
+        hist(&rd),
+        "PCG residuals: device halo differs from host halo"
+    );
+    let xbits = |x: Option<Vec<f64>>| x.map(|x| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    assert_eq!(xbits(xh), xbits(xd));
+    say(
+        comm,
+        &format!(
+            "device halo: SpMV f64/f32 and PCG ({} iterations) equal the host halo's bit for bit",
+            rd.iterations
+        ),
+    );
+}
+
+/// The bits of values (exact comparisons).
+#[cfg(feature = "cuda")]
+fn bits<S: Scalar>(v: (Vec<S>, Vec<S>)) -> Vec<u64> {
+    v.0.iter()
+        .chain(&v.1)
+        .map(|x| x.as_f64().to_bits())
+        .collect()
+}
+
+/// DG Maxwell over the ranks (METIS on the face graph, order 3, a perturbed cube, upwind
+/// flux, 10 RK4 steps) against one process on the same backend: the gathered fields, the
+/// energy and the L2 error agree to round-off. Returns the gathered fields on rank 0.
+fn check_maxwell<B: Backend + galerkin::dg::DgOps>(
+    comm: &Communicator,
+    backend: &B,
+    route: HaloRoute,
+) -> Option<[Vec<f64>; 6]> {
+    use galerkin::dg::{cavity_mode, Flux, Maxwell, TetMesh};
+    use galerkin::distributed::DistMaxwell;
+    let mesh = TetMesh::unit_cube(3, 0.1, 5).unwrap();
+    let (order, mode, steps) = (3, [1, 1, 0], 10);
+    let mut single = Maxwell::<B, f64>::new(backend, &mesh, order, Flux::Upwind).unwrap();
+    single.set_fields(|x| cavity_mode(mode, 0.0, x)).unwrap();
+    let method = if comm.size() > 1 {
+        PartitionMethod::Metis
+    } else {
+        PartitionMethod::Contiguous
+    };
+    let mut dist =
+        DistMaxwell::<B, f64>::new(backend, comm, &mesh, order, Flux::Upwind, method, route)
+            .unwrap();
+    dist.set_fields(|x| cavity_mode(mode, 0.0, x)).unwrap();
+    assert_eq!(dist.dofs(), single.dofs());
+    let dt = single.stable_dt(0.5);
+    assert_eq!(dist.stable_dt(0.5), dt);
+    let e0 = single.energy().unwrap();
+    assert!((dist.energy().unwrap() - e0).abs() <= 1e-13 * e0);
+    for _ in 0..steps {
+        single.step(dt).unwrap();
+        dist.step(dt).unwrap();
+    }
+    let t = steps as f64 * dt;
+    let exact = |x: [f64; 3]| cavity_mode(mode, t, x);
+    let (e, err) = (single.energy().unwrap(), single.l2_error(exact).unwrap());
+    let (de, derr) = (dist.energy().unwrap(), dist.l2_error(exact).unwrap());
+    assert!(
+        e < e0 && (de - e).abs() <= 1e-12 * e,
+        "energy {de:e} (ranks) vs {e:e}"
+    );
+    assert!(
+        err > 0.0 && (derr - err).abs() <= 1e-9 * err,
+        "L2 error {derr:e} vs {err:e}"
+    );
+    let sent = comm.sum_scalar(dist.trace_values_sent() as f64);
+    if comm.size() > 1 {
+        assert!(sent > 0.0);
+        assert_eq!(dist.halo_times().applications, 5 * steps as u64);
+    }
+    let gathered = dist.gather(0).unwrap();
+    let fields = gathered.map(|(f, nodes)| {
+        let want = single.fields().unwrap();
+        let scale = want.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+        let diff = f
+            .iter()
+            .flatten()
+            .zip(want.iter().flatten())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(
+            diff <= 1e-12 * scale,
+            "fields differ by {diff:e} (scale {scale:e})"
+        );
+        assert_eq!(nodes[0], single.geometry().x[0]);
+        f
+    });
+    say(
+        comm,
+        &format!(
+            "DG Maxwell over {} rank(s) ({}, {} trace values a stage): energy {de:.12e}, L2 error {derr:.6e}, as one process",
+            comm.size(),
+            dist.halo_transport(),
+            sent
+        ),
+    );
+    fields
 }
 
 /// Contiguous, METIS, and an uneven one: rank 0 owns nothing (with 2+ ranks) and the last
@@ -141,6 +370,19 @@ fn check_spmv<B: Backend, V: Element, S: Scalar>(
     seed: u64,
     tol: f64,
 ) {
+    check_spmv_on::<B, V, S>(backend, a, d, seed, tol, HaloRoute::Auto);
+}
+
+/// [`check_spmv`] with the halo's route chosen; the products `A x` and `2 A x − y` gathered
+/// on rank 0.
+fn check_spmv_on<B: Backend, V: Element, S: Scalar>(
+    backend: &B,
+    a: &Csr<Cpu, f64>,
+    d: &DistCsr,
+    seed: u64,
+    tol: f64,
+    route: HaloRoute,
+) -> Option<(Vec<S>, Vec<S>)> {
     let n = a.nrows();
     let xg = random_vec(seed ^ 0x5eed, n);
     let y0 = random_vec(seed ^ 0xbeef, n);
@@ -154,7 +396,7 @@ fn check_spmv<B: Backend, V: Element, S: Scalar>(
     )
     .unwrap();
     let ax = reference.to_vec().unwrap();
-    let m = DistMatrix::<B, V>::new(backend, d, None).unwrap();
+    let m = DistMatrix::<B, V>::with_halo(backend, d, None, route).unwrap();
     let x = DistVector::from_global(backend, d.layout(), &cast::<S>(&xg)).unwrap();
     let mut y =
         DistVector::from_global(backend, d.layout(), &vec![S::from_f64(f64::NAN); n]).unwrap();
@@ -163,7 +405,10 @@ fn check_spmv<B: Backend, V: Element, S: Scalar>(
     let mut y2 = DistVector::from_global(backend, d.layout(), &cast::<S>(&y0)).unwrap();
     m.apply_add(S::from_f64(2.0), &x, -S::ONE, &mut y2).unwrap();
     let got2 = y2.gather(0).unwrap();
-    if let (Some(got), Some(got2)) = (got, got2) {
+    let t = m.times();
+    assert_eq!(t.applications, 2);
+    let (got, got2) = (got?, got2?);
+    {
         let scale = ax.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1.0);
         let e1 = got
             .iter()
@@ -188,8 +433,7 @@ fn check_spmv<B: Backend, V: Element, S: Scalar>(
             std::any::type_name::<S>()
         );
     }
-    let t = m.times();
-    assert_eq!(t.applications, 2);
+    Some((got, got2))
 }
 
 /// A report's fingerprint, equal on every rank.

@@ -33,6 +33,8 @@ mod direct;
 mod failures;
 mod launch;
 mod memory;
+#[cfg(feature = "cuda")]
+mod nccl;
 mod runtime;
 mod transfer;
 
@@ -41,6 +43,10 @@ pub(crate) use buffer::{line_size, padded_len};
 pub use direct::DirectIo;
 pub use launch::LaunchConfig;
 pub(crate) use memory::copy_words_kernel;
+#[cfg(feature = "cuda")]
+pub(crate) use nccl::{
+    library as nccl_library, unique_id as nccl_unique_id, Nccl, UniqueId as NcclId,
+};
 #[cfg(feature = "cuda")]
 pub(crate) use runtime::cuda_driver_present;
 pub use runtime::Connection;
@@ -228,6 +234,11 @@ impl<R: CubeRuntime> Cube<R> {
     }
 
     /// Turns a runtime error into [`Error::Device`].
+    /// The process-unique number of this device connection.
+    pub(crate) fn connection_id(&self) -> u64 {
+        self.inner.id
+    }
+
     pub(crate) fn device_error(&self, e: impl fmt::Debug) -> Error {
         Error::Device {
             backend: self.info.to_string(),

@@ -109,7 +109,7 @@ impl<R: CubeRuntime> Cube<R> {
     /// 2026-11-26: dot to host at 2^27 87% → 100% of copy; CG on Poisson 7-point reading its
     /// scalars every iteration 1052 → 945–965 µs an iteration). Other threads using the same
     /// device wait meanwhile: their submissions queue behind the read.
-    fn on_device_thread<O: Send + 'static>(
+    pub(super) fn on_device_thread<O: Send + 'static>(
         &self,
         work: impl FnOnce() -> std::result::Result<O, Failed> + Send,
     ) -> Result<O> {
@@ -196,7 +196,7 @@ fn finish_direct<T: Storable>(
 
 /// A failure on cubecl's device thread: one cubecl reports, or one of the runtime's own read
 /// or wait ([`DirectIo`]).
-enum Failed {
+pub(super) enum Failed {
     Server(ServerError),
     Direct(String),
 }

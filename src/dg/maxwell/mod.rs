@@ -301,8 +301,19 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// # Errors
     /// Device errors.
     pub fn step(&mut self, dt: f64) -> Result<()> {
+        self.step_with(dt, &mut |_| Ok(()))
+    }
+
+    /// One step of `dt`, `before_stage(q)` called on the fields before each of the five
+    /// stages reads them (the distributed solver's halo exchange writes the ghost traces).
+    pub(crate) fn step_with(
+        &mut self,
+        dt: f64,
+        before_stage: &mut dyn FnMut(&mut Vector<B, T>) -> Result<()>,
+    ) -> Result<()> {
         let (a, b, _) = LSRK4;
         for s in 0..5 {
+            before_stage(&mut self.q)?;
             self.stage([a[s], b[s], dt])?;
         }
         self.time += dt;

@@ -1,0 +1,385 @@
+//! NCCL point-to-point exchanges between CUDA devices of different processes: the device
+//! halo of the distributed operators ([`crate::distributed`]), one GPU per rank.
+//!
+//! NCCL is loaded at run time (`libnccl.so.2`, or the file named by `GALERKIN_NCCL`), so a
+//! build with `cuda` neither needs it to build nor to run: where it is missing, the halo goes
+//! through host memory and the reason is reported. Only the calls of NCCL 2.x's stable ABI
+//! used here are resolved (`ncclGetUniqueId`, `ncclCommInitRank`, `ncclSend`, `ncclRecv`,
+//! `ncclGroupStart`/`End`, `ncclCommGetAsyncError`, `ncclCommDestroy`, `ncclGetErrorString`,
+//! `ncclGetVersion`).
+//!
+//! An exchange is posted on a stream of its own after the work queued on cubecl's stream has
+//! finished (so the packed rows are written and the previous readers of the ghost rows are
+//! done); the local product is then queued on cubecl's stream and runs beside it; finishing
+//! waits for the exchange's stream before the remote product is queued.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::OnceLock;
+
+use super::transfer::Failed;
+use super::Cuda;
+use crate::error::{Error, Result};
+use crate::vector::Vector;
+
+/// The environment variable naming the NCCL library to load (a path or a file name).
+pub(crate) const LIBRARY_VARIABLE: &str = "GALERKIN_NCCL";
+
+type NcclResult = c_int;
+type RawComm = *mut c_void;
+type RawStream = cudarc::driver::sys::CUstream;
+
+/// `ncclUniqueId`: 128 opaque bytes, made on one rank and handed to the others.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct UniqueId {
+    internal: [c_char; 128],
+}
+
+impl UniqueId {
+    pub(crate) fn to_bytes(self) -> Vec<u8> {
+        self.internal.iter().map(|&c| c as u8).collect()
+    }
+
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let mut internal = [0 as c_char; 128];
+        if bytes.len() != internal.len() {
+            return None;
+        }
+        for (d, &s) in internal.iter_mut().zip(bytes) {
+            *d = s as c_char;
+        }
+        Some(UniqueId { internal })
+    }
+}
+
+/// `ncclUint8`: the exchanges move bytes.
+const NCCL_UINT8: c_int = 1;
+
+/// The NCCL calls used here, resolved once.
+struct Lib {
+    _lib: libloading::Library,
+    name: String,
+    version: c_int,
+    get_unique_id: unsafe extern "C" fn(*mut UniqueId) -> NcclResult,
+    comm_init_rank: unsafe extern "C" fn(*mut RawComm, c_int, UniqueId, c_int) -> NcclResult,
+    comm_destroy: unsafe extern "C" fn(RawComm) -> NcclResult,
+    comm_get_async_error: unsafe extern "C" fn(RawComm, *mut NcclResult) -> NcclResult,
+    send:
+        unsafe extern "C" fn(*const c_void, usize, c_int, c_int, RawComm, RawStream) -> NcclResult,
+    recv: unsafe extern "C" fn(*mut c_void, usize, c_int, c_int, RawComm, RawStream) -> NcclResult,
+    group_start: unsafe extern "C" fn() -> NcclResult,
+    group_end: unsafe extern "C" fn() -> NcclResult,
+    error_string: unsafe extern "C" fn(NcclResult) -> *const c_char,
+}
+
+/// The library's names tried in order: `GALERKIN_NCCL`, then the soname and the plain name
+/// (found through `LD_LIBRARY_PATH` and the loader's cache).
+fn candidates() -> Vec<String> {
+    let mut names = Vec::new();
+    if let Ok(v) = std::env::var(LIBRARY_VARIABLE) {
+        if !v.is_empty() {
+            names.push(v);
+        }
+    }
+    names.extend(["libnccl.so.2".to_string(), "libnccl.so".to_string()]);
+    names
+}
+
+fn load() -> std::result::Result<Lib, String> {
+    let mut tried = Vec::new();
+    for name in candidates() {
+        // SAFETY: loading NCCL runs its initializers, which have no preconditions.
+        let lib = match unsafe { libloading::Library::new(&name) } {
+            Ok(lib) => lib,
+            Err(e) => {
+                tried.push(format!("{name} ({e})"));
+                continue;
+            }
+        };
+        // SAFETY: the symbols are NCCL 2.x's exported functions with these C signatures.
+        let resolved = unsafe {
+            (|| -> std::result::Result<Lib, libloading::Error> {
+                let get_version: unsafe extern "C" fn(*mut c_int) -> NcclResult =
+                    *lib.get(b"ncclGetVersion\0")?;
+                let mut version = 0;
+                get_version(&mut version);
+                Ok(Lib {
+                    get_unique_id: *lib.get(b"ncclGetUniqueId\0")?,
+                    comm_init_rank: *lib.get(b"ncclCommInitRank\0")?,
+                    comm_destroy: *lib.get(b"ncclCommDestroy\0")?,
+                    comm_get_async_error: *lib.get(b"ncclCommGetAsyncError\0")?,
+                    send: *lib.get(b"ncclSend\0")?,
+                    recv: *lib.get(b"ncclRecv\0")?,
+                    group_start: *lib.get(b"ncclGroupStart\0")?,
+                    group_end: *lib.get(b"ncclGroupEnd\0")?,
+                    error_string: *lib.get(b"ncclGetErrorString\0")?,
+                    version,
+                    name: name.clone(),
+                    _lib: lib,
+                })
+            })()
+        };
+        match resolved {
+            Ok(l) => return Ok(l),
+            Err(e) => tried.push(format!("{name} (lacks a symbol: {e})")),
+        }
+    }
+    Err(format!(
+        "the NCCL library could not be loaded (tried {}); set {LIBRARY_VARIABLE} to its path \
+         (e.g. the `nvidia/nccl/lib/libnccl.so.2` of the nvidia-nccl pip package)",
+        tried.join(", ")
+    ))
+}
+
+fn lib() -> std::result::Result<&'static Lib, String> {
+    static LIB: OnceLock<std::result::Result<Lib, String>> = OnceLock::new();
+    LIB.get_or_init(load).as_ref().map_err(Clone::clone)
+}
+
+/// NCCL's own message for a result code.
+fn check(lib: &Lib, what: &str, code: NcclResult) -> std::result::Result<(), String> {
+    if code == 0 {
+        return Ok(());
+    }
+    // SAFETY: ncclGetErrorString returns a static NUL-terminated string for any code.
+    let text = unsafe { CStr::from_ptr((lib.error_string)(code)) };
+    Err(format!(
+        "{what}: NCCL error {code} ({})",
+        text.to_string_lossy()
+    ))
+}
+
+/// The NCCL library's file and version (`2.28.3` as `22803`), or why it cannot be loaded.
+pub(crate) fn library() -> std::result::Result<(String, i32), String> {
+    lib().map(|l| (l.name.clone(), l.version))
+}
+
+/// A new unique id (on the one rank that makes it).
+pub(crate) fn unique_id() -> std::result::Result<UniqueId, String> {
+    let lib = lib()?;
+    let mut id = UniqueId { internal: [0; 128] };
+    // SAFETY: writes 128 bytes through a valid pointer.
+    check(lib, "ncclGetUniqueId", unsafe {
+        (lib.get_unique_id)(&mut id)
+    })?;
+    Ok(id)
+}
+
+/// The raw handles, moved to cubecl's device thread.
+#[derive(Clone, Copy)]
+struct Raw {
+    comm: RawComm,
+    stream: RawStream,
+}
+
+// SAFETY: NCCL communicators and CUDA streams may be used from any thread; `Raw` is only
+// used on cubecl's device thread, one call at a time (the `Nccl` that owns it is not `Sync`
+// in practice: it lives behind an `Rc`).
+unsafe impl Send for Raw {}
+
+/// A contiguous run of a buffer exchanged with one rank: `(rank, first value, values)`.
+pub(crate) type Run = (usize, usize, usize);
+
+/// An NCCL communicator over the ranks' CUDA devices, with its stream.
+pub(crate) struct Nccl {
+    backend: Cuda,
+    raw: Raw,
+    lib: &'static Lib,
+}
+
+impl std::fmt::Debug for Nccl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Nccl({}, version {})", self.lib.name, self.lib.version)
+    }
+}
+
+impl Cuda {
+    /// PCI domain, bus and device of this backend's GPU (`"0000:1b:00"`), which tells the
+    /// ranks' GPUs apart.
+    pub(crate) fn pci_address(&self) -> Result<String> {
+        self.on_device_thread(|| {
+            use cudarc::driver::{result, sys};
+            let mut dev = 0;
+            // SAFETY: writes one device handle through a valid pointer; the device thread
+            // has its context current.
+            let code = unsafe { sys::cuCtxGetDevice(&mut dev) };
+            if code != sys::CUresult::CUDA_SUCCESS {
+                return Err(Failed::Direct(format!("cuCtxGetDevice: {code:?}")));
+            }
+            use sys::CUdevice_attribute::*;
+            let attr = |a| {
+                // SAFETY: `dev` is a valid device; the query only reads a property.
+                unsafe { result::device::get_attribute(dev, a) }
+                    .map_err(|e| Failed::Direct(format!("cuDeviceGetAttribute: {e:?}")))
+            };
+            Ok(format!(
+                "{:04x}:{:02x}:{:02x}",
+                attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID)?,
+                attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID)?,
+                attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)?
+            ))
+        })
+    }
+
+    /// This process's member of the NCCL communicator `id` (rank `rank` of `size`). Every
+    /// rank must call it (it returns when all have joined).
+    pub(crate) fn nccl(&self, id: UniqueId, rank: usize, size: usize) -> Result<Nccl> {
+        let lib = lib().map_err(|reason| self.nccl_unsupported(reason))?;
+        let (rank, size) = (
+            c_int::try_from(rank).map_err(|_| self.nccl_unsupported("rank out of range"))?,
+            c_int::try_from(size).map_err(|_| self.nccl_unsupported("size out of range"))?,
+        );
+        let raw = self.on_device_thread(move || {
+            let stream = cudarc::driver::result::stream::create(
+                cudarc::driver::result::stream::StreamKind::NonBlocking,
+            )
+            .map_err(|e| Failed::Direct(format!("cuStreamCreate: {e:?}")))?;
+            let mut comm: RawComm = std::ptr::null_mut();
+            // SAFETY: `comm` is written by NCCL; the device thread has this GPU's context
+            // current, which NCCL's runtime adopts as its device.
+            let code = unsafe { (lib.comm_init_rank)(&mut comm, size, id, rank) };
+            if let Err(e) = check(lib, "ncclCommInitRank", code) {
+                // SAFETY: the stream was created above and is not used.
+                unsafe {
+                    let _ = cudarc::driver::result::stream::destroy(stream);
+                }
+                return Err(Failed::Direct(e));
+            }
+            Ok(Raw { comm, stream })
+        })?;
+        Ok(Nccl {
+            backend: self.clone(),
+            raw,
+            lib,
+        })
+    }
+
+    fn nccl_unsupported(&self, reason: impl Into<String>) -> Error {
+        Error::Unsupported {
+            backend: self.info.to_string(),
+            what: "the device halo (NCCL)".into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl Nccl {
+    /// Posts, on the exchange's stream, the sends of `send`'s runs and the receives into
+    /// `recv`'s runs, after the work queued on the device so far has finished. Returns at
+    /// once; [`finish`](Self::finish) waits. Neither buffer may be touched meanwhile.
+    pub(crate) fn start<T: crate::scalar::Element>(
+        &self,
+        send: Option<&Vector<Cuda, T>>,
+        sends: &[Run],
+        recv: Option<&Vector<Cuda, T>>,
+        recvs: &[Run],
+    ) -> Result<()> {
+        let width = std::mem::size_of::<T>();
+        let handle = |v: Option<&Vector<Cuda, T>>, runs: &[Run]| -> Result<_> {
+            let need = runs.iter().map(|r| r.1 + r.2).max().unwrap_or(0);
+            match v {
+                Some(v) if v.len() >= need => Ok(Some(v.buffer()?.handle.clone())),
+                None if need == 0 => Ok(None),
+                _ => Err(Error::Device {
+                    backend: self.backend.info.to_string(),
+                    message: format!(
+                        "NCCL exchange: a buffer shorter than its runs ({need} values)"
+                    ),
+                }),
+            }
+        };
+        let (send, recv) = (handle(send, sends)?, handle(recv, recvs)?);
+        let sends: Vec<Run> = sends.iter().filter(|r| r.2 > 0).copied().collect();
+        let recvs: Vec<Run> = recvs.iter().filter(|r| r.2 > 0).copied().collect();
+        // The packed rows are written and the ghost rows' readers are done.
+        self.backend.wait()?;
+        let (raw, lib) = (self.raw, self.lib);
+        let client = &self.backend.inner.client;
+        self.backend.on_device_thread(move || {
+            let raw = raw; // the whole `Raw` (which is `Send`), not its fields
+            let address = |h: Option<cubecl::server::Handle>| -> std::result::Result<u64, Failed> {
+                Ok(match h {
+                    Some(h) => client.get_resource(h)?.resource().ptr,
+                    None => 0,
+                })
+            };
+            let (s, r) = (address(send)?, address(recv)?);
+            let post = || -> std::result::Result<(), String> {
+                for &(peer, start, len) in &sends {
+                    let ptr = (s + (start * width) as u64) as *const c_void;
+                    // SAFETY: `ptr` addresses `len` values of the send buffer (checked
+                    // above), which stays alive and unwritten until `finish`.
+                    let code = unsafe {
+                        (lib.send)(
+                            ptr,
+                            len * width,
+                            NCCL_UINT8,
+                            peer as c_int,
+                            raw.comm,
+                            raw.stream,
+                        )
+                    };
+                    check(lib, "ncclSend", code)?;
+                }
+                for &(peer, start, len) in &recvs {
+                    let ptr = (r + (start * width) as u64) as *mut c_void;
+                    // SAFETY: as for the sends, in the receive buffer.
+                    let code = unsafe {
+                        (lib.recv)(
+                            ptr,
+                            len * width,
+                            NCCL_UINT8,
+                            peer as c_int,
+                            raw.comm,
+                            raw.stream,
+                        )
+                    };
+                    check(lib, "ncclRecv", code)?;
+                }
+                Ok(())
+            };
+            // SAFETY: group calls bracket the posts; the group is always closed.
+            check(lib, "ncclGroupStart", unsafe { (lib.group_start)() }).map_err(Failed::Direct)?;
+            let posted = post();
+            // SAFETY: closes the group opened above.
+            let closed = check(lib, "ncclGroupEnd", unsafe { (lib.group_end)() });
+            posted.and(closed).map_err(Failed::Direct)
+        })
+    }
+
+    /// Waits until the exchange posted by [`start`](Self::start) is done, and reports an
+    /// asynchronous NCCL error (a peer that failed).
+    pub(crate) fn finish(&self) -> Result<()> {
+        let (raw, lib) = (self.raw, self.lib);
+        self.backend.on_device_thread(move || {
+            let raw = raw; // the whole `Raw` (which is `Send`), not its fields
+                           // SAFETY: the stream is this communicator's, alive until drop.
+            unsafe { cudarc::driver::result::stream::synchronize(raw.stream) }
+                .map_err(|e| Failed::Direct(format!("cuStreamSynchronize: {e:?}")))?;
+            let mut state: NcclResult = 0;
+            // SAFETY: writes one result code through a valid pointer.
+            check(lib, "ncclCommGetAsyncError", unsafe {
+                (lib.comm_get_async_error)(raw.comm, &mut state)
+            })
+            .and_then(|()| check(lib, "NCCL exchange", state))
+            .map_err(Failed::Direct)
+        })
+    }
+}
+
+impl Drop for Nccl {
+    fn drop(&mut self) {
+        let (raw, lib) = (self.raw, self.lib);
+        let _ = self.backend.on_device_thread(move || {
+            let raw = raw; // the whole `Raw` (which is `Send`), not its fields
+                           // SAFETY: the communicator and the stream are this value's and no longer used;
+                           // the stream is synchronized first (nothing of it is pending after `finish`).
+            unsafe {
+                let _ = cudarc::driver::result::stream::synchronize(raw.stream);
+                let _ = (lib.comm_destroy)(raw.comm);
+                let _ = cudarc::driver::result::stream::destroy(raw.stream);
+            }
+            Ok(())
+        });
+    }
+}
