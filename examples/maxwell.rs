@@ -8,7 +8,12 @@
 //! cargo run --release --example maxwell                      # box:4, N = 3, mode 1,1,0
 //! cargo run --release --example maxwell -- --mesh box:8 --order 5 --final-time 1 --json
 //! cargo run --release --example maxwell -- --mesh model.msh --absorbing 6,7 --vtk out
+//! mpirun -np 2 target/release/examples/maxwell --backend cuda --mesh box:40 --order 4 --json
 //! ```
+//!
+//! Under `mpirun` (a build with `--features mpi`) the tetrahedra are partitioned over the
+//! ranks (`--partition`), one device per rank, the face traces exchanged before every RK
+//! stage (`--halo`); the JSON then has `ranks`, `halo`, `partition` and `per_rank`.
 //!
 //! Exit status: 0 done, 2 bad arguments or input (mesh, order, mode, tags, files), 1 other
 //! errors.
@@ -107,6 +112,18 @@ struct Args {
     /// the setup and the first time steps).
     #[arg(long)]
     no_compile_ahead: bool,
+    /// Under mpirun: how the tetrahedra are given to the ranks, on their face graph.
+    #[arg(long, default_value = "metis", value_parser = ["contiguous", "metis"])]
+    partition: String,
+    /// Under mpirun: how the face traces travel. `auto`: device to device (NCCL) where every
+    /// rank is on a CUDA GPU of its own and NCCL loads (`libnccl.so.2`, or the path in
+    /// `GALERKIN_NCCL`), else through host memory; `host`; `device` (an error where a rank
+    /// cannot).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
+    halo: String,
+    /// Under mpirun: this rank's device (default: node rank modulo the devices).
+    #[arg(long)]
+    device: Option<usize>,
 }
 
 fn bad(name: &'static str, reason: String) -> Error {
@@ -156,10 +173,22 @@ fn options(args: &Args) -> Result<CavityOptions> {
 
 struct Outcome {
     run: CavityRun,
+    /// The ranks' side of a run under mpirun.
+    dist: Option<Dist>,
     /// Seconds spent compiling ahead (`common::compile_ahead`).
     compile_seconds: f64,
     /// `common::memory_bytes` after the run.
     memory_bytes: Option<u64>,
+}
+
+/// What a run under mpirun adds.
+struct Dist {
+    ranks: usize,
+    halo: String,
+    partition: String,
+    per_rank: Vec<galerkin::distributed::RankShare>,
+    /// Whether this process reports (rank 0).
+    root: bool,
 }
 
 struct Task<'a> {
@@ -167,6 +196,12 @@ struct Task<'a> {
     options: &'a CavityOptions,
     mesh: TetMesh,
     exact: bool,
+    /// Under mpirun: the communicator, and whether the task started (the rank has its
+    /// device).
+    comm: Option<(
+        &'a galerkin::distributed::Communicator,
+        &'a std::cell::Cell<bool>,
+    )>,
 }
 
 impl BackendTask for Task<'_> {
@@ -198,9 +233,41 @@ fn ahead_then_simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Resu
         let (mesh, exact) = small.mesh()?;
         simulate_cavity::<B, T>(b, &mesh, exact, &small).map(drop)
     });
-    let run = simulate_cavity::<B, T>(b, &task.mesh, task.exact, task.options)?;
+    let (run, dist) = match task.comm {
+        None => (
+            simulate_cavity::<B, T>(b, &task.mesh, task.exact, task.options)?,
+            None,
+        ),
+        Some((comm, started)) => {
+            started.set(true);
+            // Every rank has its device (a rank that failed to get one agrees from outside).
+            comm.agree(Ok(()))?;
+            let d = galerkin::distributed::simulate_cavity::<B, T>(
+                comm,
+                b,
+                &task.mesh,
+                task.exact,
+                task.options,
+                task.args.partition.parse()?,
+                task.args.halo.parse()?,
+            )?;
+            let dist = Dist {
+                ranks: d.ranks,
+                halo: d.halo,
+                partition: d.partition,
+                per_rank: d.per_rank,
+                root: comm.is_root(),
+            };
+            (d.run, Some(dist))
+        }
+    };
+    let compile = match &task.comm {
+        Some((comm, _)) => comm.max(compile),
+        None => compile,
+    };
     Ok(Outcome {
         run,
+        dist,
         compile_seconds: compile,
         memory_bytes: common::memory_bytes(b),
     })
@@ -212,8 +279,11 @@ fn report(args: &Args, outcome: &Outcome) {
     let e_final = o.energy.last().map_or(e0, |e| e.1);
     let drift = (e_final - e0) / e0;
     let rate = (o.dofs * o.steps) as f64 / o.seconds.max(1e-12);
+    if outcome.dist.as_ref().is_some_and(|d| !d.root) {
+        return;
+    }
     if args.json {
-        let value = serde_json::json!({
+        let mut value = serde_json::json!({
             "mesh": args.mesh,
             "elements": o.elements,
             "order": args.order,
@@ -238,7 +308,26 @@ fn report(args: &Args, outcome: &Outcome) {
             "memory_bytes": outcome.memory_bytes,
             "dof_updates_per_second": rate,
             "vtk_files": o.vtk_files,
+            "ranks": outcome.dist.as_ref().map_or(1, |d| d.ranks),
         });
+        if let Some(d) = &outcome.dist {
+            value["halo"] = d.halo.clone().into();
+            value["partition"] = d.partition.clone().into();
+            value["per_rank"] = d
+                .per_rank
+                .iter()
+                .enumerate()
+                .map(|(r, s)| {
+                    serde_json::json!({
+                        "rank": r,
+                        "elements": s.elements,
+                        "ghost_elements": s.ghost_elements,
+                        "trace_values": s.trace_values,
+                        "halo_seconds": s.halo_seconds,
+                    })
+                })
+                .collect();
+        }
         println!("{value}");
         return;
     }
@@ -273,20 +362,66 @@ fn report(args: &Args, outcome: &Outcome) {
     for f in &o.vtk_files {
         println!("  wrote {f}");
     }
+    if let Some(d) = &outcome.dist {
+        println!(
+            "  {} ranks, {}, face traces through {}",
+            d.ranks, d.partition, d.halo
+        );
+        println!(
+            "  {:>5} {:>10} {:>8} {:>14} {:>9}",
+            "rank", "elements", "ghosts", "trace values", "halo s"
+        );
+        for (r, s) in d.per_rank.iter().enumerate() {
+            println!(
+                "  {r:>5} {:>10} {:>8} {:>14} {:>9.3}",
+                s.elements, s.ghost_elements, s.trace_values, s.halo_seconds
+            );
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    #[cfg(not(feature = "mpi"))]
+    if common::under_mpirun() {
+        eprintln!("maxwell: error: running under mpirun needs a build with `--features mpi`");
+        return ExitCode::from(2);
+    }
     let result = (|| -> Result<(CavityOptions, Outcome)> {
         let options = options(&args)?;
-        let (mesh, exact) = options.mesh()?;
+        #[cfg(feature = "mpi")]
+        let comm = common::under_mpirun()
+            .then(galerkin::distributed::Communicator::mpi)
+            .transpose()?;
+        #[cfg(not(feature = "mpi"))]
+        let comm: Option<galerkin::distributed::Communicator> = None;
+        let (mesh, exact) = match &comm {
+            Some(c) => c.agree(options.mesh())?,
+            None => options.mesh()?,
+        };
+        let started = std::cell::Cell::new(false);
         let task = Task {
             args: &args,
             options: &options,
             mesh,
             exact,
+            comm: comm.as_ref().map(|c| (c, &started)),
         };
-        let outcome = galerkin::with_backend(args.backend.kind(), task)?;
+        let kind = args.backend.kind();
+        let outcome = match &comm {
+            None => galerkin::with_backend(kind, task),
+            Some(c) => {
+                let device = args
+                    .device
+                    .unwrap_or_else(|| c.node_rank() % galerkin::device_count(kind).max(1));
+                let mut outcome = galerkin::with_backend_on(kind, device, task);
+                if !started.get() {
+                    // No device here: answer the agreement the other ranks make first.
+                    outcome = c.agree(outcome);
+                }
+                outcome
+            }
+        }?;
         report(&args, &outcome);
         Ok((options, outcome))
     })();
@@ -294,7 +429,9 @@ fn main() -> ExitCode {
         Ok((options, o)) => match o.run.unphysical(&options) {
             None => ExitCode::SUCCESS,
             Some(why) => {
-                eprintln!("maxwell: not a meaningful answer: {why}");
+                if o.dist.as_ref().is_none_or(|d| d.root) {
+                    eprintln!("maxwell: not a meaningful answer: {why}");
+                }
                 ExitCode::from(3)
             }
         },

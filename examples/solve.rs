@@ -159,18 +159,6 @@ struct Args {
     buffer_limit: Option<u64>,
 }
 
-/// Whether this process was started by an MPI launcher.
-fn under_mpirun() -> bool {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_RANK",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .any(|v| std::env::var_os(v).is_some())
-}
-
 struct Task<'a> {
     args: &'a Args,
     options: &'a SolveOptions,
@@ -255,7 +243,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    if args.distributed || under_mpirun() {
+    if args.distributed || common::under_mpirun() {
         #[cfg(feature = "mpi")]
         if let Some(why) = solve_dist::unsupported(&args) {
             eprintln!("solve: error: {why}");

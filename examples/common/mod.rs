@@ -44,6 +44,19 @@ printed).";
 
 /// The exit status of an error: 2 for bad usage or input (the user can fix it), 1 for a
 /// failure of the device or the library.
+/// Whether this process was started by an MPI launcher (Open MPI, MPICH, PMIx).
+#[allow(dead_code)] // not every example runs under mpirun
+pub fn under_mpirun() -> bool {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_RANK",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .any(|v| std::env::var_os(v).is_some())
+}
+
 pub fn exit_code(e: &Error) -> std::process::ExitCode {
     match e {
         Error::InvalidArgument { .. }

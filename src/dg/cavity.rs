@@ -246,19 +246,84 @@ impl CavityRun {
     }
 }
 
-fn write_vtk<B: Backend + DgOps, T: Scalar>(
-    dg: &Maxwell<B, T>,
-    dir: &str,
-    files: &mut Vec<String>,
-) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.into(),
-        source,
-    })?;
-    let path = format!("{dir}/maxwell_{:04}.vtu", files.len());
-    dg.to_vtk()?.write(&path)?;
-    files.push(format!("{path} (t = {:.6})", dg.time()));
-    Ok(())
+/// What the cavity run needs of a solver: [`Maxwell`] in one process, and
+/// [`DistMaxwell`](crate::distributed::DistMaxwell) over ranks (whose methods are collective,
+/// so every rank runs the same driver).
+pub(crate) trait CavitySolver {
+    /// Sets the fields to `f(x)`.
+    fn set_fields(&mut self, f: &(dyn Fn([f64; 3]) -> [f64; 6] + Sync)) -> Result<()>;
+    /// Times the launch parameters.
+    fn autotune(&mut self) -> Result<()>;
+    /// A stable step.
+    fn stable_dt(&self, cfl: f64) -> f64;
+    /// One RK4 step.
+    fn step(&mut self, dt: f64) -> Result<()>;
+    /// The discrete energy.
+    fn energy(&self) -> Result<f64>;
+    /// The L² error against `exact`.
+    fn l2_error(&self, exact: &(dyn Fn([f64; 3]) -> [f64; 6] + Sync)) -> Result<f64>;
+    /// The simulated time.
+    fn time(&self) -> f64;
+    /// Waits for the device.
+    fn synchronize(&self) -> Result<()>;
+    /// Writes the fields as VTK.
+    fn write_vtk(&self, path: &str) -> Result<()>;
+    /// Elements and unknowns of the whole mesh.
+    fn size(&self) -> (usize, usize);
+    /// The launch parameters, as text.
+    fn params(&self) -> String;
+    /// The final fields and the nodes (on the rank that reports; `None` elsewhere).
+    #[allow(clippy::type_complexity)]
+    fn fields_and_nodes(&self) -> Result<Option<([Vec<f64>; 6], [Vec<f64>; 3])>>;
+    /// Whether this process prints (rank 0).
+    fn prints(&self) -> bool;
+    /// The seconds every process agrees on for a phase that took `local` here (the slowest).
+    fn agreed_seconds(&self, local: f64) -> f64;
+}
+
+impl<B: Backend + DgOps, T: Scalar> CavitySolver for Maxwell<B, T> {
+    fn set_fields(&mut self, f: &(dyn Fn([f64; 3]) -> [f64; 6] + Sync)) -> Result<()> {
+        Maxwell::set_fields(self, f)
+    }
+    fn autotune(&mut self) -> Result<()> {
+        Maxwell::autotune(self).map(drop)
+    }
+    fn stable_dt(&self, cfl: f64) -> f64 {
+        Maxwell::stable_dt(self, cfl)
+    }
+    fn step(&mut self, dt: f64) -> Result<()> {
+        Maxwell::step(self, dt)
+    }
+    fn energy(&self) -> Result<f64> {
+        Maxwell::energy(self)
+    }
+    fn l2_error(&self, exact: &(dyn Fn([f64; 3]) -> [f64; 6] + Sync)) -> Result<f64> {
+        Maxwell::l2_error(self, exact)
+    }
+    fn time(&self) -> f64 {
+        Maxwell::time(self)
+    }
+    fn synchronize(&self) -> Result<()> {
+        self.backend().synchronize()
+    }
+    fn write_vtk(&self, path: &str) -> Result<()> {
+        self.to_vtk()?.write(path)
+    }
+    fn size(&self) -> (usize, usize) {
+        (self.shape().elements, self.dofs())
+    }
+    fn params(&self) -> String {
+        format!("{:?}", Maxwell::params(self))
+    }
+    fn fields_and_nodes(&self) -> Result<Option<([Vec<f64>; 6], [Vec<f64>; 3])>> {
+        Ok(Some((self.fields()?, self.geometry().x.clone())))
+    }
+    fn prints(&self) -> bool {
+        true
+    }
+    fn agreed_seconds(&self, local: f64) -> f64 {
+        local
+    }
 }
 
 /// Runs the cavity on `mesh` (from [`CavityOptions::mesh`]; `exact` as it says) in
@@ -277,12 +342,23 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
     options.check()?;
     let start = Instant::now();
     let mut dg = Maxwell::<B, T>::new(b, mesh, options.order, options.flux)?;
+    drive(&mut dg, b.info().to_string(), exact, options, start)
+}
+
+/// The run of [`simulate_cavity`] on any [`CavitySolver`], set up from `start` on.
+pub(crate) fn drive<S: CavitySolver>(
+    dg: &mut S,
+    device: String,
+    exact: bool,
+    options: &CavityOptions,
+    start: Instant,
+) -> Result<CavityRun> {
     let mode = options.mode;
-    dg.set_fields(|x| cavity_mode(mode, 0.0, x))?;
+    dg.set_fields(&|x| cavity_mode(mode, 0.0, x))?;
     if options.autotune {
         dg.autotune()?;
     }
-    let setup_seconds = start.elapsed().as_secs_f64();
+    let setup_seconds = dg.agreed_seconds(start.elapsed().as_secs_f64());
     let stable_dt = dg.stable_dt(options.cfl);
     let steps = (options.final_time / stable_dt).ceil().max(1.0);
     if !(stable_dt > 0.0 && steps.is_finite() && steps <= options.max_steps as f64) {
@@ -300,13 +376,25 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
     let dt = options.final_time / steps as f64;
     let mut energy = vec![(0.0, dg.energy()?)];
     let mut vtk_files = Vec::new();
-    if let Some(dir) = &options.vtk {
-        write_vtk(&dg, dir, &mut vtk_files)?;
-    }
+    let write_vtk = |dg: &S, files: &mut Vec<String>| -> Result<()> {
+        let Some(dir) = &options.vtk else {
+            return Ok(());
+        };
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.into(),
+            source,
+        })?;
+        let path = format!("{dir}/maxwell_{:04}.vtu", files.len());
+        dg.write_vtk(&path)?;
+        files.push(format!("{path} (t = {:.6})", dg.time()));
+        Ok(())
+    };
+    write_vtk(dg, &mut vtk_files)?;
     let mut vtk_times = options.vtk_times.clone();
     vtk_times.sort_by(f64::total_cmp);
     let samples = options.energy_samples.clamp(1, steps);
-    let bar = (options.progress && std::io::stderr().is_terminal()).then(|| {
+    let progress = options.progress && dg.prints();
+    let bar = (progress && std::io::stderr().is_terminal()).then(|| {
         let p = indicatif::ProgressBar::new(steps as u64).with_message("RK4 steps");
         p.set_style(
             indicatif::ProgressStyle::with_template("{msg} {bar:30} {pos}/{len} {prefix} {eta}")
@@ -318,9 +406,14 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
     let mut elapsed = 0.0;
     let mut clock = Instant::now();
     // Off a terminal, a long run still says how far it is: a line every 10% on stderr.
-    let lines = options.progress && bar.is_none() && steps >= 10_000;
+    let lines = progress && bar.is_none() && steps >= 10_000;
     let run_start = Instant::now();
-    let result = dg.run(steps, dt, |dg, s| {
+    let mut result = Ok(());
+    for s in 1..=steps {
+        result = dg.step(dt);
+        if result.is_err() {
+            break;
+        }
         if let Some(p) = &bar {
             p.set_position(s as u64);
         }
@@ -337,7 +430,10 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
             && dg.time() >= vtk_times[next_vtk] - 1e-12;
         if sample || vtk_due || s == steps {
             // Host work (energy, files) is kept out of the timing.
-            b.synchronize()?;
+            result = dg.synchronize();
+            if result.is_err() {
+                break;
+            }
             elapsed += clock.elapsed().as_secs_f64();
             if sample {
                 let e = dg.energy()?;
@@ -346,38 +442,44 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
                     p.set_prefix(format!("energy {e:.6e}"));
                 }
             }
-            if vtk_due || (s == steps && options.vtk.is_some()) {
-                if let Some(dir) = &options.vtk {
-                    write_vtk(dg, dir, &mut vtk_files)?;
-                }
+            if vtk_due || s == steps {
+                write_vtk(dg, &mut vtk_files)?;
                 while next_vtk < vtk_times.len() && dg.time() >= vtk_times[next_vtk] - 1e-12 {
                     next_vtk += 1;
                 }
             }
             clock = Instant::now();
         }
-        Ok(())
-    });
+    }
     if let Some(p) = bar {
         p.finish_and_clear();
     }
     result?;
     let final_time = dg.time();
-    let l2_error = dg.l2_error(|x| cavity_mode(mode, final_time, x))?;
+    let l2_error = dg.l2_error(&|x| cavity_mode(mode, final_time, x))?;
+    let (elements, dofs) = dg.size();
+    let (fields, nodes) = match options
+        .keep_fields
+        .then(|| dg.fields_and_nodes())
+        .transpose()?
+    {
+        Some(Some((f, x))) => (Some(f), Some(x)),
+        _ => (None, None),
+    };
     Ok(CavityRun {
-        device: b.info().to_string(),
-        elements: dg.shape().elements,
-        dofs: dg.dofs(),
+        device,
+        elements,
+        dofs,
         steps,
         dt,
         l2_error,
         exact,
         energy,
-        seconds: elapsed,
+        seconds: dg.agreed_seconds(elapsed),
         setup_seconds,
-        params: format!("{:?}", dg.params()),
+        params: dg.params(),
         vtk_files,
-        fields: options.keep_fields.then(|| dg.fields()).transpose()?,
-        nodes: options.keep_fields.then(|| dg.geometry().x.clone()),
+        fields,
+        nodes,
     })
 }

@@ -540,3 +540,146 @@ impl<B: Backend + DgOps, T: Scalar> DistMaxwell<B, T> {
         Ok(Some((fields, nodes)))
     }
 }
+
+impl<B: Backend + DgOps, T: Scalar> crate::dg::cavity::CavitySolver for DistMaxwell<B, T> {
+    fn set_fields(&mut self, f: &(dyn Fn([f64; 3]) -> [f64; 6] + Sync)) -> Result<()> {
+        DistMaxwell::set_fields(self, f)
+    }
+    fn autotune(&mut self) -> Result<()> {
+        let local = self.dg.autotune().map(drop);
+        self.comm.agree(local)
+    }
+    fn stable_dt(&self, cfl: f64) -> f64 {
+        DistMaxwell::stable_dt(self, cfl)
+    }
+    fn step(&mut self, dt: f64) -> Result<()> {
+        DistMaxwell::step(self, dt)
+    }
+    fn energy(&self) -> Result<f64> {
+        DistMaxwell::energy(self)
+    }
+    fn l2_error(&self, exact: &(dyn Fn([f64; 3]) -> [f64; 6] + Sync)) -> Result<f64> {
+        DistMaxwell::l2_error(self, exact)
+    }
+    fn time(&self) -> f64 {
+        DistMaxwell::time(self)
+    }
+    fn synchronize(&self) -> Result<()> {
+        let local = self.backend.synchronize();
+        self.comm.agree(local)
+    }
+    fn write_vtk(&self, _path: &str) -> Result<()> {
+        Err(Error::invalid(
+            "maxwell",
+            "vtk",
+            "VTK output is written by one process only: run without mpirun to write it",
+        ))
+    }
+    fn size(&self) -> (usize, usize) {
+        (self.global_elements, self.dofs())
+    }
+    fn params(&self) -> String {
+        format!("{:?}", self.dg.params())
+    }
+    fn fields_and_nodes(&self) -> Result<Option<(Fields, [Vec<f64>; 3])>> {
+        self.gather(0)
+    }
+    fn prints(&self) -> bool {
+        self.comm.is_root()
+    }
+    fn agreed_seconds(&self, local: f64) -> f64 {
+        self.comm.max(local)
+    }
+}
+
+/// One rank's share of a [`simulate_cavity`] run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankShare {
+    /// Elements it owns.
+    pub elements: usize,
+    /// Ghost elements it holds.
+    pub ghost_elements: usize,
+    /// Trace values it sends before every stage.
+    pub trace_values: usize,
+    /// Seconds of its exchanges during the time stepping (packing, the exchange, writing the
+    /// ghosts; with the wait for the stage before on a device).
+    pub halo_seconds: f64,
+}
+
+/// What [`simulate_cavity`] returns: the run, as one process reports it, and the ranks'
+/// shares.
+#[derive(Clone, Debug)]
+pub struct DistCavityRun {
+    /// The run: elements and unknowns of the whole mesh, the slowest rank's seconds; the
+    /// fields (with [`CavityOptions::keep_fields`](crate::dg::CavityOptions::keep_fields)) on
+    /// rank 0 only.
+    pub run: crate::dg::CavityRun,
+    /// Ranks.
+    pub ranks: usize,
+    /// What carried the halo (`"host memory"`, `"NCCL 2.28.3 (…)"`).
+    pub halo: String,
+    /// How the elements were partitioned.
+    pub partition: String,
+    /// Every rank's share, in rank order.
+    pub per_rank: Vec<RankShare>,
+}
+
+/// [`simulate_cavity`](crate::dg::simulate_cavity) over the ranks of `comm`: the same run,
+/// energy samples and L² error, with the tetrahedra partitioned by `method` and the halo
+/// routed by `route`. Collective.
+///
+/// # Errors
+/// As [`simulate_cavity`](crate::dg::simulate_cavity) (agreed over the ranks), and VTK
+/// output, which is single-process.
+pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
+    comm: &Communicator,
+    b: &B,
+    mesh: &TetMesh,
+    exact: bool,
+    options: &crate::dg::CavityOptions,
+    method: PartitionMethod,
+    route: HaloRoute,
+) -> Result<DistCavityRun> {
+    comm.agree(options.check())?;
+    if options.vtk.is_some() {
+        return Err(Error::invalid(
+            "maxwell",
+            "vtk",
+            "VTK output is written by one process only: run without mpirun to write it",
+        ));
+    }
+    let start = Instant::now();
+    let mut dg =
+        DistMaxwell::<B, T>::new(b, comm, mesh, options.order, options.flux, method, route)?;
+    let device = comm.all_gather_strings(&b.info().to_string());
+    let device = if device.iter().all(|d| *d == device[0]) {
+        device[0].clone()
+    } else {
+        device.join("; ")
+    };
+    dg.reset_halo_times();
+    let run = crate::dg::cavity::drive(&mut dg, device, exact, options, start)?;
+    let t = dg.halo_times();
+    let share = [
+        dg.owned_elements() as f64,
+        dg.ghost_elements() as f64,
+        dg.trace_values_sent() as f64,
+        t.halo.as_secs_f64(),
+    ];
+    let all: Vec<Vec<f64>> = share.iter().map(|&v| comm.all_gather(v)).collect();
+    let per_rank = (0..comm.size())
+        .map(|r| RankShare {
+            elements: all[0][r] as usize,
+            ghost_elements: all[1][r] as usize,
+            trace_values: all[2][r] as usize,
+            halo_seconds: all[3][r],
+        })
+        .collect();
+    Ok(DistCavityRun {
+        run,
+        ranks: comm.size(),
+        halo: dg.halo_transport(),
+        partition: dg.partition().method().to_string(),
+        per_rank,
+    })
+}

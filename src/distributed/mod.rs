@@ -61,7 +61,7 @@ pub use halo::HaloRoute;
 pub use input::{distribute, read_matrix_market, PartitionMethod};
 pub use layout::{DistCsr, Layout, Segment};
 pub use matrix::{DistMatrix, DistOperator, HaloTimes};
-pub use maxwell::DistMaxwell;
+pub use maxwell::{simulate_cavity, DistCavityRun, DistMaxwell, RankShare};
 pub use mixed::{mixed_cg, InnerCg};
 pub use partition::{Partition, PartitionQuality};
 pub use solver::{cg, BlockJacobi, DistPreconditioner};

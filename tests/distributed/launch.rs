@@ -1,4 +1,4 @@
-//! The parent: launches the checks and the `solve` example under `mpirun`.
+//! The parent: launches the checks and the `solve` and `maxwell` examples under `mpirun`.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -80,7 +80,97 @@ pub fn run() {
         print!("{}", String::from_utf8_lossy(&out.stdout));
     }
     solve_example(n);
+    maxwell_example();
     println!("dist: all distributed tests passed");
+}
+
+/// `maxwell` under `mpirun -np 2` (METIS on the face graph) gives the one-process run's
+/// energy and L2 error, and `--json` reports the ranks' shares; `--halo device` on CPU ranks
+/// is refused with the reason, status 2.
+fn maxwell_example() {
+    let maxwell = example("maxwell");
+    assert!(
+        maxwell.exists(),
+        "{} is missing: build it first with `cargo build --release --features mpi,wgpu --example maxwell`",
+        maxwell.display()
+    );
+    let args = [
+        "--mesh",
+        "box:3",
+        "--perturbation",
+        "0.1",
+        "--order",
+        "3",
+        "--final-time",
+        "0.05",
+        "--json",
+    ];
+    let json = |out: &Output, what: &str| -> serde_json::Value {
+        let text = show(what, out);
+        assert!(out.status.success(), "{text}");
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim())
+            .unwrap_or_else(|e| panic!("--json did not print one JSON object ({e})\n{text}"))
+    };
+    let one = json(
+        &Command::new(&maxwell).args(args).output().unwrap(),
+        "maxwell, one process",
+    );
+    for np in [2, 3] {
+        let out = mpirun(np).arg(&maxwell).args(args).output().unwrap();
+        let what = format!("maxwell under mpirun -np {np}");
+        let dist = json(&out, &what);
+        let text = show(&what, &out);
+        assert_eq!(
+            dist["ranks"],
+            serde_json::json!(np),
+            "{} was built without the `mpi` feature? {text}",
+            maxwell.display()
+        );
+        assert_eq!(dist["dofs"], one["dofs"], "{text}");
+        assert_eq!(dist["steps"], one["steps"], "{text}");
+        for key in ["l2_error", "energy_final"] {
+            let (a, b) = (dist[key].as_f64().unwrap(), one[key].as_f64().unwrap());
+            assert!(
+                (a - b).abs() <= 1e-10 * b.abs(),
+                "{key}: {a:e} vs {b:e}\n{text}"
+            );
+        }
+        let per_rank = dist["per_rank"].as_array().expect("per_rank");
+        assert_eq!(per_rank.len(), np, "{text}");
+        let elements: u64 = per_rank
+            .iter()
+            .map(|r| r["elements"].as_u64().unwrap())
+            .sum();
+        assert_eq!(serde_json::json!(elements), one["elements"], "{text}");
+        assert!(
+            per_rank
+                .iter()
+                .all(|r| r["trace_values"].as_u64() > Some(0)),
+            "{text}"
+        );
+        assert_eq!(dist["halo"], serde_json::json!("host memory"), "{text}");
+        println!(
+            "dist: maxwell on {np} ranks matches one process (L2 error {:.6e})",
+            dist["l2_error"].as_f64().unwrap()
+        );
+    }
+    let out = mpirun(2)
+        .arg(&maxwell)
+        .args(["--mesh", "box:2", "--halo", "device"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        show("maxwell --halo device", &out)
+    );
+    assert!(
+        stderr.contains("rank 0 cannot: it runs on the cpu backend, not CUDA"),
+        "{}",
+        show("maxwell --halo device", &out)
+    );
 }
 
 /// `solve` under `mpirun -np 2` writes the same solution as one process, and `--json`

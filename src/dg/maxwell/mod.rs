@@ -167,6 +167,11 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
         DgMesh::new(backend, shape, arrays)
     }
 
+    /// The backend the solver runs on.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
     /// The mesh's sizes.
     pub fn shape(&self) -> DgShape {
         self.mesh.shape
