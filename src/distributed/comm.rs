@@ -36,6 +36,9 @@ pub(crate) trait Transport {
     );
 }
 
+/// The device exchanges of a communicator, by device connection.
+type DeviceHalos = Vec<(u64, Rc<dyn DeviceHalo>)>;
+
 /// The ranks of a distributed computation: who this process is, global sums, the halo
 /// exchange, agreement on errors.
 ///
@@ -58,7 +61,7 @@ pub struct Communicator {
     reductions: Rc<Cell<u64>>,
     /// The device exchanges made for this communicator, by device connection
     /// ([`device_halo`](super::halo::device_halo)).
-    device_halos: Rc<RefCell<Vec<(u64, Rc<dyn DeviceHalo>)>>>,
+    device_halos: Rc<RefCell<DeviceHalos>>,
 }
 
 impl fmt::Debug for Communicator {

@@ -208,9 +208,9 @@ impl DeviceHalo for crate::backend::cube::Nccl {
     ) -> Result<()> {
         use crate::{Cuda, Vector};
         // The distributed vectors' element types: f64 and f32.
-        fn typed<'a, T: crate::scalar::Element>(
-            v: Option<&'a dyn Any>,
-        ) -> Option<Option<&'a Vector<Cuda, T>>> {
+        fn typed<T: crate::scalar::Element>(
+            v: Option<&dyn Any>,
+        ) -> Option<Option<&Vector<Cuda, T>>> {
             match v {
                 None => Some(None),
                 Some(v) => v.downcast_ref::<Vector<Cuda, T>>().map(Some),

@@ -50,6 +50,9 @@ use crate::scalar::Scalar;
 use crate::sparse::Csr;
 use crate::vector::{DeviceIndex, Vector};
 
+/// An exchange plan: the positions sent and their runs, the positions received and theirs.
+type Plan = (Vec<u32>, Vec<Run>, Vec<u32>, Vec<Run>);
+
 /// The face traces one rank's elements exchange before every stage.
 struct TraceHalo<B: Backend, T: Scalar> {
     /// Positions in the fields of the trace values sent, grouped by destination.
@@ -269,7 +272,7 @@ impl<B: Backend + DgOps, T: Scalar> DistMaxwell<B, T> {
                 )
             })
         };
-        let plan = || -> Result<(Vec<u32>, Vec<Run>, Vec<u32>, Vec<Run>)> {
+        let plan = || -> Result<Plan> {
             let (mut send_index, mut sends) = (Vec::new(), Vec::new());
             let (mut recv_index, mut recvs) = (Vec::new(), Vec::new());
             for q in (0..comm.size()).filter(|&q| q != me) {
