@@ -88,6 +88,7 @@ pub fn run() {
             check_spmv::<galerkin::Cuda, f32, f64>(&c, &a, &d, seed, 1e-6);
             check_spmv::<galerkin::Cuda, f32, f32>(&c, &a, &d, seed, 1e-5);
             check_solvers(&comm, &c, &a, &d, true);
+            check_maxwell(&comm, &c, HaloRoute::Auto);
         }
         Err(e) => say(&comm, &format!("SKIPPING cuda ranks: {e}")),
     }

@@ -383,3 +383,65 @@ impl Drop for Nccl {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::Rng;
+
+    /// A one-rank NCCL communicator exchanges with itself: runs of the send buffer land in
+    /// the runs of the receive buffer (poisoned first), bit for bit, in f64 and f32; a run
+    /// beyond a buffer is refused before NCCL is called. Needs a CUDA device and NCCL (the
+    /// GPU machine: `GALERKIN_NCCL` names the library).
+    #[test]
+    fn nccl_exchanges_runs_with_itself() {
+        super::super::on_test_device("cuda", Cuda::new(), |cuda| {
+            let required = std::env::var("GALERKIN_REQUIRE_BACKENDS")
+                .is_ok_and(|v| v.split(',').any(|k| k.trim() == "nccl"));
+            if let Err(e) = library() {
+                assert!(!required, "NCCL is required: {e}");
+                eprintln!("[galerkin tests] skipping: {e}");
+                return;
+            }
+            let nccl = cuda.nccl(unique_id().unwrap(), 0, 1).unwrap();
+            let mut rng = Rng::new(44);
+            let values: Vec<f64> = (0..1000).map(|_| rng.range(-1.0, 1.0)).collect();
+            let sends = [(0, 100, 300), (0, 600, 400)];
+            let recvs = [(0, 0, 300), (0, 300, 400)];
+            let want: Vec<f64> = values[100..400]
+                .iter()
+                .chain(&values[600..1000])
+                .copied()
+                .collect();
+            let send = Vector::from_slice(&cuda, &values).unwrap();
+            let recv = Vector::from_slice(&cuda, &vec![f64::NAN; 700]).unwrap();
+            nccl.start(Some(&send), &sends, Some(&recv), &recvs)
+                .unwrap();
+            nccl.finish().unwrap();
+            let got = recv.to_vec().unwrap();
+            assert!(got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()));
+
+            let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+            let send = Vector::from_slice(&cuda, &values32).unwrap();
+            let recv = Vector::from_slice(&cuda, &vec![f32::NAN; 700]).unwrap();
+            nccl.start(Some(&send), &sends, Some(&recv), &recvs)
+                .unwrap();
+            nccl.finish().unwrap();
+            let got = recv.to_vec().unwrap();
+            assert!(got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == (*b as f32).to_bits()));
+
+            // A receive run past the buffer's end: refused, nothing posted.
+            let short = Vector::from_slice(&cuda, &[0.0f32; 10]).unwrap();
+            let e = nccl
+                .start(Some(&send), &sends, Some(&short), &recvs)
+                .unwrap_err();
+            assert!(e.to_string().contains("shorter than its runs"), "{e}");
+        });
+    }
+}
