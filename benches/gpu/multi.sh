@@ -66,6 +66,12 @@ run() { # label np matrix partition route [extra]
     2> "$out/multi-err-$label-$np-$route.txt"
 }
 
+echo "== global sums: read + MPI against NCCL + read (benches/gpu/allreduce.py)"
+for np in $gpus; do
+  [ "$np" -gt 1 ] || continue
+  $mpi -np $np python3 benches/gpu/allreduce.py 2> "$out/multi-allreduce-$np.txt" | grep all-reduce
+done
+
 echo "== CG (PCG-Jacobi to 1e-8), Poisson 7-point, slabs; f64"
 echo "-- strong: 256^3 in all (efficiency = 1-GPU time / (P x time))"
 us_per_it() { python3 -c 'import json,sys
