@@ -5,6 +5,8 @@
 #   GPU_FEATURES=cuda,wgpu,mpi ../shared/gpu/pack --test distributed --example solve
 # and run on nvidia-h200-x2 (or -x4) as `source .gpu/setup.sh; benches/gpu/multi.sh`.
 # Full outputs go to $OUT. GPUS="1 2" (default: 1 up to the GPUs present, powers of two).
+# PARTS="checks sums cg fvm maxwell" (default: all) picks the sections, e.g. to split a run
+# over two calls.
 # Prints one line per run: ranks, route, rows, iterations, µs per iteration, the slowest
 # rank's compute / halo / reduction µs per iteration, halo µs per SpMV, efficiency.
 set -uo pipefail
@@ -32,10 +34,11 @@ export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_co
 mpi="timeout 300 mpirun --allow-run-as-root --oversubscribe -x GALERKIN_NCCL -x NCCL_NVLS_ENABLE"
 checks=$(ls .gpu/bin/dist-* | head -1)
 solve=.gpu/bin/solve
+want() { [[ " ${PARTS:-checks sums cg fvm maxwell} " == *" $1 "* ]]; }
 gpus=${GPUS:-$(for p in 1 2 4 8; do [ "$p" -le "$ngpu" ] && echo -n "$p "; done)}
 
-echo "== checks: one GPU per rank, the device halo against the host halo (bit for bit)"
-for np in $gpus; do
+want checks && echo "== checks: one GPU per rank, the device halo against the host halo (bit for bit)"
+want checks && for np in $gpus; do
   [ "$np" -gt 1 ] || continue
   GALERKIN_DIST_CHILD=1 GALERKIN_DIST_N=${N:-16} GALERKIN_DIST_SEED=7 $mpi -np $np "$checks" \
     > "$out/multi-checks-$np.txt" 2>&1
@@ -60,23 +63,24 @@ for line in sys.stdin:
         ("eff=%.2f" % eff) if base > 0 else "", j["converged"]))
 ' "$@"
 }
+us_per_it() { python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    if l.startswith("{"): j=json.loads(l); print(j["time_s"]/max(j["iterations"],1)*1e6)' "$1"; }
 run() { # label np matrix partition route [extra]
   local label=$1 np=$2 m=$3 part=$4 route=$5; shift 5
   $mpi -np $np "$solve" --backend cuda --matrix "$m" --partition $part --halo $route --json --warmup "$@" \
     2> "$out/multi-err-$label-$np-$route.txt"
 }
 
-echo "== global sums: read + MPI against NCCL + read (benches/gpu/allreduce.py)"
-for np in $gpus; do
+want sums && echo "== global sums: read + MPI against NCCL + read (benches/gpu/allreduce.py)"
+want sums && for np in $gpus; do
   [ "$np" -gt 1 ] || continue
   $mpi -np $np python3 benches/gpu/allreduce.py 2> "$out/multi-allreduce-$np.txt" | grep all-reduce
 done
 
+if want cg; then
 echo "== CG (PCG-Jacobi to 1e-8), Poisson 7-point, slabs; f64"
 echo "-- strong: 256^3 in all (efficiency = 1-GPU time / (P x time))"
-us_per_it() { python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    if l.startswith("{"): j=json.loads(l); print(j["time_s"]/max(j["iterations"],1)*1e6)' "$1"; }
 run strong 1 poisson7:256 contiguous host > "$out/multi-strong-1.json"
 summary strong < "$out/multi-strong-1.json" 2>/dev/null
 base=$(us_per_it "$out/multi-strong-1.json")
@@ -98,7 +102,8 @@ echo "-- the halo alone (exact timing: a device sync before each halo), 256^3 on
 for route in host device; do
   run exact 2 poisson7:256 contiguous $route --profile | summary exact 2>/dev/null
 done
-if [ -z "${NO_FVM:-}" ]; then
+fi
+if want fvm; then
   echo "== CG, FVM two-point flux on tetrahedra (fvm-tet:120, 10.4M rows), METIS"
   run fvm 1 fvm-tet:120 metis host > "$out/multi-fvm-1.json"
   summary fvm < "$out/multi-fvm-1.json" 2>/dev/null
@@ -111,7 +116,7 @@ if [ -z "${NO_FVM:-}" ]; then
   done
 fi
 
-[ -n "${NO_MAXWELL:-}" ] && exit 0
+want maxwell || exit 0
 maxwell=.gpu/bin/maxwell
 echo "== DG Maxwell, N = 4, f64, upwind, one rank per GPU (weak: ~1.2e8 unknowns per GPU; strong: box:46)"
 declare -A mweak=([1]=46 [2]=58 [4]=73 [8]=92)

@@ -235,6 +235,7 @@ impl<R: CubeRuntime> Cube<R> {
 
     /// Turns a runtime error into [`Error::Device`].
     /// The process-unique number of this device connection.
+    #[cfg(feature = "cuda")]
     pub(crate) fn connection_id(&self) -> u64 {
         self.inner.id
     }

@@ -291,12 +291,14 @@ impl Nccl {
         let (send, recv) = (handle(send, sends)?, handle(recv, recvs)?);
         let sends: Vec<Run> = sends.iter().filter(|r| r.2 > 0).copied().collect();
         let recvs: Vec<Run> = recvs.iter().filter(|r| r.2 > 0).copied().collect();
-        // The packed rows are written and the ghost rows' readers are done.
-        self.backend.wait()?;
         let (raw, lib) = (self.raw, self.lib);
         let client = &self.backend.inner.client;
+        // One trip to the device thread: wait for the queued work (the packed rows written,
+        // the ghost rows' readers done), then post.
         self.backend.on_device_thread(move || {
             let raw = raw; // the whole `Raw` (which is `Send`), not its fields
+            client.flush()?;
+            cubecl::future::block_on(client.sync())?;
             let address = |h: Option<cubecl::server::Handle>| -> std::result::Result<u64, Failed> {
                 Ok(match h {
                     Some(h) => client.get_resource(h)?.resource().ptr,
