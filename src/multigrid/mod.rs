@@ -14,6 +14,7 @@
 pub mod check;
 mod fmg;
 pub mod poisson;
+mod seed;
 mod smoother;
 mod transfer;
 
@@ -36,6 +37,8 @@ pub use poisson::{
     solve_poisson, solve_poisson_keeping, PoissonOptions, PoissonRhs, PoissonSolution,
     PoissonSolver,
 };
+#[doc(hidden)]
+pub use seed::SeedCodeRun;
 pub use smoother::SmootherKind;
 use smoother::{patch_step, Smoother};
 use transfer::Transfer;
