@@ -193,7 +193,8 @@ impl<B: Backend + DgOps, T: Scalar> DistMaxwell<B, T> {
     ///
     /// # Errors
     /// As [`Maxwell::new`] (agreed: the same [`Error::Rank`] on every rank), METIS failures,
-    /// [`HaloRoute::Device`] where a rank cannot take it.
+    /// [`Error::InvalidArgument`] on every rank if a rank would own no element (more ranks
+    /// than the partition fills), [`HaloRoute::Device`] where a rank cannot take it.
     pub fn new(
         backend: &B,
         comm: &Communicator,
@@ -231,6 +232,26 @@ impl<B: Backend + DgOps, T: Scalar> DistMaxwell<B, T> {
             PartitionMethod::Metis => "METIS k-way on the face graph",
         });
         let partition = Rc::new(partition);
+        // Every rank needs elements (the same answer everywhere: the partition is global).
+        let mut counts = vec![0usize; comm.size()];
+        for &o in &owner {
+            counts[o] += 1;
+        }
+        if let Some(empty) = counts.iter().position(|&c| c == 0) {
+            return Err(Error::invalid(
+                "DistMaxwell::new",
+                "mesh",
+                format!(
+                    "rank {empty} would own no tetrahedron ({k} tetrahedra over {} ranks by {}): \
+                     use fewer ranks or a finer mesh",
+                    comm.size(),
+                    match method {
+                        PartitionMethod::Contiguous => "contiguous blocks",
+                        PartitionMethod::Metis => "METIS",
+                    }
+                ),
+            ));
+        }
         let mut elements: Vec<u32> = (0..k as u32).filter(|&e| owner[e as usize] == me).collect();
         let owned = elements.len();
         let mut ghosts: Vec<(usize, u32)> = elements

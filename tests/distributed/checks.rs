@@ -48,6 +48,7 @@ pub fn run() {
     let cpu = Cpu::new();
     check_device_route_refused(&comm, &cpu, &a);
     check_maxwell(&comm, &cpu, HaloRoute::Auto);
+    check_maxwell_refusals(&comm, &cpu);
     for (name, part) in partitions(&comm, &a) {
         let d = DistCsr::from_global(&comm, &a, Rc::new(part)).unwrap();
         let q = d.quality();
@@ -323,6 +324,53 @@ fn check_maxwell<B: Backend + galerkin::dg::DgOps>(
         ),
     );
     fields
+}
+
+/// A mesh that leaves a rank without elements (one tetrahedron over several ranks, or none)
+/// is refused on every rank, naming the rank; one tetrahedron in one process runs.
+fn check_maxwell_refusals(comm: &Communicator, cpu: &Cpu) {
+    use galerkin::dg::{Flux, TetMesh};
+    use galerkin::distributed::DistMaxwell;
+    let one = TetMesh {
+        points: vec![
+            [0.0, 0.0, 0.0],
+            [1.0, 0.0, 0.0],
+            [0.0, 1.0, 0.0],
+            [0.0, 0.0, 1.0],
+        ],
+        tets: vec![[0, 1, 2, 3]],
+        ..Default::default()
+    };
+    for (mesh, what) in [
+        (one, "one tetrahedron"),
+        (TetMesh::default(), "no tetrahedron"),
+    ] {
+        let made = DistMaxwell::<Cpu, f64>::new(
+            cpu,
+            comm,
+            &mesh,
+            2,
+            Flux::Upwind,
+            PartitionMethod::Contiguous,
+            HaloRoute::Auto,
+        );
+        match made {
+            Ok(mut dg) => {
+                assert!(comm.size() == 1 && what == "one tetrahedron");
+                dg.set_fields(|x| [x[1], 0.0, 0.0, 0.0, 0.0, x[0]]).unwrap();
+                dg.step(dg.stable_dt(0.5)).unwrap();
+                assert!(dg.energy().unwrap().is_finite());
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("would own no tetrahedron") || text.contains("no tetrahedra"),
+                    "{what}: {text}"
+                );
+            }
+        }
+    }
+    say(comm, "DG Maxwell: ranks left without elements are refused");
 }
 
 /// Contiguous, METIS, and an uneven one: rank 0 owns nothing (with 2+ ranks) and the last

@@ -65,11 +65,18 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// The order-`order` DG discretisation of `mesh` with `flux`, fields zero, on `backend`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for an order outside 1..=9 or a bad mesh (naming the
-    /// element or face: inverted or degenerate tetrahedra, non-conforming faces), the
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for an order outside 1..=9 or a bad mesh (none,
+    /// or naming the element or face: inverted or degenerate tetrahedra, non-conforming faces), the
     /// backend's errors (no f64, out of memory).
     pub fn new(backend: &B, mesh: &TetMesh, order: usize, flux: Flux) -> Result<Self> {
         check_order("Maxwell::new", order)?;
+        if mesh.tets.is_empty() {
+            return Err(crate::error::Error::invalid(
+                "Maxwell::new",
+                "mesh",
+                "the mesh has no tetrahedra",
+            ));
+        }
         backend.require::<T>("Maxwell")?;
         let re = ReferenceTet::new(order)?;
         let geo = DgGeometry::new(&mesh.points, &mesh.tets, &re)?;
