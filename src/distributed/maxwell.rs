@@ -1,35 +1,4 @@
-//! Nodal DG Maxwell over ranks (seed 004's explicit solver, distributed): the tetrahedra
-//! partitioned by their face graph (contiguous or METIS), each rank holding its elements and
-//! one layer of ghost elements across its partition faces, and before every Runge–Kutta
-//! stage the face traces its elements show other ranks exchanged (host memory or device to
-//! device, [`HaloRoute`]). Only traces cross: `6 Nfp` values per partition face and stage.
-//!
-//! A ghost element's traces on the faces it shares with owned elements are the owner's
-//! values at the start of every stage, which is all the surface flux of the owned elements
-//! reads; the ghost's other values are never read by owned elements (the volume terms read
-//! the element's own nodes, the flux the neighbour's trace), so the owned fields evolve
-//! exactly as in one process. Energy and L² error are sums over owned elements, added over
-//! the ranks.
-//!
-//! ```
-//! use galerkin::distributed::{Communicator, DistMaxwell, HaloRoute, PartitionMethod};
-//! use galerkin::dg::{cavity_mode, Flux, Maxwell, TetMesh};
-//! use galerkin::Cpu;
-//!
-//! let comm = Communicator::solo(); // Communicator::mpi()? under mpirun (feature `mpi`)
-//! let mesh = TetMesh::unit_cube(2, 0.0, 0)?;
-//! let cpu = Cpu::new();
-//! let mut dg = DistMaxwell::<Cpu, f64>::new(
-//!     &cpu, &comm, &mesh, 2, Flux::Upwind, PartitionMethod::Contiguous, HaloRoute::Auto,
-//! )?;
-//! dg.set_fields(|x| cavity_mode([1, 1, 0], 0.0, x))?;
-//! let dt = dg.stable_dt(0.5);
-//! for _ in 0..5 {
-//!     dg.step(dt)?;
-//! }
-//! assert!(dg.l2_error(|x| cavity_mode([1, 1, 0], 5.0 * dt, x))? < 1e-1);
-//! # Ok::<(), galerkin::Error>(())
-//! ```
+//! Nodal DG Maxwell over ranks: [`DistMaxwell`] and [`simulate_cavity`].
 
 use std::any::Any;
 use std::rc::Rc;
@@ -132,8 +101,40 @@ impl<B: Backend, T: Scalar> TraceHalo<B, T> {
 
 /// The DG Maxwell solver ([`Maxwell`]) over the ranks of a communicator: this rank's
 /// tetrahedra and their ghost layer on its device, the ghost traces exchanged before every
-/// stage. Every method is collective unless it says otherwise; see the
-/// [module documentation](self).
+/// stage. Every method is collective unless it says otherwise.
+///
+/// Nodal DG Maxwell over ranks (seed 004's explicit solver, distributed): the tetrahedra
+/// partitioned by their face graph (contiguous or METIS), each rank holding its elements and
+/// one layer of ghost elements across its partition faces, and before every Runge–Kutta
+/// stage the face traces its elements show other ranks exchanged (host memory or device to
+/// device, [`HaloRoute`]). Only traces cross: `6 Nfp` values per partition face and stage.
+///
+/// A ghost element's traces on the faces it shares with owned elements are the owner's
+/// values at the start of every stage, which is all the surface flux of the owned elements
+/// reads; the ghost's other values are never read by owned elements (the volume terms read
+/// the element's own nodes, the flux the neighbour's trace), so the owned fields evolve
+/// exactly as in one process. Energy and L² error are sums over owned elements, added over
+/// the ranks.
+///
+/// ```
+/// use galerkin::distributed::{Communicator, DistMaxwell, HaloRoute, PartitionMethod};
+/// use galerkin::dg::{cavity_mode, Flux, TetMesh};
+/// use galerkin::Cpu;
+///
+/// let comm = Communicator::solo(); // Communicator::mpi()? under mpirun (feature `mpi`)
+/// let mesh = TetMesh::unit_cube(2, 0.0, 0)?;
+/// let cpu = Cpu::new();
+/// let mut dg = DistMaxwell::<Cpu, f64>::new(
+///     &cpu, &comm, &mesh, 2, Flux::Upwind, PartitionMethod::Contiguous, HaloRoute::Auto,
+/// )?;
+/// dg.set_fields(|x| cavity_mode([1, 1, 0], 0.0, x))?;
+/// let dt = dg.stable_dt(0.5);
+/// for _ in 0..5 {
+///     dg.step(dt)?;
+/// }
+/// assert!(dg.l2_error(|x| cavity_mode([1, 1, 0], 5.0 * dt, x))? < 1e-1);
+/// # Ok::<(), galerkin::Error>(())
+/// ```
 pub struct DistMaxwell<B: Backend + DgOps, T: Scalar> {
     comm: Communicator,
     backend: B,
