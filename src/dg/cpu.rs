@@ -304,19 +304,42 @@ impl DgOps for Cpu {
         res: &mut Vec<T>,
         q_next: &mut Vec<T>,
         _params: DgParams,
+        elements: std::ops::Range<usize>,
     ) -> Result<()> {
         let s = mesh.shape;
+        let np = s.np;
         let (ops, elem) = (f64s(&mesh.ops), f64s(&mesh.elem));
         let alpha = alpha.as_f64();
-        let mut rhs = vec![T::from_f64(0.0); 6 * s.len()];
-        per_element(s, &mut rhs, |e| {
-            let u = load_element(q, s, e);
-            let mut out = volume_element(s, &ops, &elem[9 * e..9 * e + 9], &u);
-            lift_element(s, &ops, &self.element_flux(mesh, alpha, q, e), &mut out);
-            out
-        });
-        q_next[..6 * s.len()].copy_from_slice(&q[..6 * s.len()]);
-        self.dg_update(6 * s.len(), coef, &rhs, res, q_next)
+        let [a, b, dt] = coef.map(|v| v.as_f64());
+        // The right-hand side of the range's elements, element-major (`6 Np` each).
+        let first = elements.start;
+        let mut rhs = vec![0.0f64; 6 * np * elements.len()];
+        rhs.par_chunks_mut(6 * np)
+            .enumerate()
+            .for_each(|(i, chunk)| {
+                let e = first + i;
+                let u = load_element(q, s, e);
+                let mut out = volume_element(s, &ops, &elem[9 * e..9 * e + 9], &u);
+                lift_element(s, &ops, &self.element_flux(mesh, alpha, q, e), &mut out);
+                chunk.copy_from_slice(&out);
+            });
+        let len = s.len();
+        for c in 0..6 {
+            let span = c * len + first * np..c * len + elements.end * np;
+            res[span.clone()]
+                .par_iter_mut()
+                .zip(q_next[span.clone()].par_iter_mut())
+                .zip(q[span].par_iter())
+                .enumerate()
+                .for_each(|(n, ((r, next), qv))| {
+                    // The right-hand side in T, as the four-kernel path stores it.
+                    let k = T::from_f64(rhs[(n / np) * 6 * np + c * np + n % np]).as_f64();
+                    let nr = a * r.as_f64() + dt * k;
+                    *r = T::from_f64(nr);
+                    *next = T::from_f64(qv.as_f64() + b * nr);
+                });
+        }
+        Ok(())
     }
 
     fn dg_default_params<T: Scalar>(&self, _shape: DgShape) -> DgParams {

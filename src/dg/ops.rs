@@ -335,13 +335,48 @@ impl<B: DgOps, T: Scalar> DgMesh<B, T> {
         q_next: &mut Vector<B, T>,
         params: DgParams,
     ) -> Result<()> {
+        self.stage_range(alpha, coef, q, res, q_next, params, 0..self.shape.elements)
+    }
+
+    /// [`stage`](Self::stage) for the elements of `range` only: their `res` and `q_next`
+    /// written, the rest left as they are (`q` read wherever their faces reach). Runs a
+    /// stage in parts, e.g. the elements that read no ghost while a halo is exchanged.
+    ///
+    /// # Errors
+    /// As [`stage`](Self::stage); [`Error::InvalidArgument`] for a range beyond the
+    /// elements.
+    #[allow(clippy::too_many_arguments)]
+    pub fn stage_range(
+        &self,
+        alpha: T,
+        coef: [T; 3],
+        q: &Vector<B, T>,
+        res: &mut Vector<B, T>,
+        q_next: &mut Vector<B, T>,
+        params: DgParams,
+        range: std::ops::Range<usize>,
+    ) -> Result<()> {
         const OP: &str = "DgMesh::stage";
         for (name, v) in [("q", q), ("res", &*res), ("q_next", &*q_next)] {
             self.check(OP, name, v, self.dofs())?;
         }
         self.check_params(OP, params)?;
+        if range.start > range.end || range.end > self.shape.elements {
+            return Err(Error::invalid(
+                OP,
+                "range",
+                format!(
+                    "elements {range:?} are not within the mesh's {}",
+                    self.shape.elements
+                ),
+            ));
+        }
+        if range.is_empty() {
+            return Ok(());
+        }
         // SAFETY: field vectors of this mesh on its device, q_next distinct from q (one is
-        // borrowed mutably), params fit (checked above).
+        // borrowed mutably), params fit and the range lies within the elements (checked
+        // above).
         unsafe {
             self.backend.dg_stage(
                 self,
@@ -351,6 +386,7 @@ impl<B: DgOps, T: Scalar> DgMesh<B, T> {
                 res.buffer_mut()?,
                 q_next.buffer_mut()?,
                 params,
+                range,
             )
         }
     }
@@ -428,13 +464,15 @@ pub trait DgOps: VectorOps + Sealed {
 
     /// One fused RK stage, `coef = [a, b, dt]`: `res = a res + dt L(q)`,
     /// `q_next = q + b res` (volume, the element's own face fluxes, lift and update in one
-    /// kernel; `q_next` must not be `q`, which neighbours still read).
+    /// kernel; `q_next` must not be `q`, which neighbours still read), for the `elements`
+    /// (a range within the mesh's) only.
     ///
     /// # Errors
     /// Device errors.
     ///
     /// # Safety
     /// See the trait.
+    #[allow(clippy::too_many_arguments)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn dg_stage<T: Scalar>(
         &self,
@@ -445,6 +483,7 @@ pub trait DgOps: VectorOps + Sealed {
         res: &mut Self::Buffer<T>,
         q_next: &mut Self::Buffer<T>,
         params: DgParams,
+        elements: std::ops::Range<usize>,
     ) -> Result<()>;
 
     /// The default launch parameters for `shape` in `T`.

@@ -395,6 +395,8 @@ pub(super) fn stage_kernel<T: Float>(
     q_next: &mut Array<T>,
     coef: &StageCoef,
     elements: usize,
+    first: usize,
+    end: usize,
     #[comptime] np: usize,
     #[comptime] nfp: usize,
     #[comptime] epc: usize,
@@ -416,14 +418,14 @@ pub(super) fn stage_kernel<T: Float>(
     let mut qp = Array::<T>::new(6usize);
     let mut fm = Array::<T>::new(6usize);
     let mut fp = Array::<T>::new(6usize);
-    let groups = ceil_div(elements, comptime![epc * epu]);
+    let groups = ceil_div(end - first, comptime![epc * epu]);
     let mut g = CUBE_POS;
     while g < groups {
-        let e0 = g * comptime![epc * epu] + slot;
+        let e0 = first + g * comptime![epc * epu] + slot;
         #[unroll]
         for w in 0..epu {
             let e = e0 + comptime![w * epc];
-            if e < elements {
+            if e < end {
                 load_fields::<T>(
                     q,
                     &mut u,
@@ -439,7 +441,7 @@ pub(super) fn stage_kernel<T: Float>(
         #[unroll]
         for w in 0..epu {
             let e = e0 + comptime![w * epc];
-            if e < elements {
+            if e < end {
                 let bu = base_u + comptime![w * 6 * np * epc];
                 let bf = base_f + comptime![w * 6 * 4 * nfp * epc];
                 let mut t = lane;
@@ -465,14 +467,12 @@ pub(super) fn stage_kernel<T: Float>(
         }
         sync_cube();
         let mut acc = Array::<T>::new(comptime![6 * epu]);
-        volume_nodes::<T>(
-            ops, elem, &u, base_u, e0, elements, lane, &mut acc, np, epc, epu,
-        );
+        volume_nodes::<T>(ops, elem, &u, base_u, e0, end, lane, &mut acc, np, epc, epu);
         lift_nodes::<T>(ops, &fl, base_f, lane, &mut acc, np, nfp, epc, epu);
         #[unroll]
         for w in 0..epu {
             let e = e0 + comptime![w * epc];
-            if e < elements {
+            if e < end {
                 #[unroll]
                 for c in 0..6usize {
                     let i = c * len + e * np + lane;

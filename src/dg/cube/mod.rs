@@ -174,10 +174,16 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
         res: &mut CubeBuffer<T>,
         q_next: &mut CubeBuffer<T>,
         params: DgParams,
+        range: std::ops::Range<usize>,
     ) -> Result<()> {
         let s = mesh.shape;
         let (epc, epu) = (params.elements_per_cube, params.elements_per_unit);
-        let (cubes, dim) = self.element_grid(s, epc, epu);
+        // Cubes for the range's elements only.
+        let part = DgShape {
+            elements: range.len(),
+            ..s
+        };
+        let (cubes, dim) = self.element_grid(part, epc, epu);
         self.launch::<T>(("dg-stage", s.np, epc, epu), || {
             // SAFETY: as the volume, flux and lift kernels together; q_next is not q.
             unsafe {
@@ -196,6 +202,8 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
                     q_next.arg(),
                     coef(c, alpha),
                     s.elements,
+                    range.start,
+                    range.end,
                     s.np,
                     s.nfp,
                     epc,

@@ -332,6 +332,46 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
         Ok(())
     }
 
+    /// One step of `dt` with every stage split around an exchange (the distributed solver's
+    /// halo): `exchange(q, interior)` writes the ghost traces into `q` and runs `interior(q)`
+    /// while they travel, `interior` being the fused stage on elements `0..split` (which read
+    /// no ghost); the stage then runs on `split..end`. Elements from `end` on (ghosts) are not
+    /// updated. With the four kernels (no fused stage), the exchange comes first and the whole
+    /// stage after it.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn step_overlapped(
+        &mut self,
+        dt: f64,
+        split: usize,
+        end: usize,
+        exchange: &mut dyn FnMut(
+            &mut Vector<B, T>,
+            &mut dyn FnMut(&Vector<B, T>) -> Result<()>,
+        ) -> Result<()>,
+    ) -> Result<()> {
+        let (a, b, _) = LSRK4;
+        for s in 0..5 {
+            let coef = [a[s], b[s], dt];
+            if !self.params.fused {
+                exchange(&mut self.q, &mut |_| Ok(()))?;
+                self.stage(coef)?;
+                continue;
+            }
+            let c = coef.map(T::from_f64);
+            let (alpha, params) = (self.alpha(), self.params);
+            let Maxwell {
+                mesh, q, res, next, ..
+            } = self;
+            exchange(q, &mut |q| {
+                mesh.stage_range(alpha, c, q, res, next, params, 0..split)
+            })?;
+            mesh.stage_range(alpha, c, q, res, next, params, split..end)?;
+            std::mem::swap(q, next);
+        }
+        self.time += dt;
+        Ok(())
+    }
+
     /// One RK stage with `coef = [a, b, dt]`, by the fused kernel or the four kernels.
     fn stage(&mut self, coef: [f64; 3]) -> Result<()> {
         let c = coef.map(T::from_f64);
