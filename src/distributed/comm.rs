@@ -7,7 +7,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::halo::DeviceHalo;
+use super::exchange::DeviceHalo;
 use crate::error::{Error, Result};
 
 /// What a message-passing layer provides to [`Communicator`]. Every call is collective

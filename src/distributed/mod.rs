@@ -41,6 +41,7 @@
 
 mod bicgstab;
 mod comm;
+mod exchange;
 mod gmres;
 mod halo;
 mod input;
