@@ -7,7 +7,7 @@ use std::fmt;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::exchange::DeviceHalo;
+use super::exchange::{DeviceHalo, Run};
 use crate::error::{Error, Result};
 
 /// What a message-passing layer provides to [`Communicator`]. Every call is collective
@@ -215,6 +215,34 @@ impl Communicator {
         during: &mut dyn FnMut(),
     ) {
         self.transport.exchange(sends, recvs, during)
+    }
+
+    /// The neighbour exchange of values: run `(rank, start, len)` of `sends` is
+    /// `packed[start..start + len]` sent to `rank`; the runs of `recvs` (in order, back to
+    /// back from 0) are filled in `received` from their ranks; `during` runs between posting
+    /// and waiting. The messages are views of the buffers, not copies.
+    pub(crate) fn exchange_values<T: bytemuck::Pod>(
+        &self,
+        packed: &[T],
+        sends: &[Run],
+        received: &mut [T],
+        recvs: &[Run],
+        during: &mut dyn FnMut(),
+    ) {
+        let width = std::mem::size_of::<T>();
+        let bytes: &[u8] = bytemuck::cast_slice(packed);
+        let sends: Vec<(usize, &[u8])> = sends
+            .iter()
+            .map(|&(rank, start, len)| (rank, &bytes[start * width..(start + len) * width]))
+            .collect();
+        let mut slices: Vec<(usize, &mut [u8])> = Vec::with_capacity(recvs.len());
+        let mut rest: &mut [u8] = bytemuck::cast_slice_mut(received);
+        for &(rank, _, len) in recvs {
+            let (head, tail) = rest.split_at_mut(len * width);
+            slices.push((rank, head));
+            rest = tail;
+        }
+        self.exchange(&sends, &mut slices, during);
     }
 
     /// One result for all ranks: `Ok` everywhere if every rank's `local` is `Ok`, otherwise

@@ -63,6 +63,23 @@ impl FromStr for HaloRoute {
     }
 }
 
+/// The route a device exchange (or its absence) stands for.
+pub(crate) fn route_of(device: Option<&Rc<dyn DeviceHalo>>) -> HaloRoute {
+    if device.is_some() {
+        HaloRoute::Device
+    } else {
+        HaloRoute::Host
+    }
+}
+
+/// What carries a halo: `"host memory"`, or the device library and its version.
+pub(crate) fn transport_of(device: Option<&Rc<dyn DeviceHalo>>) -> String {
+    match device {
+        Some(d) => d.describe(),
+        None => "host memory".into(),
+    }
+}
+
 /// What this rank can do: its device's identity (host and PCI address) and the connection
 /// number of its backend, or why it cannot take part.
 type Probe = std::result::Result<(u64, String), String>;

@@ -6,7 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use super::halo::{device_halo, DeviceHalo, HaloRoute, Run};
+use super::halo::{device_halo, route_of, transport_of, DeviceHalo, HaloRoute, Run};
 use super::layout::{DistCsr, Layout};
 use super::vector::DistVector;
 use crate::backend::Cpu;
@@ -43,6 +43,9 @@ pub struct DistMatrix<B: Backend, V: Element> {
     backend: B,
     times: Cell<HaloTimes>,
     exact_timing: Cell<bool>,
+    /// The layout's send and receive segments as runs `(rank, start, len)`.
+    sends: Vec<Run>,
+    recvs: Vec<Run>,
     /// The device-to-device exchange, where the halo takes that route.
     device: Option<Rc<dyn DeviceHalo>>,
     /// The device buffer of the packed rows (`Vector<B, S>` of the last `S` applied).
@@ -106,6 +109,8 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
                 backend: backend.clone(),
                 times: Cell::new(HaloTimes::default()),
                 exact_timing: Cell::new(false),
+                sends: runs(&a.layout.sends),
+                recvs: runs(&a.layout.recvs),
                 device,
                 packed: RefCell::new(None),
             })
@@ -132,20 +137,13 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
     /// The route the halo takes: [`HaloRoute::Device`] or [`HaloRoute::Host`] (a single rank,
     /// which has no halo, reports `Host`).
     pub fn halo_route(&self) -> HaloRoute {
-        if self.device.is_some() {
-            HaloRoute::Device
-        } else {
-            HaloRoute::Host
-        }
+        route_of(self.device.as_ref())
     }
 
     /// What carries the halo: `"host memory"`, or the device library and its version
     /// (`"NCCL 2.28.3 (libnccl.so.2)"`).
     pub fn halo_transport(&self) -> String {
-        match &self.device {
-            Some(d) => d.describe(),
-            None => "host memory".into(),
-        }
+        transport_of(self.device.as_ref())
     }
 
     /// Halo and compute time of the applications so far.
@@ -223,43 +221,25 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         } else {
             Vec::new()
         };
-        // The messages are views of the host buffers, not copies.
-        let send_bytes: &[u8] = bytemuck::cast_slice(&packed);
-        let width = std::mem::size_of::<S>();
-        let sends: Vec<(usize, &[u8])> = layout
-            .sends
-            .iter()
-            .map(|s| {
-                (
-                    s.rank,
-                    &send_bytes[s.start * width..(s.start + s.len) * width],
-                )
-            })
-            .collect();
         let mut ghosts = vec![S::ZERO; layout.ghost_len()];
-        let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(layout.recvs.len());
-        let mut rest: &mut [u8] = bytemuck::cast_slice_mut(&mut ghosts);
-        for s in &layout.recvs {
-            let (head, tail) = rest.split_at_mut(s.len * width);
-            recvs.push((s.rank, head));
-            rest = tail;
-        }
 
         // Exchange, with the local product in between.
         let mut local_result = Ok(());
         let mut local_time = Duration::ZERO;
         let t2 = Instant::now();
-        layout.comm.exchange(&sends, &mut recvs, &mut || {
-            let t = Instant::now();
-            local_result = match &self.local {
-                Some(a) => a.apply_add(alpha, x.owned(), beta, y.owned_mut()),
-                None => Ok(()),
-            };
-            local_time = t.elapsed();
-        });
+        let (sends, recvs) = (&self.sends, &self.recvs);
+        layout
+            .comm
+            .exchange_values(&packed, sends, &mut ghosts, recvs, &mut || {
+                let t = Instant::now();
+                local_result = match &self.local {
+                    Some(a) => a.apply_add(alpha, x.owned(), beta, y.owned_mut()),
+                    None => Ok(()),
+                };
+                local_time = t.elapsed();
+            });
         let exchange = t2.elapsed();
         local_result?;
-        drop(recvs);
 
         // Ghost rows to the device; the remote product.
         let t3 = Instant::now();
@@ -325,14 +305,11 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         if n_ghost > 0 && ghost_slot.is_none() {
             *ghost_slot = Some(Vector::zeros(&self.backend, n_ghost)?);
         }
-        let runs = |segments: &[super::layout::Segment]| -> Vec<Run> {
-            segments.iter().map(|s| (s.rank, s.start, s.len)).collect()
-        };
         device.start(
             packed.map(|p| p as &dyn Any),
-            &runs(&layout.sends),
+            &self.sends,
             ghost_slot.as_ref().map(|g| g as &dyn Any),
-            &runs(&layout.recvs),
+            &self.recvs,
         )?;
         let t2 = Instant::now();
         if let Some(a) = &self.local {
@@ -350,6 +327,11 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         self.times.set(times);
         Ok(())
     }
+}
+
+/// Segments as runs `(rank, start, len)`.
+fn runs(segments: &[super::layout::Segment]) -> Vec<Run> {
+    segments.iter().map(|s| (s.rank, s.start, s.len)).collect()
 }
 
 fn upload<B: Backend, V: Element>(

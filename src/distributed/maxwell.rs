@@ -5,7 +5,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use super::comm::{from_bytes, to_bytes, Communicator};
-use super::halo::{device_halo, DeviceHalo, HaloRoute, Run};
+use super::halo::{device_halo, route_of, transport_of, DeviceHalo, HaloRoute, Run};
 use super::input::{partition_rows, PartitionMethod};
 use super::matrix::HaloTimes;
 use super::partition::Partition;
@@ -77,33 +77,24 @@ impl<B: Backend, T: Scalar> TraceHalo<B, T> {
                     Some(p) => p.to_vec()?,
                     None => Vec::new(),
                 };
-                let width = std::mem::size_of::<T>();
-                let bytes: &[u8] = bytemuck::cast_slice(&packed);
-                let sends: Vec<(usize, &[u8])> = self
-                    .sends
-                    .iter()
-                    .map(|&(rank, start, len)| (rank, &bytes[start * width..(start + len) * width]))
-                    .collect();
                 let total = self.recvs.iter().map(|r| r.2).sum::<usize>();
                 let mut received = vec![T::ZERO; total];
-                let mut recvs: Vec<(usize, &mut [u8])> = Vec::with_capacity(self.recvs.len());
-                let mut rest: &mut [u8] = bytemuck::cast_slice_mut(&mut received);
-                for &(rank, _, len) in &self.recvs {
-                    let (head, tail) = rest.split_at_mut(len * width);
-                    recvs.push((rank, head));
-                    rest = tail;
-                }
                 let mut result = Ok(());
                 {
                     let q: &Vector<B, T> = q;
-                    comm.exchange(&sends, &mut recvs, &mut || {
-                        let t = Instant::now();
-                        result = during(q);
-                        overlapped = t.elapsed();
-                    });
+                    comm.exchange_values(
+                        &packed,
+                        &self.sends,
+                        &mut received,
+                        &self.recvs,
+                        &mut || {
+                            let t = Instant::now();
+                            result = during(q);
+                            overlapped = t.elapsed();
+                        },
+                    );
                 }
                 result?;
-                drop(recvs);
                 if let Some(g) = self.ghost.as_mut() {
                     g.write(&received)?;
                 }
@@ -448,19 +439,12 @@ impl<B: Backend + DgOps, T: Scalar> DistMaxwell<B, T> {
 
     /// The halo's route (see [`DistMatrix::halo_route`](super::DistMatrix::halo_route)).
     pub fn halo_route(&self) -> HaloRoute {
-        if self.halo.device.is_some() {
-            HaloRoute::Device
-        } else {
-            HaloRoute::Host
-        }
+        route_of(self.halo.device.as_ref())
     }
 
     /// What carries the halo: `"host memory"` or the device library.
     pub fn halo_transport(&self) -> String {
-        match &self.halo.device {
-            Some(d) => d.describe(),
-            None => "host memory".into(),
-        }
+        transport_of(self.halo.device.as_ref())
     }
 
     /// Time and count of the exchanges on this rank (`compute` holds the waits for the
