@@ -214,42 +214,56 @@ impl BackendTask for Task<'_> {
     }
 }
 
-/// The kernels compiled on `box:2` (one or two time steps, no autotuning, nothing written),
-/// then the run.
+/// The kernels compiled on a small box (one or two time steps, no autotuning, nothing
+/// written; under mpirun the distributed run, so the split stage, the trace gathers and the
+/// halo route are ready too), then the run.
 fn ahead_then_simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Result<Outcome> {
-    let compile = common::compile_ahead(b, task.args.no_compile_ahead, || {
-        let small = CavityOptions {
-            mesh: "box:2".into(),
-            perturbation: 0.0,
-            absorbing: Vec::new(),
-            final_time: 1e-3,
-            autotune: false,
-            vtk: None,
-            vtk_times: Vec::new(),
-            energy_samples: 1,
-            progress: false,
-            ..task.options.clone()
-        };
-        let (mesh, exact) = small.mesh()?;
-        simulate_cavity::<B, T>(b, &mesh, exact, &small).map(drop)
-    });
-    let (run, dist) = match task.comm {
-        None => (
-            simulate_cavity::<B, T>(b, &task.mesh, task.exact, task.options)?,
-            None,
-        ),
+    let small = |cells: usize| CavityOptions {
+        mesh: format!("box:{cells}"),
+        perturbation: 0.0,
+        absorbing: Vec::new(),
+        final_time: 1e-3,
+        autotune: false,
+        vtk: None,
+        vtk_times: Vec::new(),
+        energy_samples: 1,
+        progress: false,
+        ..task.options.clone()
+    };
+    let (compile, run, dist) = match task.comm {
+        None => {
+            let compile = common::compile_ahead(b, task.args.no_compile_ahead, || {
+                let small = small(2);
+                let (mesh, exact) = small.mesh()?;
+                simulate_cavity::<B, T>(b, &mesh, exact, &small).map(drop)
+            });
+            let run = simulate_cavity::<B, T>(b, &task.mesh, task.exact, task.options)?;
+            (compile, run, None)
+        }
         Some((comm, started)) => {
             started.set(true);
             // Every rank has its device (a rank that failed to get one agrees from outside).
             comm.agree(Ok(()))?;
+            let partition = task.args.partition.parse()?;
+            let halo = task.args.halo.parse()?;
+            // At least 16 tetrahedra a rank, so that no rank is left without.
+            let cells = (16.0 * comm.size() as f64 / 6.0).cbrt().ceil().max(2.0) as usize;
+            let compile = common::compile_ahead(b, task.args.no_compile_ahead, || {
+                let small = small(cells);
+                let (mesh, exact) = small.mesh()?;
+                galerkin::distributed::simulate_cavity::<B, T>(
+                    comm, b, &mesh, exact, &small, partition, halo,
+                )
+                .map(drop)
+            });
             let d = galerkin::distributed::simulate_cavity::<B, T>(
                 comm,
                 b,
                 &task.mesh,
                 task.exact,
                 task.options,
-                task.args.partition.parse()?,
-                task.args.halo.parse()?,
+                partition,
+                halo,
             )?;
             let dist = Dist {
                 ranks: d.ranks,
@@ -258,7 +272,7 @@ fn ahead_then_simulate<B: FullBackend, T: Scalar>(b: &B, task: Task<'_>) -> Resu
                 per_rank: d.per_rank,
                 root: comm.is_root(),
             };
-            (d.run, Some(dist))
+            (compile, d.run, Some(dist))
         }
     };
     let compile = match &task.comm {

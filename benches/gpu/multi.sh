@@ -32,7 +32,7 @@ echo "NCCL: ${GALERKIN_NCCL:-<loader path>}"
 export NCCL_NVLS_ENABLE=0
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 mpi="timeout 300 mpirun --allow-run-as-root --oversubscribe -x GALERKIN_NCCL -x NCCL_NVLS_ENABLE"
-checks=$(ls .gpu/bin/dist-* | head -1)
+checks=$(ls .gpu/bin/distributed-* | head -1)
 solve=.gpu/bin/solve
 want() { [[ " ${PARTS:-checks sums cg fvm maxwell} " == *" $1 "* ]]; }
 gpus=${GPUS:-$(for p in 1 2 4 8; do [ "$p" -le "$ngpu" ] && echo -n "$p "; done)}

@@ -264,7 +264,7 @@ pub(crate) trait CavitySolver {
     fn l2_error(&self, exact: &(dyn Fn([f64; 3]) -> [f64; 6] + Sync)) -> Result<f64>;
     /// The simulated time.
     fn time(&self) -> f64;
-    /// Waits for the device.
+    /// Waits for the device (over ranks: for every rank's device, a barrier).
     fn synchronize(&self) -> Result<()>;
     /// Writes the fields as VTK.
     fn write_vtk(&self, path: &str) -> Result<()>;
@@ -447,6 +447,12 @@ pub(crate) fn drive<S: CavitySolver>(
                 while next_vtk < vtk_times.len() && dg.time() >= vtk_times[next_vtk] - 1e-12 {
                     next_vtk += 1;
                 }
+            }
+            // Ranks leave the host work together: a rank that finished its share first
+            // would otherwise wait for the others in its next exchange, inside the timing.
+            result = dg.synchronize();
+            if result.is_err() {
+                break;
             }
             clock = Instant::now();
         }

@@ -1,6 +1,7 @@
 //! How a distributed operator's halo travels: through host memory (any backend, any MPI), or
 //! device to device (CUDA ranks on distinct GPUs, through NCCL).
 
+#[cfg(feature = "cuda")]
 use std::any::Any;
 use std::fmt;
 use std::rc::Rc;
@@ -99,8 +100,11 @@ fn probe<B: Backend>(backend: &B) -> Probe {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn probe<B: Backend>(_backend: &B) -> Probe {
-    Err("the library was built without the `cuda` feature".into())
+fn probe<B: Backend>(backend: &B) -> Probe {
+    Err(format!(
+        "it runs on the {} backend, not CUDA (the library was built without the `cuda` feature)",
+        backend.kind().name()
+    ))
 }
 
 /// The device exchange for `backend`'s ranks under `route`: `None` for the host route (asked
