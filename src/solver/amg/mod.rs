@@ -40,6 +40,11 @@ mod tests;
 pub enum AmgSmoother {
     /// Chebyshev polynomial of the Jacobi-scaled operator, of this degree (SpMVs per
     /// smoothing step), on `[1.1 ρ/30, 1.1 ρ]` with `ρ` the Lanczos estimate of `λmax(D⁻¹A)`.
+    ///
+    /// The default degree 3 is the cheapest per solve on Poisson, FVM and HDG trace systems;
+    /// degree 4 takes 15–25% fewer iterations on stiff structural and shell matrices
+    /// (bcsstk09/10/13, Cylshell: within 1.5x of PyAMG's Gauss–Seidel hierarchy) at a little
+    /// more work per solve elsewhere.
     Chebyshev {
         /// Degree, at least 1.
         degree: usize,
