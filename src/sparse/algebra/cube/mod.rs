@@ -8,7 +8,8 @@
 //! CPU does (a row above 64 entries in pieces of 32: a unit per piece, then the pieces
 //! summed in order by a second product); transposes and aggregate member lists are filled
 //! through 32-bit atomic cursors and then sorted per row (long rows by merging runs). The
-//! kernels are in [`kernels`] and [`aggregate_kernels`]; this file is the host side.
+//! kernels are in [`kernels`] and [`aggregate_kernels`]; their host side is this file,
+//! `spgemm.rs` and `aggregate.rs`.
 
 use cubecl::prelude::*;
 
@@ -21,9 +22,11 @@ use crate::sparse::csr::Csr;
 use crate::sparse::{CsrKernel, RowStats};
 use crate::vector::VectorOps;
 
+mod aggregate;
 mod aggregate_kernels;
 mod from_block_ell;
 mod kernels;
+mod spgemm;
 
 use aggregate_kernels::*;
 use kernels::*;
@@ -358,77 +361,7 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
     }
 
     fn csr_spgemm<V: Scalar>(&self, a: &Csr<Self, V>, b: &Csr<Self, V>) -> Result<Csr<Self, V>> {
-        let n = a.nrows;
-        // A row's merge takes at most (its length) x (the columns it selects) steps.
-        let (la, lb) = (a.stats.max, b.stats.max);
-        if !self.loops_fit(la.saturating_mul(la.saturating_mul(lb)).saturating_mul(2)) {
-            let c = super::host::spgemm(&a.to_host()?, &b.to_host()?)?;
-            return c.to_backend(self);
-        }
-        if la > SPGEMM_SPLIT_ABOVE && n > 0 {
-            return self.spgemm_split(a, b);
-        }
-        // Units: enough for every row, but at most SPGEMM_SLOTS cursor slots in all (a unit
-        // has a slot per entry of A's longest row) and the grid's most cubes.
-        let cubes = n
-            .min(SPGEMM_SLOTS / la.max(1))
-            .max(1)
-            .div_ceil(SPGEMM_DIM)
-            .min(self.config().max_cubes as usize);
-        let units = cubes * SPGEMM_DIM;
-        let slots = units * la.max(1);
-        let cur = self.alloc_uninit::<u32>(slots)?;
-        let col = self.alloc_uninit::<u32>(slots)?;
-        let (count, dim) = (
-            CubeCount::Static(cubes as u32, 1, 1),
-            CubeDim::new_1d(SPGEMM_DIM as u32),
-        );
-        let counts = self.alloc_uninit::<u32>(n)?;
-        let dummy_u = self.alloc::<u32>(1)?;
-        let dummy_u2 = self.alloc::<u32>(1)?;
-        let dummy_v = self.alloc::<V>(1)?;
-
-        // The symbolic pass (counts) and the numeric one (fill at c_ptr), one kernel.
-        let pass = |c_ptr: &CubeBuffer<u32>,
-                    cols: &CubeBuffer<u32>,
-                    vals: &CubeBuffer<V>,
-                    counts: &CubeBuffer<u32>,
-                    fill: bool| {
-            self.launch::<V>(fill, || {
-                // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cur
-                // and col have a slot per unit for each entry of the longest row of A,
-                // counts one per row; with `fill`, c_ptr offsets each row's count, which
-                // the numeric pass reproduces.
-                unsafe {
-                    spgemm_kernel::launch_unchecked::<V, R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        a.row_ptr.arg(),
-                        a.col_idx.arg(),
-                        a.values.arg(),
-                        b.row_ptr.arg(),
-                        b.col_idx.arg(),
-                        b.values.arg(),
-                        cur.arg(),
-                        col.arg(),
-                        c_ptr.arg(),
-                        cols.arg(),
-                        vals.arg(),
-                        counts.arg(),
-                        n,
-                        fill,
-                    )
-                }
-            })
-        };
-        pass(&dummy_u, &dummy_u2, &dummy_v, &counts, false)?;
-        let (c_ptr, nnz, stats) = self.exclusive_scan(&counts, n, b.ncols, "the product")?;
-        drop(counts);
-        let cols = self.alloc_uninit::<u32>(nnz)?;
-        let vals = self.alloc_uninit::<V>(nnz)?;
-        pass(&c_ptr, &cols, &vals, &dummy_u2, true)?;
-        Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
+        self.spgemm_on_device(a, b)
     }
 
     fn block_ell_to_csr<V: Scalar>(
@@ -452,135 +385,7 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
     }
 
     fn csr_aggregate<V: Scalar>(&self, s: &Csr<Self, V>) -> Result<Aggregates<Self>> {
-        let n = s.nrows;
-        if !self.loops_fit(s.stats.max) {
-            let (agg, count) = super::aggregate::aggregate(&s.to_host()?);
-            return Ok(Aggregates {
-                agg: self.upload(&agg)?,
-                count,
-                backend: self.clone(),
-            });
-        }
-        let mut state = self.alloc_uninit::<u32>(n)?;
-        self.fill_u32(&mut state, super::aggregate::UNDECIDED)?;
-        let (m1h, m1l) = (self.alloc_uninit::<u32>(n)?, self.alloc_uninit::<u32>(n)?);
-        let (m2h, m2l) = (self.alloc_uninit::<u32>(n)?, self.alloc_uninit::<u32>(n)?);
-        let mut left = self.alloc::<u32>(1)?;
-        let (count, dim) = self.config().grid(n);
-        // Every round decides at least the undecided node of largest key.
-        for _round in 0..=n {
-            self.write(&mut left, &[0])?;
-            self.launch::<()>(true, || {
-                // SAFETY: the CSR invariants (columns below n); every array has n values.
-                unsafe {
-                    spread_kernel::launch_unchecked::<R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        s.row_ptr.arg(),
-                        s.col_idx.arg(),
-                        state.arg(),
-                        m2h.arg(),
-                        m2l.arg(),
-                        m1h.arg(),
-                        m1l.arg(),
-                        n,
-                        true,
-                    )
-                }
-            })?;
-            self.launch::<()>(false, || {
-                // SAFETY: as above.
-                unsafe {
-                    spread_kernel::launch_unchecked::<R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        s.row_ptr.arg(),
-                        s.col_idx.arg(),
-                        state.arg(),
-                        m1h.arg(),
-                        m1l.arg(),
-                        m2h.arg(),
-                        m2l.arg(),
-                        n,
-                        false,
-                    )
-                }
-            })?;
-            self.launch::<()>((), || {
-                // SAFETY: every array has n values; left has 1.
-                unsafe {
-                    decide_kernel::launch_unchecked::<R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        state.arg(),
-                        m2h.arg(),
-                        m2l.arg(),
-                        left.arg(),
-                        n,
-                    )
-                }
-            })?;
-            if self.download(&left)?[0] == 0 {
-                break;
-            }
-        }
-        drop((m1l, m2h, m2l));
-        // Roots numbered in index order.
-        let mut flags = m1h;
-        let flag = |flags: &mut CubeBuffer<u32>, source: &CubeBuffer<u32>, value: u32| {
-            self.launch::<()>((), || {
-                // SAFETY: both arrays have n values.
-                unsafe {
-                    flags_kernel::launch_unchecked::<R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        source.arg(),
-                        value,
-                        flags.arg(),
-                        n,
-                    )
-                }
-            })
-        };
-        flag(&mut flags, &state, super::aggregate::ROOT)?;
-        let mut agg = self.alloc_uninit::<u32>(n)?;
-        let mut total = self.number(&flags, 0, &mut agg, n, false)?;
-        let mut other = self.alloc_uninit::<u32>(n)?;
-        for roots_only in [true, false] {
-            self.launch::<()>(roots_only, || {
-                // SAFETY: the CSR invariants; every array has n values; aggregates are
-                // below the roots' count.
-                unsafe {
-                    place_kernel::launch_unchecked::<R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        s.row_ptr.arg(),
-                        s.col_idx.arg(),
-                        state.arg(),
-                        agg.arg(),
-                        other.arg(),
-                        n,
-                        roots_only,
-                    )
-                }
-            })?;
-            std::mem::swap(&mut agg, &mut other);
-        }
-        drop(other);
-        // Nodes no root reaches: aggregates of their own.
-        flag(&mut flags, &agg, NONE)?;
-        drop(state);
-        total += self.number(&flags, total as u32, &mut agg, n, true)?;
-        Ok(Aggregates {
-            agg,
-            count: total,
-            backend: self.clone(),
-        })
+        self.aggregate_on_device(s)
     }
 
     fn tentative_prolongator(
@@ -588,169 +393,7 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
         agg: &Aggregates<Self>,
         b: &NearNullSpace<Self>,
     ) -> Result<(Csr<Self, f64>, NearNullSpace<Self>)> {
-        let (n, count, k) = (agg.len(), agg.count, b.k);
-        let (grid_n, dim) = self.config().grid(n);
-        let (grid_g, _) = self.config().grid(count);
-        let sizes = self.alloc::<u32>(count)?;
-        self.launch::<()>((), || {
-            // SAFETY: aggregates are below count = len(sizes).
-            unsafe {
-                member_counts_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    grid_n.clone(),
-                    dim,
-                    agg.agg.arg(),
-                    sizes.arg(),
-                    n,
-                )
-            }
-        })?;
-        let (start, _, sizes_stats) =
-            self.exclusive_scan(&sizes, count, 0, "the aggregates' members")?;
-        let m = sizes_stats.max;
-        if !self.loops_fit(m.saturating_mul(m) / 2 + m.saturating_mul(k + 2).saturating_mul(k + 1))
-        {
-            let host = crate::backend::Cpu::new();
-            let (t, bc) = host.tentative_prolongator(
-                &Aggregates {
-                    agg: self.download(&agg.agg)?,
-                    count,
-                    backend: host.clone(),
-                },
-                &NearNullSpace {
-                    rows: b.rows,
-                    k,
-                    data: self.download(&b.data)?,
-                    backend: host.clone(),
-                },
-            )?;
-            let rows = t.ncols();
-            return Ok((
-                t.to_backend(self)?,
-                NearNullSpace {
-                    rows,
-                    k,
-                    data: self.upload(&bc.data)?,
-                    backend: self.clone(),
-                },
-            ));
-        }
-        let mut cursor = sizes;
-        self.fill_u32(&mut cursor, 0)?;
-        let members = self.alloc_uninit::<u32>(n)?;
-        self.launch::<()>((), || {
-            // SAFETY: each aggregate's members land within its range of start.
-            unsafe {
-                member_fill_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    grid_n.clone(),
-                    dim,
-                    agg.agg.arg(),
-                    start.arg(),
-                    cursor.arg(),
-                    members.arg(),
-                    n,
-                )
-            }
-        })?;
-        drop(cursor);
-        crate::limits::check_host_items("the tentative prolongator's Q", (n * k) as u64, 0)?;
-        let local = self.alloc_uninit::<u32>(n)?;
-        let q = self.alloc_uninit::<f64>(n * k)?;
-        let r = self.alloc::<f64>(count * k * k)?;
-        let kept = self.alloc_uninit::<u32>(count)?;
-        let rows = b.rows;
-        self.launch::<()>((), || {
-            // SAFETY: an aggregate's Q block lies in [start·k, end·k), R's in g·k²..(g+1)·k².
-            unsafe {
-                aggregate_qr_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    grid_g.clone(),
-                    dim,
-                    start.arg(),
-                    members.arg(),
-                    local.arg(),
-                    b.data.arg(),
-                    rows,
-                    k,
-                    q.arg(),
-                    r.arg(),
-                    kept.arg(),
-                    count,
-                )
-            }
-        })?;
-        drop(members);
-        let (offset, nc, _) = self.exclusive_scan(&kept, count, 0, "the coarse unknowns")?;
-        let counts = self.alloc_uninit::<u32>(n)?;
-        self.launch::<()>((), || {
-            // SAFETY: aggregates below count.
-            unsafe {
-                tentative_counts_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    grid_n.clone(),
-                    dim,
-                    agg.agg.arg(),
-                    kept.arg(),
-                    counts.arg(),
-                    n,
-                )
-            }
-        })?;
-        let (t_ptr, nnz, stats) =
-            self.exclusive_scan(&counts, n, nc, "the tentative prolongator")?;
-        drop(counts);
-        let cols = self.alloc_uninit::<u32>(nnz)?;
-        let vals = self.alloc_uninit::<f64>(nnz)?;
-        self.launch::<()>((), || {
-            // SAFETY: row i has kept[agg[i]] entries from t_ptr[i]; Q indices as above.
-            unsafe {
-                tentative_fill_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    grid_n,
-                    dim,
-                    agg.agg.arg(),
-                    start.arg(),
-                    local.arg(),
-                    kept.arg(),
-                    offset.arg(),
-                    q.arg(),
-                    k,
-                    t_ptr.arg(),
-                    cols.arg(),
-                    vals.arg(),
-                    n,
-                )
-            }
-        })?;
-        let bc = self.alloc::<f64>(nc * k)?;
-        self.launch::<()>((), || {
-            // SAFETY: offset[g] + p < nc for p < kept[g]; R's block as above.
-            unsafe {
-                coarse_near_null_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    grid_g,
-                    dim,
-                    kept.arg(),
-                    offset.arg(),
-                    r.arg(),
-                    k,
-                    nc,
-                    bc.arg(),
-                    count,
-                )
-            }
-        })?;
-        let t = self.csr_from((n, nc), t_ptr, cols, vals, stats);
-        Ok((
-            t,
-            NearNullSpace {
-                rows: nc,
-                k,
-                data: bc,
-                backend: self.clone(),
-            },
-        ))
+        self.tentative_on_device(agg, b)
     }
 
     fn smoothed_prolongator(
@@ -836,85 +479,6 @@ impl<R: CubeRuntime> Cube<R> {
     /// except on llvmpipe above its loop budget (the caller then computes on the host).
     fn loops_fit(&self, iterations: usize) -> bool {
         iterations <= LLVMPIPE_LOOP_BUDGET || !self.info().device.contains("llvmpipe")
-    }
-
-    /// `A·B` for an `A` with long rows: each row cut into pieces of [`SPGEMM_PIECE`]
-    /// entries (a matrix `A_s` of the pieces, sharing `A`'s entries), `C_s = A_s·B` (a unit
-    /// per piece), then `C = S·C_s` with `S` the 0/1 matrix that sums each row's pieces in
-    /// order. Each entry of `C` is the sum, in piece order, of its pieces' sums, each in `A`'s
-    /// order (the CPU sums every term in `A`'s order: the results differ by rounding).
-    fn spgemm_split<V: Scalar>(&self, a: &Csr<Self, V>, b: &Csr<Self, V>) -> Result<Csr<Self, V>> {
-        let n = a.nrows;
-        let piece = SPGEMM_PIECE as u32;
-        let counts = self.alloc_uninit::<u32>(n)?;
-        let (count, dim) = self.config().grid(n);
-        self.launch::<()>((), || {
-            // SAFETY: a_ptr has n + 1 offsets, counts n slots.
-            unsafe {
-                split_counts_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    count.clone(),
-                    dim,
-                    a.row_ptr.arg(),
-                    counts.arg(),
-                    n,
-                    piece,
-                )
-            }
-        })?;
-        let (voff, pieces, sel_stats) = self.exclusive_scan(&counts, n, 0, "the row pieces")?;
-        drop(counts);
-        let split_ptr = self.alloc_uninit::<u32>(pieces + 1)?;
-        let sel_cols = self.alloc_uninit::<u32>(pieces)?;
-        self.launch::<()>((), || {
-            // SAFETY: voff offsets each row's pieces (pieces in all); split_ptr has pieces + 1
-            // slots, sel_cols pieces.
-            unsafe {
-                split_rows_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    count,
-                    dim,
-                    a.row_ptr.arg(),
-                    voff.arg(),
-                    split_ptr.arg(),
-                    sel_cols.arg(),
-                    n,
-                    piece,
-                )
-            }
-        })?;
-        let nnz = a.nnz();
-        let cols = self.u32_copy(&a.col_idx)?;
-        let mut vals = self.alloc_uninit::<V>(nnz)?;
-        // SAFETY: same lengths, this backend's buffers.
-        unsafe { self.copy(&a.values, &mut vals)? };
-        let split_stats = RowStats {
-            nrows: pieces,
-            ncols: a.ncols,
-            nnz,
-            min: 0,
-            max: SPGEMM_PIECE.min(a.stats.max),
-            mean: nnz as f64 / pieces.max(1) as f64,
-            std_dev: 0.0,
-            empty_rows: 0,
-        };
-        let a_s = self.csr_from((pieces, a.ncols), split_ptr, cols, vals, split_stats);
-        let c_s = self.csr_spgemm(&a_s, b)?;
-        drop(a_s);
-        let mut ones = self.alloc_uninit::<V>(pieces)?;
-        // SAFETY: ones has pieces slots of this backend.
-        unsafe { self.fill(V::ONE, &mut ones)? };
-        let sel = self.csr_from(
-            (n, pieces),
-            voff,
-            sel_cols,
-            ones,
-            RowStats {
-                ncols: pieces,
-                ..sel_stats
-            },
-        );
-        self.csr_spgemm(&sel, &c_s)
     }
 
     /// Sorts each row of a CSR pattern by column, values along; `longest`: the longest

@@ -1,0 +1,178 @@
+//! SpGEMM on CubeCL devices (the host side of [`spgemm_kernel`] and its split form for long
+//! rows): see [the module docs](super).
+
+use cubecl::prelude::*;
+
+use super::kernels::*;
+use crate::backend::core::BackendCore;
+use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
+use crate::error::Result;
+use crate::scalar::Scalar;
+use crate::sparse::algebra::SparseAlgebraOps;
+use crate::sparse::csr::Csr;
+use crate::sparse::RowStats;
+use crate::vector::VectorOps;
+
+impl<R: CubeRuntime> Cube<R> {
+    /// `A·B` (symbolic, then numeric) by the merge kernel; see the module docs.
+    pub(super) fn spgemm_on_device<V: Scalar>(
+        &self,
+        a: &Csr<Self, V>,
+        b: &Csr<Self, V>,
+    ) -> Result<Csr<Self, V>> {
+        let n = a.nrows;
+        // A row's merge takes at most (its length) x (the columns it selects) steps.
+        let (la, lb) = (a.stats.max, b.stats.max);
+        if !self.loops_fit(la.saturating_mul(la.saturating_mul(lb)).saturating_mul(2)) {
+            let c = crate::sparse::algebra::host::spgemm(&a.to_host()?, &b.to_host()?)?;
+            return c.to_backend(self);
+        }
+        if la > SPGEMM_SPLIT_ABOVE && n > 0 {
+            return self.spgemm_split(a, b);
+        }
+        // Units: enough for every row, but at most SPGEMM_SLOTS cursor slots in all (a unit
+        // has a slot per entry of A's longest row) and the grid's most cubes.
+        let cubes = n
+            .min(SPGEMM_SLOTS / la.max(1))
+            .max(1)
+            .div_ceil(SPGEMM_DIM)
+            .min(self.config().max_cubes as usize);
+        let units = cubes * SPGEMM_DIM;
+        let slots = units * la.max(1);
+        let cur = self.alloc_uninit::<u32>(slots)?;
+        let col = self.alloc_uninit::<u32>(slots)?;
+        let (count, dim) = (
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(SPGEMM_DIM as u32),
+        );
+        let counts = self.alloc_uninit::<u32>(n)?;
+        let dummy_u = self.alloc::<u32>(1)?;
+        let dummy_u2 = self.alloc::<u32>(1)?;
+        let dummy_v = self.alloc::<V>(1)?;
+
+        // The symbolic pass (counts) and the numeric one (fill at c_ptr), one kernel.
+        let pass = |c_ptr: &CubeBuffer<u32>,
+                    cols: &CubeBuffer<u32>,
+                    vals: &CubeBuffer<V>,
+                    counts: &CubeBuffer<u32>,
+                    fill: bool| {
+            self.launch::<V>(fill, || {
+                // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cur
+                // and col have a slot per unit for each entry of the longest row of A,
+                // counts one per row; with `fill`, c_ptr offsets each row's count, which
+                // the numeric pass reproduces.
+                unsafe {
+                    spgemm_kernel::launch_unchecked::<V, R>(
+                        self.client(),
+                        count.clone(),
+                        dim,
+                        a.row_ptr.arg(),
+                        a.col_idx.arg(),
+                        a.values.arg(),
+                        b.row_ptr.arg(),
+                        b.col_idx.arg(),
+                        b.values.arg(),
+                        cur.arg(),
+                        col.arg(),
+                        c_ptr.arg(),
+                        cols.arg(),
+                        vals.arg(),
+                        counts.arg(),
+                        n,
+                        fill,
+                    )
+                }
+            })
+        };
+        pass(&dummy_u, &dummy_u2, &dummy_v, &counts, false)?;
+        let (c_ptr, nnz, stats) = self.exclusive_scan(&counts, n, b.ncols, "the product")?;
+        drop(counts);
+        let cols = self.alloc_uninit::<u32>(nnz)?;
+        let vals = self.alloc_uninit::<V>(nnz)?;
+        pass(&c_ptr, &cols, &vals, &dummy_u2, true)?;
+        Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
+    }
+
+    /// `A·B` for an `A` with long rows: each row cut into pieces of [`SPGEMM_PIECE`]
+    /// entries (a matrix `A_s` of the pieces, sharing `A`'s entries), `C_s = A_s·B` (a unit
+    /// per piece), then `C = S·C_s` with `S` the 0/1 matrix that sums each row's pieces in
+    /// order. Each entry of `C` is the sum, in piece order, of its pieces' sums, each in `A`'s
+    /// order (the CPU sums every term in `A`'s order: the results differ by rounding).
+    pub(super) fn spgemm_split<V: Scalar>(
+        &self,
+        a: &Csr<Self, V>,
+        b: &Csr<Self, V>,
+    ) -> Result<Csr<Self, V>> {
+        let n = a.nrows;
+        let piece = SPGEMM_PIECE as u32;
+        let counts = self.alloc_uninit::<u32>(n)?;
+        let (count, dim) = self.config().grid(n);
+        self.launch::<()>((), || {
+            // SAFETY: a_ptr has n + 1 offsets, counts n slots.
+            unsafe {
+                split_counts_kernel::launch_unchecked::<R>(
+                    self.client(),
+                    count.clone(),
+                    dim,
+                    a.row_ptr.arg(),
+                    counts.arg(),
+                    n,
+                    piece,
+                )
+            }
+        })?;
+        let (voff, pieces, sel_stats) = self.exclusive_scan(&counts, n, 0, "the row pieces")?;
+        drop(counts);
+        let split_ptr = self.alloc_uninit::<u32>(pieces + 1)?;
+        let sel_cols = self.alloc_uninit::<u32>(pieces)?;
+        self.launch::<()>((), || {
+            // SAFETY: voff offsets each row's pieces (pieces in all); split_ptr has pieces + 1
+            // slots, sel_cols pieces.
+            unsafe {
+                split_rows_kernel::launch_unchecked::<R>(
+                    self.client(),
+                    count,
+                    dim,
+                    a.row_ptr.arg(),
+                    voff.arg(),
+                    split_ptr.arg(),
+                    sel_cols.arg(),
+                    n,
+                    piece,
+                )
+            }
+        })?;
+        let nnz = a.nnz();
+        let cols = self.u32_copy(&a.col_idx)?;
+        let mut vals = self.alloc_uninit::<V>(nnz)?;
+        // SAFETY: same lengths, this backend's buffers.
+        unsafe { self.copy(&a.values, &mut vals)? };
+        let split_stats = RowStats {
+            nrows: pieces,
+            ncols: a.ncols,
+            nnz,
+            min: 0,
+            max: SPGEMM_PIECE.min(a.stats.max),
+            mean: nnz as f64 / pieces.max(1) as f64,
+            std_dev: 0.0,
+            empty_rows: 0,
+        };
+        let a_s = self.csr_from((pieces, a.ncols), split_ptr, cols, vals, split_stats);
+        let c_s = self.csr_spgemm(&a_s, b)?;
+        drop(a_s);
+        let mut ones = self.alloc_uninit::<V>(pieces)?;
+        // SAFETY: ones has pieces slots of this backend.
+        unsafe { self.fill(V::ONE, &mut ones)? };
+        let sel = self.csr_from(
+            (n, pieces),
+            voff,
+            sel_cols,
+            ones,
+            RowStats {
+                ncols: pieces,
+                ..sel_stats
+            },
+        );
+        self.csr_spgemm(&sel, &c_s)
+    }
+}
