@@ -33,6 +33,10 @@ pub use cube::Wgpu;
 pub use cube::{Connection, Cube, CubeBuffer, CubeRuntime, DirectIo, LaunchConfig};
 pub use kernel_cache::{kernel_cache_dir, KERNEL_CACHE_ENV};
 
+/// A contiguous run of a buffer exchanged with one rank: `(rank, first value, values)` (the
+/// distributed halos, and the device exchange that carries them).
+pub(crate) type Run = (usize, usize, usize);
+
 /// The devices of `kind` on this machine: the CUDA device count (0 if the driver is
 /// missing); 1 for the CPU and for wgpu (whose adapters are not counted here).
 pub fn device_count(kind: BackendKind) -> usize {

@@ -6,8 +6,7 @@ use std::any::Any;
 
 use crate::error::Result;
 
-/// A run of a halo buffer exchanged with one rank: `(rank, first value, values)`.
-pub(crate) type Run = (usize, usize, usize);
+pub(crate) use crate::backend::Run;
 
 /// A device-to-device exchange between the ranks' devices (NCCL on CUDA).
 pub(crate) trait DeviceHalo {

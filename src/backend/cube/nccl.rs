@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use super::transfer::Failed;
 use super::Cuda;
+use crate::backend::Run;
 use crate::error::{Error, Result};
 use crate::vector::Vector;
 
@@ -176,9 +177,6 @@ struct Raw {
 // used on cubecl's device thread, one call at a time (the `Nccl` that owns it is not `Sync`
 // in practice: it lives behind an `Rc`).
 unsafe impl Send for Raw {}
-
-/// A contiguous run of a buffer exchanged with one rank: `(rank, first value, values)`.
-pub(crate) type Run = (usize, usize, usize);
 
 /// An NCCL communicator over the ranks' CUDA devices, with its stream.
 pub(crate) struct Nccl {
