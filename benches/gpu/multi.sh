@@ -29,9 +29,9 @@ PY
 fi
 echo "NCCL: ${GALERKIN_NCCL:-<loader path>}"
 # NVLink multicast stays off (the machine's rule); the rest of NCCL's choices are its own.
-export NCCL_NVLS_ENABLE=0
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-mpi="timeout 300 mpirun --allow-run-as-root --oversubscribe -x GALERKIN_NCCL -x NCCL_NVLS_ENABLE"
+mpi="timeout 300 mpirun --allow-run-as-root --oversubscribe -x GALERKIN_NCCL -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 checks=$(ls .gpu/bin/distributed-* | head -1)
 solve=.gpu/bin/solve
 want() { [[ " ${PARTS:-checks sums cg fvm maxwell} " == *" $1 "* ]]; }
