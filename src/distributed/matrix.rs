@@ -38,7 +38,7 @@ pub struct HaloTimes {
 pub struct DistMatrix<B: Backend, V: Element> {
     layout: Rc<Layout>,
     local: Option<SparseMatrix<B, V>>,
-    remote: Option<SparseMatrix<B, V>>,
+    remote: Option<Remote<B, V>>,
     send_index: DeviceIndex<B>,
     backend: B,
     times: Cell<HaloTimes>,
@@ -67,8 +67,9 @@ impl<B: Backend, V: Element> std::fmt::Debug for DistMatrix<B, V> {
 
 impl<B: Backend, V: Element> DistMatrix<B, V> {
     /// Uploads `a` to `backend` with values `V`: the local block in `format` (`None`: chosen
-    /// from its statistics, as [`SparseMatrix::auto`]), the remote block in CSR (mostly empty
-    /// rows); the halo device to device where every rank can ([`HaloRoute::Auto`]).
+    /// from its statistics, as [`SparseMatrix::auto`]), the remote block in CSR on the rows
+    /// that read ghosts only; the halo device to device where every rank can
+    /// ([`HaloRoute::Auto`]).
     /// Collective: a rank whose upload fails makes every rank fail with the same error.
     ///
     /// # Errors
@@ -99,7 +100,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
                 .then(|| upload(backend, &a.local, format))
                 .transpose()?;
             let remote = (a.remote.nnz() > 0)
-                .then(|| upload(backend, &a.remote, Some(Format::Csr)))
+                .then(|| Remote::new(backend, &a.remote))
                 .transpose()?;
             Ok(DistMatrix {
                 layout: a.layout.clone(),
@@ -254,7 +255,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
             };
             let t4 = Instant::now();
             times.halo += (t4 - t3) + (t2 - t1) + exchange.saturating_sub(local_time);
-            remote.apply_add(alpha, ghost, S::ONE, y.owned_mut())?;
+            remote.apply_add(alpha, ghost, y.owned_mut())?;
             times.compute += local_time + t4.elapsed();
         } else {
             times.halo += (t2 - t1) + exchange.saturating_sub(local_time);
@@ -319,7 +320,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         device.finish()?;
         let t4 = Instant::now();
         if let (Some(remote), Some(ghost)) = (&self.remote, ghost_slot.as_ref()) {
-            remote.apply_add(alpha, ghost, S::ONE, y.owned_mut())?;
+            remote.apply_add(alpha, ghost, y.owned_mut())?;
         }
         times.halo += (t2 - t1) + (t4 - t3);
         times.compute += (t3 - t2) + t4.elapsed();
@@ -332,6 +333,68 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
 /// Segments as runs `(rank, start, len)`.
 fn runs(segments: &[super::layout::Segment]) -> Vec<Run> {
     segments.iter().map(|s| (s.rank, s.start, s.len)).collect()
+}
+
+/// The remote block on the rows that read ghosts (the boundary rows, few of a rank's rows):
+/// CSR over those rows, and where they are among the rank's. Its product adds to `y` on those
+/// rows only, so it streams neither `y` nor a row offset for the rows that read no ghost.
+struct Remote<B: Backend, V: Element> {
+    matrix: SparseMatrix<B, V>,
+    rows: DeviceIndex<B>,
+    len: usize,
+    /// The boundary rows of `y` while the product adds to them (`Vector<B, S>` of the last
+    /// `S` applied).
+    work: RefCell<Option<Box<dyn Any>>>,
+}
+
+impl<B: Backend, V: Element> Remote<B, V> {
+    fn new(backend: &B, remote: &Csr<Cpu, f64>) -> Result<Self> {
+        let rows: Vec<u32> = (0..remote.nrows())
+            .filter(|&i| !remote.row(i).0.is_empty())
+            .map(|i| i as u32)
+            .collect();
+        let mut row_ptr = Vec::with_capacity(rows.len() + 1);
+        let (mut cols, mut values) = (Vec::new(), Vec::new());
+        row_ptr.push(0u32);
+        for &i in &rows {
+            let (c, v) = remote.row(i as usize);
+            cols.extend_from_slice(c);
+            values.extend_from_slice(v);
+            row_ptr.push(cols.len() as u32);
+        }
+        let compact = Csr::new(rows.len(), remote.ncols(), row_ptr, cols, values)?;
+        Ok(Remote {
+            matrix: upload(backend, &compact, Some(Format::Csr))?,
+            rows: DeviceIndex::upload(backend, &rows)?,
+            len: rows.len(),
+            work: RefCell::new(None),
+        })
+    }
+
+    /// `y += α R g` on the boundary rows: gathered, added to, scattered back (the same
+    /// operations in the same order as the product on every row, so the same bits).
+    fn apply_add<S: Scalar>(
+        &self,
+        alpha: S,
+        ghost: &Vector<B, S>,
+        y: &mut Vector<B, S>,
+    ) -> Result<()> {
+        let mut slot = self.work.borrow_mut();
+        let reuse = slot
+            .as_ref()
+            .and_then(|w| w.downcast_ref::<Vector<B, S>>())
+            .is_some();
+        if !reuse {
+            *slot = Some(Box::new(Vector::<B, S>::zeros(y.backend(), self.len)?));
+        }
+        let work = slot
+            .as_mut()
+            .and_then(|w| w.downcast_mut::<Vector<B, S>>())
+            .expect("made above");
+        work.gather_from(y, &self.rows)?;
+        self.matrix.apply_add(alpha, ghost, S::ONE, work)?;
+        work.scatter_to(y, &self.rows)
+    }
 }
 
 fn upload<B: Backend, V: Element>(
