@@ -121,6 +121,10 @@ struct Args {
     /// cannot).
     #[arg(long, default_value = "auto", value_parser = ["auto", "host", "device"])]
     halo: String,
+    /// Under mpirun: wait for the device before every exchange, so that the per-rank halo
+    /// seconds exclude the stage queued before it (one more device round trip a stage).
+    #[arg(long)]
+    profile: bool,
     /// Under mpirun: this rank's device (default: node rank modulo the devices).
     #[arg(long)]
     device: Option<usize>,
@@ -168,6 +172,7 @@ fn options(args: &Args) -> Result<CavityOptions> {
         vtk_times: args.vtk_times.clone(),
         progress: !args.json,
         keep_fields: false,
+        exact_halo_timing: args.profile,
     })
 }
 
@@ -338,6 +343,7 @@ fn report(args: &Args, outcome: &Outcome) {
                         "ghost_elements": s.ghost_elements,
                         "trace_values": s.trace_values,
                         "halo_seconds": s.halo_seconds,
+                        "compute_seconds": s.compute_seconds,
                     })
                 })
                 .collect();
@@ -382,13 +388,13 @@ fn report(args: &Args, outcome: &Outcome) {
             d.ranks, d.partition, d.halo
         );
         println!(
-            "  {:>5} {:>10} {:>8} {:>14} {:>9}",
-            "rank", "elements", "ghosts", "trace values", "halo s"
+            "  {:>5} {:>10} {:>8} {:>14} {:>9} {:>10}",
+            "rank", "elements", "ghosts", "trace values", "halo s", "compute s"
         );
         for (r, s) in d.per_rank.iter().enumerate() {
             println!(
-                "  {r:>5} {:>10} {:>8} {:>14} {:>9.3}",
-                s.elements, s.ghost_elements, s.trace_values, s.halo_seconds
+                "  {r:>5} {:>10} {:>8} {:>14} {:>9.3} {:>10.3}",
+                s.elements, s.ghost_elements, s.trace_values, s.halo_seconds, s.compute_seconds
             );
         }
     }

@@ -120,14 +120,14 @@ want maxwell || exit 0
 maxwell=.gpu/bin/maxwell
 echo "== DG Maxwell, N = 4, f64, upwind, one rank per GPU (weak: ~1.2e8 unknowns per GPU; strong: box:46)"
 declare -A mweak=([1]=46 [2]=58 [4]=73 [8]=92)
-mrun() { # label np mesh route
-  local label=$1 np=$2 mesh=$3 route=$4
+mrun() { # label np mesh route [extra]
+  local label=$1 np=$2 mesh=$3 route=$4; shift 4
   if [ "$np" -eq 1 ]; then
     "$maxwell" --backend cuda --mesh "$mesh" --order 4 --final-time "${MT:-0.02}" --json \
       2> "$out/multi-err-maxwell-$label-1.txt"
   else
     $mpi -np "$np" "$maxwell" --backend cuda --mesh "$mesh" --order 4 --final-time "${MT:-0.02}" \
-      --halo "$route" --json 2> "$out/multi-err-maxwell-$label-$np-$route.txt"
+      --halo "$route" --json "$@" 2> "$out/multi-err-maxwell-$label-$np-$route.txt"
   fi
 }
 msummary() { # label [base seconds per step x np for strong, or per step for weak]
@@ -138,9 +138,10 @@ for line in sys.stdin:
     if not line.startswith("{"): continue
     j = json.loads(line); s = j["seconds"] / max(j["steps"], 1)
     halo = max((r["halo_seconds"] for r in j.get("per_rank", [])), default=0.0) / max(j["steps"], 1)
-    print("%-7s np=%d %-6s dofs=%.3e steps=%d %8.2f ms/step %.3e upd/s halo=%6.2f ms/step (%4.1f%%) L2=%.4e %s" % (
+    comp = max((r.get("compute_seconds", 0.0) for r in j.get("per_rank", [])), default=0.0) / max(j["steps"], 1)
+    print("%-7s np=%d %-6s dofs=%.3e steps=%d %8.2f ms/step %.3e upd/s halo=%6.2f ms/step (%4.1f%%) compute=%6.2f L2=%.4e %s" % (
         label, j["ranks"], j.get("halo", "-")[:6], j["dofs"], j["steps"], s * 1e3,
-        j["dof_updates_per_second"], halo * 1e3, 100 * halo / s, j["l2_error"],
+        j["dof_updates_per_second"], halo * 1e3, 100 * halo / s, comp * 1e3, j["l2_error"],
         ("eff=%.2f" % (base / s)) if base > 0 else ""))
 ' "$@"
 }
@@ -156,4 +157,8 @@ for np in $gpus; do
     mrun strong "$np" box:46 "$route" | msummary strong "$(python3 -c "print($mbase / $np)")"
     mrun weak "$np" "box:${mweak[$np]}" "$route" | msummary weak "$mbase"
   done
+done
+echo "-- the halo alone (--profile: a device sync before each exchange), box:46 on 2 GPUs"
+for route in host device; do
+  [ "$ngpu" -ge 2 ] && mrun exact 2 box:46 "$route" --profile | msummary exact
 done

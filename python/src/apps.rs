@@ -519,6 +519,7 @@ fn maxwell<'py>(
         vtk_times: Vec::new(),
         progress: false,
         keep_fields,
+        exact_halo_timing: false,
     };
     let (run, memory) = py
         .detach(|| -> Result<(CavityRun, Option<u64>)> {

@@ -70,6 +70,10 @@ pub struct CavityOptions {
     pub progress: bool,
     /// Return the final fields and the nodes in [`CavityRun`] (default false).
     pub keep_fields: bool,
+    /// Runs over ranks: wait for the device before every exchange, so that each rank's halo
+    /// seconds exclude the stage queued before it (one more device round trip a stage;
+    /// default false). No effect in one process.
+    pub exact_halo_timing: bool,
 }
 
 impl Default for CavityOptions {
@@ -91,6 +95,7 @@ impl Default for CavityOptions {
             vtk_times: Vec::new(),
             progress: false,
             keep_fields: false,
+            exact_halo_timing: false,
         }
     }
 }

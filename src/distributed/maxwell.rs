@@ -650,8 +650,12 @@ pub struct RankShare {
     /// Trace values it sends before every stage.
     pub trace_values: usize,
     /// Seconds of its exchanges during the time stepping (packing, the exchange, writing the
-    /// ghosts; with the wait for the stage before on a device).
+    /// ghosts; on a device also the wait for the stage queued before, unless
+    /// [`exact_halo_timing`](crate::dg::CavityOptions::exact_halo_timing)).
     pub halo_seconds: f64,
+    /// Seconds of stage work around its exchanges: the interior stage queued during them, and
+    /// with exact timing the wait for the stage before.
+    pub compute_seconds: f64,
 }
 
 /// What [`simulate_cavity`] returns: the run, as one process reports it, and the ranks'
@@ -705,6 +709,7 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
     } else {
         device.join("; ")
     };
+    dg.set_exact_timing(options.exact_halo_timing);
     dg.reset_halo_times();
     let run = crate::dg::cavity::drive(&mut dg, device, exact, options, start)?;
     let t = dg.halo_times();
@@ -713,6 +718,7 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
         dg.ghost_elements() as f64,
         dg.trace_values_sent() as f64,
         t.halo.as_secs_f64(),
+        t.compute.as_secs_f64(),
     ];
     let all: Vec<Vec<f64>> = share.iter().map(|&v| comm.all_gather(v)).collect();
     let per_rank = (0..comm.size())
@@ -721,6 +727,7 @@ pub fn simulate_cavity<B: Backend + DgOps, T: Scalar>(
             ghost_elements: all[1][r] as usize,
             trace_values: all[2][r] as usize,
             halo_seconds: all[3][r],
+            compute_seconds: all[4][r],
         })
         .collect();
     Ok(DistCavityRun {
