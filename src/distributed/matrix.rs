@@ -286,17 +286,7 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
         let (n_send, n_ghost) = (layout.send_index.len(), layout.ghost_len());
         let mut packed_slot = self.packed.borrow_mut();
         let packed = if n_send > 0 {
-            let reuse = packed_slot
-                .as_ref()
-                .and_then(|p| p.downcast_ref::<Vector<B, S>>())
-                .is_some();
-            if !reuse {
-                *packed_slot = Some(Box::new(Vector::<B, S>::zeros(&self.backend, n_send)?));
-            }
-            let p = packed_slot
-                .as_mut()
-                .and_then(|p| p.downcast_mut::<Vector<B, S>>())
-                .expect("made above");
+            let p = scratch::<B, S>(&mut packed_slot, &self.backend, n_send)?;
             p.gather_from(x.owned(), &self.send_index)?;
             Some(&*p)
         } else {
@@ -380,21 +370,28 @@ impl<B: Backend, V: Element> Remote<B, V> {
         y: &mut Vector<B, S>,
     ) -> Result<()> {
         let mut slot = self.work.borrow_mut();
-        let reuse = slot
-            .as_ref()
-            .and_then(|w| w.downcast_ref::<Vector<B, S>>())
-            .is_some();
-        if !reuse {
-            *slot = Some(Box::new(Vector::<B, S>::zeros(y.backend(), self.len)?));
-        }
-        let work = slot
-            .as_mut()
-            .and_then(|w| w.downcast_mut::<Vector<B, S>>())
-            .expect("made above");
+        let work = scratch::<B, S>(&mut slot, y.backend(), self.len)?;
         work.gather_from(y, &self.rows)?;
         self.matrix.apply_add(alpha, ghost, S::ONE, work)?;
         work.scatter_to(y, &self.rows)
     }
+}
+
+/// The device vector of `len` values of `S` kept in `slot` between applications (an
+/// operator of values `V` applies to vectors of any `S`): the one there if it has type `S`,
+/// else a new one, zeroed.
+fn scratch<'a, B: Backend, S: Scalar>(
+    slot: &'a mut Option<Box<dyn Any>>,
+    backend: &B,
+    len: usize,
+) -> Result<&'a mut Vector<B, S>> {
+    if !slot.as_ref().is_some_and(|v| v.is::<Vector<B, S>>()) {
+        *slot = Some(Box::new(Vector::<B, S>::zeros(backend, len)?));
+    }
+    Ok(slot
+        .as_mut()
+        .and_then(|v| v.downcast_mut::<Vector<B, S>>())
+        .expect("made above"))
 }
 
 fn upload<B: Backend, V: Element>(
