@@ -5,7 +5,8 @@
 #   GPU_FEATURES=cuda,wgpu,mpi ../shared/gpu/pack --test distributed --example solve
 # and run on nvidia-h200-x2 (or -x4) as `source .gpu/setup.sh; benches/gpu/multi.sh`.
 # Full outputs go to $OUT. GPUS="1 2" (default: 1 up to the GPUs present, powers of two).
-# PARTS="checks sums cg fvm maxwell" (default: all) picks the sections, e.g. to split a run
+# PARTS="checks sums cg fvm maxwell" (default: all) picks the sections, ROUTES="host device"
+# (default: both) the halo routes, e.g. to split a run
 # over two calls.
 # Prints one line per run: ranks, route, rows, iterations, µs per iteration, the slowest
 # rank's compute / halo / reduction µs per iteration, halo µs per SpMV, efficiency.
@@ -31,7 +32,9 @@ echo "NCCL: ${GALERKIN_NCCL:-<loader path>}"
 # NVLink multicast stays off (the machine's rule); the rest of NCCL's choices are its own.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-mpi="timeout 300 mpirun --allow-run-as-root --oversubscribe -x GALERKIN_NCCL -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
+# GALERKIN_NCCL_HOST_ORDER=1 orders each NCCL exchange by a host wait instead of a device flag.
+export GALERKIN_NCCL_HOST_ORDER=${GALERKIN_NCCL_HOST_ORDER:-0}
+mpi="timeout 300 mpirun --allow-run-as-root --oversubscribe -x GALERKIN_NCCL -x GALERKIN_NCCL_HOST_ORDER -x NCCL_NVLS_ENABLE -x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS"
 checks=$(ls .gpu/bin/distributed-* | head -1)
 solve=.gpu/bin/solve
 want() { [[ " ${PARTS:-checks sums cg fvm maxwell} " == *" $1 "* ]]; }
@@ -86,20 +89,26 @@ summary strong < "$out/multi-strong-1.json" 2>/dev/null
 base=$(us_per_it "$out/multi-strong-1.json")
 for np in $gpus; do
   [ "$np" -gt 1 ] || continue
-  for route in host device; do
+  for route in ${ROUTES:-host device}; do
     run strong $np poisson7:256 contiguous $route | summary strong "$(python3 -c "print($base / $np)")" 2>/dev/null
   done
+done
+echo "-- strong, NCCL ordered by a host wait (GALERKIN_NCCL_HOST_ORDER=1) instead of the device flag"
+for np in $gpus; do
+  [ "$np" -gt 1 ] || continue
+  GALERKIN_NCCL_HOST_ORDER=1 run strong $np poisson7:256 contiguous device \
+    | summary strong-h "$(python3 -c "print($base / $np)")" 2>/dev/null
 done
 echo "-- weak: 256^3 rows per GPU (322^3 on 2, 406^3 on 4; efficiency = 1-GPU µs/it / µs/it)"
 declare -A weak=([1]=256 [2]=322 [4]=406 [8]=512)
 for np in $gpus; do
-  for route in host device; do
+  for route in ${ROUTES:-host device}; do
     [ "$np" -eq 1 ] && continue  # the strong run's 256^3 is the base
     run weak $np "poisson7:${weak[$np]}" contiguous $route | summary weak "$base" 2>/dev/null
   done
 done
 echo "-- the halo alone (exact timing: a device sync before each halo), 256^3 on 2 GPUs"
-for route in host device; do
+for route in ${ROUTES:-host device}; do
   run exact 2 poisson7:256 contiguous $route --profile | summary exact 2>/dev/null
 done
 fi
@@ -110,7 +119,7 @@ if want fvm; then
   fbase=$(us_per_it "$out/multi-fvm-1.json")
   for np in $gpus; do
     [ "$np" -gt 1 ] || continue
-    for route in host device; do
+    for route in ${ROUTES:-host device}; do
       run fvm $np fvm-tet:120 metis $route | summary fvm "$(python3 -c "print($fbase / $np)")" 2>/dev/null
     done
   done
@@ -153,12 +162,12 @@ msummary one < "$out/multi-maxwell-1.json"
 mbase=$(mper "$out/multi-maxwell-1.json")
 for np in $gpus; do
   [ "$np" -gt 1 ] || continue
-  for route in host device; do
+  for route in ${ROUTES:-host device}; do
     mrun strong "$np" box:46 "$route" | msummary strong "$(python3 -c "print($mbase / $np)")"
     mrun weak "$np" "box:${mweak[$np]}" "$route" | msummary weak "$mbase"
   done
 done
 echo "-- the halo alone (--profile: a device sync before each exchange), box:46 on 2 GPUs"
-for route in host device; do
+for route in ${ROUTES:-host device}; do
   [ "$ngpu" -ge 2 ] && mrun exact 2 box:46 "$route" --profile | msummary exact
 done

@@ -236,7 +236,13 @@ impl DeviceHalo for crate::backend::cube::Nccl {
 
     fn describe(&self) -> String {
         match crate::backend::cube::nccl_library() {
-            Ok((name, v)) => format!("NCCL {}.{}.{} ({name})", v / 10000, v / 100 % 100, v % 100),
+            Ok((name, v)) => format!(
+                "NCCL {}.{}.{} ({name}; ordered by {})",
+                v / 10000,
+                v / 100 % 100,
+                v % 100,
+                self.ordering()
+            ),
             Err(e) => e,
         }
     }

@@ -21,7 +21,7 @@ use crate::solver::params::SolverParams;
 use crate::solver::report::{SolveReport, StopReason};
 use crate::solver::tracker::Tracker;
 use crate::solver::Preconditioner;
-use crate::vector::dot_into;
+use crate::vector::{cgcg_update, dot_into, CgCgU};
 
 /// A preconditioner of a distributed operator.
 pub trait DistPreconditioner<B: Backend, S: Scalar> {
@@ -34,6 +34,13 @@ pub trait DistPreconditioner<B: Backend, S: Scalar> {
     /// The preconditioner as a single-process one, when it communicates with no other rank
     /// (for a one-rank solve). Default `None`.
     fn as_local(&self) -> Option<&dyn Preconditioner<B, S>> {
+        None
+    }
+
+    /// If this preconditioner is the diagonal scaling `z = d ∘ r` of the owned rows, its `d`
+    /// (as [`Preconditioner::inverse_diagonal`]): the device CG then scales inside its vector
+    /// update. Default `None`.
+    fn inverse_diagonal(&self) -> Option<&crate::vector::Vector<B, S>> {
         None
     }
 }
@@ -65,6 +72,10 @@ impl<B: Backend, S: Scalar> DistPreconditioner<B, S> for BlockJacobi<'_, B, S> {
             self.local.size(),
         )?;
         self.local.precondition(r.owned(), z.owned_mut())
+    }
+
+    fn inverse_diagonal(&self) -> Option<&crate::vector::Vector<B, S>> {
+        self.local.inverse_diagonal()
     }
 
     fn as_local(&self) -> Option<&dyn Preconditioner<B, S>> {
@@ -165,31 +176,43 @@ pub fn cg<B: Backend, S: Scalar>(
     })
 }
 
-/// The local parts of `[r·u, w·u, r·r]` summed over the ranks: three device dot products
-/// into one scalar vector, one read, one global sum.
+/// The local parts of `[r·u, w·u, r·r]` summed over the ranks: the device dot products
+/// into one scalar vector (`w·u` always; `r·u` and `r·r` unless the vector update left them
+/// there already), one read, one global sum.
 fn three_sums<B: Backend, S: Scalar>(
     scalars: &mut crate::vector::Vector<B, S>,
     r: &DistVector<B, S>,
     u: &DistVector<B, S>,
     w: &DistVector<B, S>,
+    summed: bool,
 ) -> Result<[f64; 3]> {
     let local = if r.owned_len() == 0 {
         [0.0; 3]
     } else {
-        dot_into(r.owned(), u.owned(), scalars, 0)?;
-        dot_into(w.owned(), u.owned(), scalars, 1)?;
-        dot_into(r.owned(), r.owned(), scalars, 2)?;
+        if !summed {
+            dot_into(r.owned(), u.owned(), scalars, RU)?;
+            dot_into(r.owned(), r.owned(), scalars, RR)?;
+        }
+        dot_into(w.owned(), u.owned(), scalars, WU)?;
         let s = scalars.to_vec()?;
-        [s[0].as_f64(), s[1].as_f64(), s[2].as_f64()]
+        [s[RU].as_f64(), s[WU].as_f64(), s[RR].as_f64()]
     };
     let g = r.layout().comm().sum(&local);
     Ok([g[0], g[1], g[2]])
 }
 
+/// Slots of the device scalars of [`single_reduction_cg`].
+const RU: usize = 0;
+const WU: usize = 1;
+const RR: usize = 2;
+
 /// PCG with one global sum per iteration (Chronopoulos–Gear): with `u = M r` and `w = A u`,
 /// the sums `γ = r·u`, `δ = w·u` and `r·r` are taken together, and `pᵀAp` follows from the
 /// recurrence `η = δ − β γ / α`; `s = A p` is updated as `s = w + β s`. The same iterates as
 /// PCG in exact arithmetic (one more vector, `s`); on a device, one read per iteration.
+/// The direction, `s`, `x` and `r` are updated in one pass ([`cgcg_update`]), which for
+/// point Jacobi also writes `u = d ∘ r` and sums `r·u` and `r·r`: per iteration that pass,
+/// the product and `w·u`.
 fn single_reduction_cg<B: Backend, S: Scalar>(
     t: &mut Tracker<'_, '_>,
     a: &dyn DistOperator<B, S>,
@@ -201,37 +224,29 @@ fn single_reduction_cg<B: Backend, S: Scalar>(
     let backend = r.owned().backend().clone();
     let layout = r.layout().clone();
     let mut scalars = crate::vector::Vector::<B, S>::zeros(&backend, 3)?;
-    // u = M r (u is r itself without M), w = A u.
-    let mut u = DistVector::zeros(&backend, &layout)?;
-    let mut w = DistVector::zeros(&backend, &layout)?;
-    let apply_mu = |r: &DistVector<B, S>,
-                    u: &mut DistVector<B, S>,
-                    w: &mut DistVector<B, S>,
-                    t: &mut Tracker<'_, '_>|
-     -> Result<()> {
-        match m {
-            Some(m) => {
-                m.precondition(r, u)?;
-                a.apply(u, w)?;
-            }
-            None => a.apply(r, w)?,
+    let d = m.and_then(|m| m.inverse_diagonal());
+    // u = M r (u is r itself without M), w = A u; p and s start at zero (β = 0 at first).
+    let zeros = || DistVector::<B, S>::zeros(&backend, &layout);
+    let (mut u, mut w, mut p, mut s) = (zeros()?, zeros()?, zeros()?, zeros()?);
+    match m {
+        Some(m) => {
+            m.precondition(&r, &mut u)?;
+            a.apply(&u, &mut w)?;
         }
-        t.applications += 1;
-        Ok(())
-    };
-    apply_mu(&r, &mut u, &mut w, t)?;
-    let [mut gamma, delta, rr] =
-        three_sums(&mut scalars, &r, if m.is_some() { &u } else { &r }, &w)?;
+        None => a.apply(&r, &mut w)?,
+    }
+    t.applications += 1;
+    let [mut gamma, delta, rr] = three_sums(
+        &mut scalars,
+        &r,
+        if m.is_some() { &u } else { &r },
+        &w,
+        false,
+    )?;
     if let Some(reason) = t.record(k0, rr.sqrt()) {
         return Ok((k0, reason));
     }
-    let mut eta = delta;
-    let mut p = if m.is_some() {
-        u.try_clone()?
-    } else {
-        r.try_clone()?
-    };
-    let mut s = w.try_clone()?;
+    let (mut eta, mut beta) = (delta, 0.0);
     let mut k = k0;
     let reason = loop {
         k += 1;
@@ -242,26 +257,54 @@ fn single_reduction_cg<B: Backend, S: Scalar>(
             break StopReason::IndefiniteOperator { curvature: eta };
         }
         let alpha = gamma / eta;
-        x.axpy(S::from_f64(alpha), &p)?;
-        r.axpy(S::from_f64(-alpha), &s)?;
-        apply_mu(&r, &mut u, &mut w, t)?;
-        let [gamma_new, delta, rr] =
-            three_sums(&mut scalars, &r, if m.is_some() { &u } else { &r }, &w)?;
+        let step_u = match (m, d) {
+            (None, _) => CgCgU::Identity,
+            (Some(_), Some(d)) => CgCgU::Jacobi {
+                d,
+                u: u.owned_mut(),
+            },
+            (Some(_), None) => CgCgU::Other(u.owned_mut()),
+        };
+        cgcg_update(
+            S::from_f64(alpha),
+            S::from_f64(beta),
+            step_u,
+            w.owned(),
+            p.owned_mut(),
+            s.owned_mut(),
+            x.owned_mut(),
+            r.owned_mut(),
+            &mut scalars,
+            [RR, RU],
+        )?;
+        match (m, d) {
+            (None, _) => a.apply(&r, &mut w)?,
+            (Some(_), Some(_)) => a.apply(&u, &mut w)?,
+            (Some(m), None) => {
+                m.precondition(&r, &mut u)?;
+                a.apply(&u, &mut w)?;
+                if r.owned_len() > 0 {
+                    dot_into(r.owned(), u.owned(), &mut scalars, RU)?;
+                }
+            }
+        }
+        t.applications += 1;
+        let [gamma_new, delta, rr] = three_sums(
+            &mut scalars,
+            &r,
+            if m.is_some() { &u } else { &r },
+            &w,
+            true,
+        )?;
         if let Some(reason) = t.record(k, rr.sqrt()) {
             break reason;
         }
-        let beta = gamma_new / gamma;
+        beta = gamma_new / gamma;
         if !beta.is_finite() {
             break StopReason::NonFinite { quantity: "β" };
         }
         eta = delta - beta * gamma_new / alpha;
         gamma = gamma_new;
-        let b = S::from_f64(beta);
-        match m {
-            Some(_) => p.axpby(S::ONE, &u, b)?,
-            None => p.axpby(S::ONE, &r, b)?,
-        }
-        s.axpby(S::ONE, &w, b)?;
     };
     Ok((k, reason))
 }

@@ -280,3 +280,73 @@ fn mul_dot_chunk<T: Scalar>(start: usize, d: &[T], r: &[T], z: &mut [T]) -> f64 
     }
     lanes2(r, z, |a, b| a * b)
 }
+
+/// One Chronopoulos–Gear step of distributed CG after its global sums, in one pass:
+/// `p = u + beta p; s = w + beta s; x += alpha p; r -= alpha s` (`u` is `r` itself where
+/// there is no `u`), then `u = d ∘ r` where `d` is given. Returns `(r · r, r · u)` of the new
+/// vectors, accumulated in f64 (`r · u` is `r · r` without `d`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn cgcg_update<T: Scalar>(
+    alpha: T,
+    beta: T,
+    d: Option<&[T]>,
+    u: Option<&mut [T]>,
+    w: &[T],
+    p: &mut [T],
+    s: &mut [T],
+    x: &mut [T],
+    r: &mut [T],
+) -> (f64, f64) {
+    let n = r.len();
+    let us: Vec<Option<&mut [T]>> = match u {
+        Some(u) => u.chunks_mut(CHUNK).map(Some).collect(),
+        None => (0..n.div_ceil(CHUNK)).map(|_| None).collect(),
+    };
+    let tasks: Vec<_> = p
+        .chunks_mut(CHUNK)
+        .zip(s.chunks_mut(CHUNK))
+        .zip(x.chunks_mut(CHUNK))
+        .zip(r.chunks_mut(CHUNK))
+        .zip(us)
+        .enumerate()
+        .collect();
+    type Task<'a, T> = (
+        usize,
+        (
+            (((&'a mut [T], &'a mut [T]), &'a mut [T]), &'a mut [T]),
+            Option<&'a mut [T]>,
+        ),
+    );
+    let body = |(c, ((((p, s), x), r), mut u)): Task<'_, T>| -> (f64, f64) {
+        let start = c * CHUNK;
+        let end = start + r.len();
+        let w = &w[start..end];
+        for i in 0..r.len() {
+            let ui = match &u {
+                Some(u) => u[i],
+                None => r[i],
+            };
+            p[i] = ui + beta * p[i];
+            s[i] = w[i] + beta * s[i];
+            x[i] += alpha * p[i];
+            r[i] -= alpha * s[i];
+        }
+        let rr = lanes2(r, r, |v, _| v * v);
+        match (d, u.as_deref_mut()) {
+            (Some(d), Some(u)) => {
+                for ((u, d), r) in u.iter_mut().zip(&d[start..end]).zip(r.iter()) {
+                    *u = *d * *r;
+                }
+                (rr, lanes2(r, u, |a, b| a * b))
+            }
+            _ => (rr, rr),
+        }
+    };
+    let sums: Vec<(f64, f64)> = if n < SERIAL_BELOW {
+        tasks.into_iter().map(body).collect()
+    } else {
+        tasks.into_par_iter().map(body).collect()
+    };
+    let (rr, ru): (Vec<f64>, Vec<f64>) = sums.into_iter().unzip();
+    (pairwise(&rr), pairwise(&ru))
+}

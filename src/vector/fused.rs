@@ -392,3 +392,112 @@ pub fn pointwise_mul_dot<B: VectorOps, T: Scalar>(
         backend.pointwise_mul_dot(d, r, z)
     })
 }
+
+/// The preconditioned residual `u = M r` of a Chronopoulos–Gear step ([`cgcg_update`]).
+pub enum CgCgU<'a, B: VectorOps, T: Scalar> {
+    /// No preconditioner: `u` is `r` itself.
+    Identity,
+    /// Jacobi, `M = diag(d)`: the step reads `u` for the direction, then writes the new
+    /// `u = d ∘ r` and sums `r · u` in the same pass.
+    Jacobi {
+        /// The inverse diagonal.
+        d: &'a Vector<B, T>,
+        /// The preconditioned residual, updated in place.
+        u: &'a mut Vector<B, T>,
+    },
+    /// Another preconditioner: the step reads `u` for the direction and leaves it; the caller
+    /// applies `M` to the new `r` and takes `r · u` itself (the step's `r · u` slot receives
+    /// `r · r`).
+    Other(&'a mut Vector<B, T>),
+}
+
+/// One step of the single-reduction conjugate gradients of Chronopoulos and Gear (the
+/// distributed solvers' device iteration) after its global sums, in one pass over the
+/// vectors: `p = u + beta p`; `s = w + beta s`; `x += alpha p`; `r −= alpha s` (with `u` as
+/// [`CgCgU`] says), then, for Jacobi, `u = d ∘ r`. The new `r · r` goes to
+/// `scalars[slots[0]]` and `r · u` to `scalars[slots[1]]`, left on the device (`r · r` again
+/// unless `u` is [`CgCgU::Identity`] or [`CgCgU::Jacobi`]). With `beta = 0` and `p`, `s`
+/// zero, it is the first step (`p = u`, `s = w`).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the vector lengths
+/// differ; [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if a slot is not
+/// below `scalars.len()`, the slots are equal, or the vectors are split differently.
+#[allow(clippy::too_many_arguments)]
+pub fn cgcg_update<B: VectorOps, T: Scalar>(
+    alpha: T,
+    beta: T,
+    u: CgCgU<'_, B, T>,
+    w: &Vector<B, T>,
+    p: &mut Vector<B, T>,
+    s: &mut Vector<B, T>,
+    x: &mut Vector<B, T>,
+    r: &mut Vector<B, T>,
+    scalars: &mut Vector<B, T>,
+    slots: [usize; 2],
+) -> Result<()> {
+    const OP: &str = "cgcg_update";
+    agree(OP, "w", x, w)?;
+    agree(OP, "p", x, p)?;
+    agree(OP, "s", x, s)?;
+    agree(OP, "r", x, r)?;
+    let (d, u) = match u {
+        CgCgU::Identity => (None, None),
+        CgCgU::Jacobi { d, u } => (Some(d), Some(u)),
+        CgCgU::Other(u) => (None, Some(u)),
+    };
+    if let Some(d) = d {
+        agree(OP, "d", x, d)?;
+    }
+    if let Some(u) = &u {
+        agree(OP, "u", x, u)?;
+    }
+    for slot in slots {
+        check_slot(OP, scalars.len(), slot)?;
+    }
+    if slots[0] == slots[1] {
+        return Err(crate::error::Error::InvalidArgument {
+            op: OP,
+            name: "slots",
+            reason: format!("r·r and r·u need two slots, not slot {} twice", slots[0]),
+        });
+    }
+    check_device(OP, &x.backend, &scalars.backend)?;
+    let parts = x.parts();
+    let (backend, xs) = x.each_mut();
+    let (_, rs) = r.each_mut();
+    let (_, ps) = p.each_mut();
+    let (_, ss) = s.each_mut();
+    let us: Vec<Option<&mut B::Buffer<T>>> = match u {
+        Some(u) => u.each_mut().1.map(Some).collect(),
+        None => (0..parts).map(|_| None).collect(),
+    };
+    let ds: Vec<Option<&B::Buffer<T>>> = match d {
+        Some(d) => d.each().map(Some).collect(),
+        None => (0..parts).map(|_| None).collect(),
+    };
+    let items: Vec<_> = ds
+        .into_iter()
+        .zip(us)
+        .zip(w.each())
+        .zip(ps)
+        .zip(ss)
+        .zip(xs)
+        .zip(rs)
+        .collect();
+    let step = |((((((d, u), w), p), s), x), r): (_, &mut B::Buffer<T>), t: &mut B::Buffer<T>| {
+        // SAFETY: equal lengths and parts (checked above), `d` only with `u`, two distinct
+        // slots below len(t) = len(scalars), one device.
+        unsafe { backend.cgcg_update(alpha, beta, d, u, w, p, s, x, r, t, slots) }
+    };
+    if parts > 1 {
+        // Each part writes its sums into its copy of the scalars; they add up over the parts.
+        return per_part(scalars, items, true, &slots, step);
+    }
+    let item = items
+        .into_iter()
+        .next()
+        .expect("a vector has one part at least");
+    // SAFETY: the buffer is only written through.
+    step(item, unsafe { scalars.buffer_mut()? })
+}

@@ -269,6 +269,34 @@ pub trait VectorOps: BackendCore + Sealed {
         p: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
+    /// One Chronopoulos–Gear step of distributed CG after its global sums (see
+    /// [`cgcg_update`](crate::vector::cgcg_update)): `p = u + beta p; s = w + beta s;
+    /// x += alpha p; r −= alpha s` (`u` is `r` where `u` is `None`), then `u = d ∘ r` where `d`
+    /// is given; `scalars[slots[0]] = r · r` and `scalars[slots[1]] = r · u` (`r · r` without
+    /// `d`) of the new vectors, left on the device.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// All vectors have the same length; `d` only with `u`; both slots are below
+    /// `len(scalars)`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn cgcg_update<T: Scalar>(
+        &self,
+        alpha: T,
+        beta: T,
+        d: Option<&Self::Buffer<T>>,
+        u: Option<&mut Self::Buffer<T>>,
+        w: &Self::Buffer<T>,
+        p: &mut Self::Buffer<T>,
+        s: &mut Self::Buffer<T>,
+        x: &mut Self::Buffer<T>,
+        r: &mut Self::Buffer<T>,
+        scalars: &mut Self::Buffer<T>,
+        slots: [usize; 2],
+    ) -> Result<()>;
+
     /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
     /// out of range are left unchanged (nothing is accessed out of bounds).
     ///
@@ -458,6 +486,28 @@ impl VectorOps for Cpu {
         p: &mut Vec<T>,
     ) -> Result<()> {
         cpu::jacobi_xpay(d, r, scalars[cg_scalars::BETA], p);
+        Ok(())
+    }
+
+    unsafe fn cgcg_update<T: Scalar>(
+        &self,
+        alpha: T,
+        beta: T,
+        d: Option<&Vec<T>>,
+        u: Option<&mut Vec<T>>,
+        w: &Vec<T>,
+        p: &mut Vec<T>,
+        s: &mut Vec<T>,
+        x: &mut Vec<T>,
+        r: &mut Vec<T>,
+        scalars: &mut Vec<T>,
+        slots: [usize; 2],
+    ) -> Result<()> {
+        let d = d.map(|d| d.as_slice());
+        let u = u.map(|u| u.as_mut_slice());
+        let (rr, ru) = cpu::cgcg_update(alpha, beta, d, u, w, p, s, x, r);
+        scalars[slots[0]] = T::from_f64(rr);
+        scalars[slots[1]] = T::from_f64(ru);
         Ok(())
     }
 

@@ -211,10 +211,10 @@ fn check_routes<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>,
             &quiet(1e-10),
         )
         .unwrap();
-        (r, x.gather(0).unwrap())
+        (r, x.gather(0).unwrap(), m.halo_transport())
     };
-    let (rh, xh) = solve(HaloRoute::Host);
-    let (rd, xd) = solve(HaloRoute::Device);
+    let (rh, xh, _) = solve(HaloRoute::Host);
+    let (rd, xd, transport) = solve(HaloRoute::Device);
     assert!(rh.converged() && rh.iterations > 5, "{rh}");
     assert_eq!(rh.iterations, rd.iterations);
     let hist = |r: &SolveReport| {
@@ -233,7 +233,8 @@ fn check_routes<B: Backend>(comm: &Communicator, backend: &B, a: &Csr<Cpu, f64>,
     say(
         comm,
         &format!(
-            "device halo: SpMV f64/f32 and PCG ({} iterations) equal the host halo's bit for bit",
+            "device halo: SpMV f64/f32 and PCG ({} iterations) equal the host halo's bit for \
+             bit (after the solve: {transport})",
             rd.iterations
         ),
     );

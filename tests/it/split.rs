@@ -10,8 +10,8 @@ use galerkin::sparse::generate::poisson3d_7pt;
 use galerkin::sparse::random::{random_csr, RandomPattern};
 use galerkin::sparse::{Csr, Format, FormatLimits, FormatOptions, SparseMatrix, SPLIT_ROW_ALIGN};
 use galerkin::vector::{
-    cg_scalars, cg_update, cg_update_device, dot_into, jacobi_xpay_device,
-    pcg_jacobi_update_device, pointwise_mul_dot, xpay_device,
+    cg_scalars, cg_update, cg_update_device, cgcg_update, dot_into, jacobi_xpay_device,
+    pcg_jacobi_update_device, pointwise_mul_dot, xpay_device, CgCgU,
 };
 use galerkin::verify::{poison, random_range, random_vec};
 use galerkin::{Backend, BackendCore, Cpu, Error, Scalar, Vector};
@@ -130,6 +130,49 @@ fn split_vector_ops<B: Backend, T: Scalar>(b: &B) {
         assert_eq!(z1.to_vec().unwrap(), z2.to_vec().unwrap());
 
         device_scalars::<B, T>(b, &s, len);
+        cgcg_parts::<B, T>(b, &s, len);
+    }
+}
+
+/// The Chronopoulos–Gear step (Jacobi form) on split vectors: the vectors equal the
+/// whole-vector step's bit for bit, the two sums within round-off, the other slots kept.
+fn cgcg_parts<B: Backend, T: Scalar>(b: &B, s: &B, len: usize) {
+    let vecs: Vec<Vec<T>> = (0..6).map(|k| random_vec::<T>(len, 40 + k)).collect();
+    let ds = random_range::<T>(len, 0.5, 2.0, 50);
+    let start = vec![T::from_f64(-9.0); 3];
+    let mut results: Vec<(Vec<T>, Vec<Vec<T>>)> = Vec::new();
+    for backend in [s, b] {
+        let v = |k: usize| Vector::from_slice(backend, &vecs[k]).unwrap();
+        let d = Vector::from_slice(backend, &ds).unwrap();
+        let mut sc = Vector::from_slice(backend, &start).unwrap();
+        let (w, mut p, mut sv, mut x, mut r, mut u) = (v(0), v(1), v(2), v(3), v(4), v(5));
+        let (a, be) = (T::from_f64(0.375), T::from_f64(0.8125));
+        let m = CgCgU::Jacobi { d: &d, u: &mut u };
+        cgcg_update(
+            a,
+            be,
+            m,
+            &w,
+            &mut p,
+            &mut sv,
+            &mut x,
+            &mut r,
+            &mut sc,
+            [2, 0],
+        )
+        .unwrap();
+        let out = [&p, &sv, &x, &r, &u].map(|v| v.to_vec().unwrap()).to_vec();
+        results.push((sc.to_vec().unwrap(), out));
+    }
+    let (split, whole) = (&results[0], &results[1]);
+    assert_eq!(split.1, whole.1, "cgcg_update vectors, len {len}");
+    let (r, u) = (widen(&whole.1[3]), widen(&whole.1[4]));
+    let rr = exact_sum(r.iter().map(|v| v * v));
+    let ru = exact_sum(r.iter().zip(&u).map(|(r, u)| r * u));
+    for sc in [&split.0, &whole.0] {
+        assert_sum(sc[2], rr, rr, "cgcg_update r·r");
+        assert_sum(sc[0], ru, ru, "cgcg_update r·u");
+        assert_eq!(sc[1].as_f64(), -9.0, "cgcg_update kept slot 1");
     }
 }
 

@@ -1,7 +1,7 @@
 //! Every vector operation on every backend and precision against a plain f64 loop over the
 //! same (rounded) inputs; outputs poisoned with NaN first.
 
-use galerkin::vector::{cg_update, pointwise_mul_dot};
+use galerkin::vector::{cg_update, cgcg_update, pointwise_mul_dot, CgCgU};
 use galerkin::verify::{poison, random_range, random_vec};
 use galerkin::{Backend, BackendCore, Element, Scalar, Storable, Vector};
 
@@ -256,6 +256,76 @@ fn fused_cg_update<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// The Chronopoulos–Gear step in its three forms (no preconditioner, Jacobi, another `u`)
+/// against an f64 loop; the device scalars poisoned first, the untouched slots checked.
+fn fused_cgcg_update<B: Backend, T: Scalar>(b: &B) {
+    let (alpha, beta) = (0.3125, 0.71875);
+    for n in LENGTHS {
+        for mode in ["identity", "jacobi", "other"] {
+            let v = |seed: u64| random_vec::<T>(n, seed);
+            let (ps, ss, xs, rs, ws, us) = (v(30), v(31), v(32), v(33), v(34), v(35));
+            let ds = random_range::<T>(n, 0.5, 2.0, 36);
+            let (mut p, mut s) = (upload(b, &ps), upload(b, &ss));
+            let (mut x, mut r, w) = (upload(b, &xs), upload(b, &rs), upload(b, &ws));
+            let (mut u, d) = (upload(b, &us), upload(b, &ds));
+            let mut scalars = poisoned::<B, T>(b, 4);
+            let m = match mode {
+                "identity" => CgCgU::Identity,
+                "jacobi" => CgCgU::Jacobi { d: &d, u: &mut u },
+                _ => CgCgU::Other(&mut u),
+            };
+            let (a, be) = (T::from_f64(alpha), T::from_f64(beta));
+            cgcg_update(
+                a,
+                be,
+                m,
+                &w,
+                &mut p,
+                &mut s,
+                &mut x,
+                &mut r,
+                &mut scalars,
+                [3, 1],
+            )
+            .unwrap();
+            let f = |v: &[T], i: usize| v[i].as_f64();
+            let src = if mode == "identity" { &rs } else { &us };
+            let p_ref: Vec<f64> = (0..n).map(|i| f(src, i) + beta * f(&ps, i)).collect();
+            let s_ref: Vec<f64> = (0..n).map(|i| f(&ws, i) + beta * f(&ss, i)).collect();
+            let x_ref: Vec<f64> = (0..n).map(|i| f(&xs, i) + alpha * p_ref[i]).collect();
+            let r_ref: Vec<f64> = (0..n).map(|i| f(&rs, i) - alpha * s_ref[i]).collect();
+            let case = |what: &str| format!("cgcg_update {mode} {what} n={n}");
+            assert_close(&p.to_vec().unwrap(), &p_ref, 2, &case("p"));
+            assert_close(&s.to_vec().unwrap(), &s_ref, 2, &case("s"));
+            assert_close(&x.to_vec().unwrap(), &x_ref, 4, &case("x"));
+            let r_new = widen(&r.to_vec().unwrap());
+            // The 2-norm of the terms (r and α s may cancel).
+            let scale =
+                exact_sum((0..n).map(|i| f(&rs, i).powi(2) + (alpha * s_ref[i]).powi(2))).sqrt();
+            assert_close_scaled(&r.to_vec().unwrap(), &r_ref, scale, 4, &case("r"));
+            let u_new = widen(&u.to_vec().unwrap());
+            let u_ref: Vec<f64> = match mode {
+                "jacobi" => (0..n).map(|i| f(&ds, i) * r_new[i]).collect(),
+                _ => widen(&us),
+            };
+            assert_close(&u.to_vec().unwrap(), &u_ref, 1, &case("u"));
+            // The sums of the vectors the kernel stored, accumulated exactly.
+            let sc = scalars.to_vec().unwrap();
+            let rr = exact_sum(r_new.iter().map(|v| v * v));
+            let ru = match mode {
+                "jacobi" => exact_sum(r_new.iter().zip(&u_new).map(|(r, u)| r * u)),
+                _ => rr,
+            };
+            assert_close(&[sc[3], sc[1]], &[rr, ru], n.max(1), &case("sums"));
+            assert!(
+                sc[0].as_f64().is_nan() && sc[2].as_f64().is_nan(),
+                "{}: the other slots were written",
+                case("scalars")
+            );
+        }
+    }
+}
+
 fn fused_pointwise_mul_dot<B: Backend, T: Scalar>(b: &B) {
     for n in LENGTHS {
         let (ds, rs) = (random_range::<T>(n, 0.5, 2.0, 20), random_vec::<T>(n, 21));
@@ -410,6 +480,7 @@ backend_tests!(
     amax,
     convert,
     fused_cg_update,
+    fused_cgcg_update,
     fused_pointwise_mul_dot,
     reads_from_several_threads,
     download_later,

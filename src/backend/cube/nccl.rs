@@ -8,10 +8,18 @@
 //! `ncclGroupStart`/`End`, `ncclCommGetAsyncError`, `ncclCommDestroy`, `ncclGetErrorString`,
 //! `ncclGetVersion`).
 //!
-//! An exchange is posted on a stream of its own after the work queued on cubecl's stream has
-//! finished (so the packed rows are written and the previous readers of the ghost rows are
-//! done); the local product is then queued on cubecl's stream and runs beside it; finishing
-//! waits for the exchange's stream before the remote product is queued.
+//! An exchange is posted on a stream of its own, ordered after the work queued on cubecl's
+//! stream (so the packed rows are written and the previous readers of the ghost rows are
+//! done) without the host waiting for that work: a one-unit kernel queued after it writes a
+//! sequence number into a device flag, and a one-thread kernel on the exchange's stream
+//! waits for the number before NCCL's sends and receives. (cubecl 0.10 does not expose its
+//! CUDA stream, so an event cannot be recorded on it; `cuStreamWaitValue32` refuses cubecl's
+//! stream-ordered allocations with `CUDA_ERROR_INVALID_VALUE`, measured on an H200.) The
+//! waiting kernel is PTX of its own, loaded once; it traps (a device error, never a hang)
+//! if the number has not come after 60 s. Where the module cannot be loaded, the host waits
+//! for the queued work instead. The local product is then queued on cubecl's stream and runs beside the
+//! exchange; finishing waits (on the host) for the exchange's stream before the remote
+//! product is queued.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -183,7 +191,78 @@ pub(crate) struct Nccl {
     backend: Cuda,
     raw: Raw,
     lib: &'static Lib,
+    /// How an exchange is ordered after the queued work: on the device (a flag), or by the
+    /// host (`Err` with the reason, or the flag's `refused` set once a wait was refused).
+    order: std::result::Result<Flag, String>,
 }
+
+/// The device flag that orders an exchange after the work queued before it: the number of
+/// the exchange, written by [`signal_kernel`], waited for on the exchange's stream by
+/// [`WAIT_PTX`].
+struct Flag {
+    buffer: crate::backend::cube::CubeBuffer<u32>,
+    address: u64,
+    waiter: Waiter,
+    count: std::cell::Cell<u32>,
+    /// Why the device could not wait on the flag, once it could not (the host waits since).
+    refused: std::cell::RefCell<Option<String>>,
+}
+
+mod signal {
+    use cubecl::prelude::*;
+
+    /// `flag[0] = value`, by one unit: queued after the work an exchange must follow.
+    #[cube(launch_unchecked)]
+    pub(super) fn signal_kernel(flag: &mut Array<u32>, value: u32) {
+        if ABSOLUTE_POS == 0 {
+            flag[0] = value;
+        }
+    }
+}
+use signal::signal_kernel;
+
+/// The kernel that holds the exchange's stream until the flag at `flag` equals `value`
+/// (one thread, polling with a short sleep; `trap` after 60 s).
+const WAIT_PTX: &str = "\
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry galerkin_wait_flag(.param .u64 flag, .param .u32 value)
+{
+    .reg .pred p, late;
+    .reg .b32 v, want;
+    .reg .b64 addr, t0, t, dt;
+    ld.param.u64 addr, [flag];
+    ld.param.u32 want, [value];
+    cvta.to.global.u64 addr, addr;
+    mov.u64 t0, %globaltimer;
+SPIN:
+    ld.relaxed.gpu.global.u32 v, [addr];
+    setp.eq.u32 p, v, want;
+    @p bra DONE;
+    nanosleep.u32 200;
+    mov.u64 t, %globaltimer;
+    sub.u64 dt, t, t0;
+    setp.gt.u64 late, dt, 60000000000;
+    @late trap;
+    bra SPIN;
+DONE:
+    fence.acq_rel.gpu;
+    ret;
+}
+\0";
+
+/// The loaded [`WAIT_PTX`].
+#[derive(Clone, Copy)]
+struct Waiter {
+    module: cudarc::driver::sys::CUmodule,
+    function: cudarc::driver::sys::CUfunction,
+}
+
+// SAFETY: a CUDA module and function may be used from any thread of the context; they are
+// used on cubecl's device thread only.
+unsafe impl Send for Waiter {}
 
 impl std::fmt::Debug for Nccl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -228,10 +307,30 @@ impl Cuda {
             c_int::try_from(size).map_err(|_| self.nccl_unsupported("size out of range"))?,
         );
         let raw = self.on_device_thread(move || {
-            let stream = cudarc::driver::result::stream::create(
-                cudarc::driver::result::stream::StreamKind::NonBlocking,
-            )
-            .map_err(|e| Failed::Direct(format!("cuStreamCreate: {e:?}")))?;
+            // The exchange's stream at the context's highest priority: NCCL's kernels get the
+            // SMs as the local product's blocks retire, instead of after the whole product.
+            let stream = {
+                use cudarc::driver::sys;
+                let (mut least, mut greatest) = (0, 0);
+                // SAFETY: writes two integers through valid pointers; the device thread has
+                // the context current.
+                let range = unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) };
+                let priority = if range == sys::CUresult::CUDA_SUCCESS {
+                    greatest
+                } else {
+                    0
+                };
+                let mut stream: sys::CUstream = std::ptr::null_mut();
+                let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+                // SAFETY: writes one stream handle through a valid pointer.
+                let code = unsafe { sys::cuStreamCreateWithPriority(&mut stream, flags, priority) };
+                if code != sys::CUresult::CUDA_SUCCESS {
+                    return Err(Failed::Direct(format!(
+                        "cuStreamCreateWithPriority: {code:?}"
+                    )));
+                }
+                stream
+            };
             let mut comm: RawComm = std::ptr::null_mut();
             // SAFETY: `comm` is written by NCCL; the device thread has this GPU's context
             // current, which NCCL's runtime adopts as its device.
@@ -245,11 +344,58 @@ impl Cuda {
             }
             Ok(Raw { comm, stream })
         })?;
-        Ok(Nccl {
+        let mut nccl = Nccl {
             backend: self.clone(),
             raw,
             lib,
-        })
+            order: Err(String::new()),
+        };
+        nccl.order = self.ordering_flag()?;
+        Ok(nccl)
+    }
+
+    /// The flag of stream-ordered exchanges (`GALERKIN_NCCL_HOST_ORDER=1` chooses the host
+    /// wait, for comparison).
+    fn ordering_flag(&self) -> Result<std::result::Result<Flag, String>> {
+        if std::env::var("GALERKIN_NCCL_HOST_ORDER").is_ok_and(|v| v == "1") {
+            return Ok(Err("GALERKIN_NCCL_HOST_ORDER=1".into()));
+        }
+        let loaded = self.on_device_thread(|| {
+            use cudarc::driver::result::module;
+            // SAFETY: the image is NUL-terminated PTX; the device thread has the context
+            // current.
+            let loaded = unsafe { module::load_data(WAIT_PTX.as_ptr().cast()) }.and_then(|m| {
+                // SAFETY: `m` was loaded above; the name is the PTX's entry.
+                match unsafe { module::get_function(m, c"galerkin_wait_flag".to_owned()) } {
+                    Ok(function) => Ok(Waiter {
+                        module: m,
+                        function,
+                    }),
+                    Err(e) => {
+                        // SAFETY: `m` is unused.
+                        let _ = unsafe { module::unload(m) };
+                        Err(e)
+                    }
+                }
+            });
+            Ok(loaded.map_err(|e| format!("the wait kernel did not load: {e:?}")))
+        })?;
+        let waiter = match loaded {
+            Ok(w) => w,
+            Err(why) => return Ok(Err(why)),
+        };
+        let buffer = crate::backend::BackendCore::upload(self, &[0u32])?;
+        let client = &self.inner.client;
+        let handle = buffer.handle().clone();
+        let address =
+            self.on_device_thread(move || Ok(client.get_resource(handle)?.resource().ptr))?;
+        Ok(Ok(Flag {
+            buffer,
+            address,
+            waiter,
+            count: std::cell::Cell::new(0),
+            refused: std::cell::RefCell::new(None),
+        }))
     }
 
     fn nccl_unsupported(&self, reason: impl Into<String>) -> Error {
@@ -291,12 +437,60 @@ impl Nccl {
         let recvs: Vec<Run> = recvs.iter().filter(|r| r.2 > 0).copied().collect();
         let (raw, lib) = (self.raw, self.lib);
         let client = &self.backend.inner.client;
-        // One trip to the device thread: wait for the queued work (the packed rows written,
-        // the ghost rows' readers done), then post.
-        self.backend.on_device_thread(move || {
+        // After the queued work (the packed rows written, the ghost rows' readers done): the
+        // flag's number, written by a kernel queued now and waited for by the exchange's
+        // stream; or (no flag) the host's wait for the device.
+        let wait = match &self.order {
+            Ok(flag) if flag.refused.borrow().is_none() => {
+                let value = flag.count.get().wrapping_add(1).max(1);
+                flag.count.set(value);
+                self.backend.launch::<u32>((), || {
+                    // SAFETY: one unit writes the flag's one value.
+                    unsafe {
+                        signal_kernel::launch_unchecked::<cubecl::cuda::CudaRuntime>(
+                            client,
+                            cubecl::prelude::CubeCount::Static(1, 1, 1),
+                            cubecl::prelude::CubeDim::new_1d(1),
+                            flag.buffer.arg(),
+                            value,
+                        )
+                    }
+                })?;
+                Some((flag.address, value, flag.waiter))
+            }
+            _ => None,
+        };
+        let refused = self.backend.on_device_thread(move || {
             let raw = raw; // the whole `Raw` (which is `Send`), not its fields
             client.flush()?;
-            cubecl::future::block_on(client.sync())?;
+            let mut refused = None;
+            if let Some((address, value, waiter)) = wait {
+                let (mut address, mut value) = (address, value);
+                let mut params = [
+                    (&raw mut address).cast::<c_void>(),
+                    (&raw mut value).cast::<c_void>(),
+                ];
+                // SAFETY: the function takes (u64 address, u32 value), as `params` holds; the
+                // address is the flag's (alive while `self` is); the stream is this
+                // communicator's. The kernel reads one value.
+                let launched = unsafe {
+                    cudarc::driver::result::launch_kernel(
+                        waiter.function,
+                        (1, 1, 1),
+                        (1, 1, 1),
+                        0,
+                        raw.stream,
+                        &mut params,
+                    )
+                };
+                // The host waits where the launch is refused.
+                if let Err(e) = launched {
+                    refused = Some(format!("the wait kernel's launch: {e:?}"));
+                }
+            }
+            if wait.is_none() || refused.is_some() {
+                cubecl::future::block_on(client.sync())?;
+            }
             let address = |h: Option<cubecl::server::Handle>| -> std::result::Result<u64, Failed> {
                 Ok(match h {
                     Some(h) => client.get_resource(h)?.resource().ptr,
@@ -343,8 +537,25 @@ impl Nccl {
             let posted = post();
             // SAFETY: closes the group opened above.
             let closed = check(lib, "ncclGroupEnd", unsafe { (lib.group_end)() });
-            posted.and(closed).map_err(Failed::Direct)
-        })
+            posted.and(closed).map_err(Failed::Direct)?;
+            Ok(refused)
+        })?;
+        if let (Some(why), Ok(flag)) = (refused, &self.order) {
+            *flag.refused.borrow_mut() = Some(why);
+        }
+        Ok(())
+    }
+
+    /// How exchanges are ordered after the work queued before them: `"device flag"`, or
+    /// `"host wait"` (with the reason where the device refused to wait on the flag).
+    pub(crate) fn ordering(&self) -> String {
+        match &self.order {
+            Err(why) => format!("host wait ({why})"),
+            Ok(flag) => match &*flag.refused.borrow() {
+                None => "device flag".into(),
+                Some(why) => format!("host wait ({why})"),
+            },
+        }
     }
 
     /// Waits until the exchange posted by [`start`](Self::start) is done, and reports an
@@ -370,10 +581,19 @@ impl Nccl {
 impl Drop for Nccl {
     fn drop(&mut self) {
         let (raw, lib) = (self.raw, self.lib);
+        let waiter = self.order.as_ref().ok().map(|f| f.waiter);
         let _ = self.backend.on_device_thread(move || {
             let raw = raw; // the whole `Raw` (which is `Send`), not its fields
-                           // SAFETY: the communicator and the stream are this value's and no longer used;
-                           // the stream is synchronized first (nothing of it is pending after `finish`).
+            if let Some(w) = waiter {
+                // SAFETY: the module is this value's; its kernel's launches are done once the
+                // stream is synchronized (below, before anything is destroyed).
+                unsafe {
+                    let _ = cudarc::driver::result::stream::synchronize(raw.stream);
+                    let _ = cudarc::driver::result::module::unload(w.module);
+                }
+            }
+            // SAFETY: the communicator and the stream are this value's and no longer used;
+            // the stream is synchronized first (nothing of it is pending after `finish`).
             unsafe {
                 let _ = cudarc::driver::result::stream::synchronize(raw.stream);
                 let _ = (lib.comm_destroy)(raw.comm);
@@ -435,6 +655,33 @@ mod tests {
                 .iter()
                 .zip(&want)
                 .all(|(a, b)| a.to_bits() == (*b as f32).to_bits()));
+
+            // Ordered after the queued work without the host waiting: a send buffer of 2²³
+            // values scaled by a kernel queued just before the exchange arrives scaled (the
+            // exchange reads the last values the kernel writes).
+            let host_order = std::env::var("GALERKIN_NCCL_HOST_ORDER").is_ok_and(|v| v == "1");
+            let n = 1 << 23;
+            let big: Vec<f64> = (0..n).map(|i| (i % 1009) as f64 - 500.0).collect();
+            let mut scaled = Vector::from_slice(&cuda, &big).unwrap();
+            let into = Vector::from_slice(&cuda, &vec![f64::NAN; 1000]).unwrap();
+            for round in 1..=3 {
+                scaled.scale(2.0).unwrap();
+                let (sends, recvs) = ([(0, n - 1000, 1000)], [(0, 0, 1000)]);
+                nccl.start(Some(&scaled), &sends, Some(&into), &recvs)
+                    .unwrap();
+                nccl.finish().unwrap();
+                let got = into.to_vec().unwrap();
+                let factor = f64::from(1u32 << round);
+                assert!(
+                    got.iter()
+                        .zip(&big[n - 1000..])
+                        .all(|(g, b)| *g == b * factor),
+                    "round {round}: the exchange did not wait for the queued kernel"
+                );
+            }
+            if !host_order {
+                assert_eq!(nccl.ordering(), "device flag");
+            }
 
             // A receive run past the buffer's end: refused, nothing posted.
             let short = Vector::from_slice(&cuda, &[0.0f32; 10]).unwrap();

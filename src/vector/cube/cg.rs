@@ -488,3 +488,169 @@ pub(crate) unsafe fn jacobi_xpay_device<R: CubeRuntime, T: Scalar>(
         }
     })
 }
+
+/// One Chronopoulos–Gear step (see [`crate::vector::cgcg_update`]): `p = u + β p`;
+/// `s = w + β s`; `x += α p`; `r −= α s` (`u` is `r` unless `read_u`), then `u = d ∘ r` with
+/// `jacobi`; partial sums of `r · r` in `partials[0..cubes]` and of `r · u` (`r · r` without
+/// `jacobi`) in `partials[cubes..2 cubes]`. Without `read_u`, `u` is not accessed; without
+/// `jacobi`, `d` is not.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn cgcg_update_kernel<F: Float, N: Size>(
+    alpha: InputScalar,
+    beta: InputScalar,
+    d: &Array<Vector<F, N>>,
+    u: &mut Array<Vector<F, N>>,
+    w: &Array<Vector<F, N>>,
+    p: &mut Array<Vector<F, N>>,
+    s: &mut Array<Vector<F, N>>,
+    x: &mut Array<Vector<F, N>>,
+    r: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    len: usize,
+    #[comptime] read_u: bool,
+    #[comptime] jacobi: bool,
+    #[comptime] cube_dim: usize,
+) {
+    let a = Vector::<F, N>::new(alpha.get::<F>());
+    let b = Vector::<F, N>::new(beta.get::<F>());
+    let mut rr = Vector::<F, N>::new(F::new(0.0));
+    let mut ru = Vector::<F, N>::new(F::new(0.0));
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < x.len() {
+        // All loads before any store (see `cg_update_body`).
+        let pi = p[i];
+        let si = s[i];
+        let xi = x[i];
+        let ri = r[i];
+        let wi = w[i];
+        let mut ui = ri;
+        if read_u {
+            ui = u[i];
+        }
+        let p_new = mask_tail::<F, N>(ui + b * pi, i, len);
+        let s_new = mask_tail::<F, N>(wi + b * si, i, len);
+        let r_new = mask_tail::<F, N>(ri - a * s_new, i, len);
+        p[i] = p_new;
+        s[i] = s_new;
+        x[i] = mask_tail::<F, N>(xi + a * p_new, i, len);
+        r[i] = r_new;
+        rr += r_new * r_new;
+        if jacobi {
+            let u_new = mask_tail::<F, N>(d[i] * r_new, i, len);
+            u[i] = u_new;
+            ru += r_new * u_new;
+        }
+        i += stride;
+    }
+    let rr = cube_sum::<F>(lane_sum::<F, N>(rr), cube_dim);
+    let mut ru_sum = rr;
+    if jacobi {
+        ru_sum = cube_sum::<F>(lane_sum::<F, N>(ru), cube_dim);
+    }
+    if UNIT_POS == 0 {
+        partials[CUBE_POS] = rr;
+        partials[CUBE_COUNT + CUBE_POS] = ru_sum;
+    }
+}
+
+/// One cube adds the two halves of the partials of [`cgcg_update_kernel`] into
+/// `scalars[slot_rr]` and `scalars[slot_ru]`.
+#[cube(launch_unchecked)]
+fn two_sums_finish_kernel<F: Float>(
+    partials: &Array<F>,
+    scalars: &mut Array<F>,
+    cubes: usize,
+    slot_rr: usize,
+    slot_ru: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let mut rr = F::new(0.0);
+    let mut ru = F::new(0.0);
+    let mut i = UNIT_POS as usize;
+    while i < cubes {
+        rr += partials[i];
+        ru += partials[cubes + i];
+        i += cube_dim;
+    }
+    let rr = cube_sum::<F>(rr, cube_dim);
+    let ru = cube_sum::<F>(ru, cube_dim);
+    if UNIT_POS == 0 {
+        scalars[slot_rr] = rr;
+        scalars[slot_ru] = ru;
+    }
+}
+
+/// The Chronopoulos–Gear step (see [`crate::vector::cgcg_update`]).
+///
+/// # Safety
+/// All vectors have the same length; `d` only with `u`; both slots are below `len(scalars)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn cgcg_update<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    alpha: T,
+    beta: T,
+    d: Option<&CubeBuffer<T>>,
+    u: Option<&mut CubeBuffer<T>>,
+    w: &CubeBuffer<T>,
+    p: &mut CubeBuffer<T>,
+    s: &mut CubeBuffer<T>,
+    x: &mut CubeBuffer<T>,
+    r: &mut CubeBuffer<T>,
+    scalars: &mut CubeBuffer<T>,
+    slots: [usize; 2],
+) -> Result<()> {
+    let line = line_size::<T>();
+    let (cubes, count, dim) = b.config().reduce(x.padded_len() / line);
+    let out = partials::<R, T>(b, 2 * cubes);
+    let (read_u, jacobi) = (u.is_some(), d.is_some() && u.is_some());
+    // Unused arrays are bound to `w` (never accessed: the comptime flags leave them out).
+    let u = u.map(|u| &*u).unwrap_or(w);
+    let d = d.filter(|_| jacobi).unwrap_or(w);
+    b.launch::<T>((line, read_u, jacobi, dim.x), || {
+        // SAFETY: equal lengths (the caller's contract), so equal padded lengths; `out`
+        // holds two slots per cube; `u` and `d` are accessed only when given.
+        unsafe {
+            let (u_arg, d_arg) = (u.arg(), d.arg());
+            cgcg_update_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                count,
+                dim,
+                line,
+                scalar(alpha),
+                scalar(beta),
+                d_arg,
+                u_arg,
+                w.arg(),
+                p.arg(),
+                s.arg(),
+                x.arg(),
+                r.arg(),
+                out.arg(),
+                x.len,
+                read_u,
+                jacobi,
+                dim.x as usize,
+            )
+        }
+    })?;
+    let fdim = b.config().cube_dim;
+    b.launch::<T>(fdim, || {
+        // SAFETY: one cube reads the 2 `cubes` partials; unit 0 writes the two slots, below
+        // len(scalars) (the caller's contract).
+        unsafe {
+            two_sums_finish_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                CubeCount::Static(1, 1, 1),
+                CubeDim::new_1d(fdim),
+                out.arg(),
+                scalars.arg(),
+                cubes,
+                slots[0],
+                slots[1],
+                fdim as usize,
+            )
+        }
+    })
+}

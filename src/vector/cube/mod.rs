@@ -205,6 +205,23 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         unsafe { cg::pcg_jacobi_update_device(self, scalars, d, p, q, x, r) }
     }
 
+    unsafe fn cgcg_update<T: Scalar>(
+        &self,
+        alpha: T,
+        beta: T,
+        d: Option<&CubeBuffer<T>>,
+        u: Option<&mut CubeBuffer<T>>,
+        w: &CubeBuffer<T>,
+        p: &mut CubeBuffer<T>,
+        s: &mut CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        scalars: &mut CubeBuffer<T>,
+        slots: [usize; 2],
+    ) -> Result<()> {
+        unsafe { cg::cgcg_update(self, alpha, beta, d, u, w, p, s, x, r, scalars, slots) }
+    }
+
     unsafe fn jacobi_xpay_device<T: Scalar>(
         &self,
         scalars: &CubeBuffer<T>,
