@@ -39,7 +39,9 @@ pub trait DistPreconditioner<B: Backend, S: Scalar> {
 
     /// If this preconditioner is the diagonal scaling `z = d ∘ r` of the owned rows, its `d`
     /// (as [`Preconditioner::inverse_diagonal`]): the device CG then scales inside its vector
-    /// update. Default `None`.
+    /// update instead of calling [`precondition`](Self::precondition). Ranks may answer
+    /// differently (a rank without rows may have no `d`) only because such a `precondition`
+    /// does not communicate; one that communicates must answer `None`. Default `None`.
     fn inverse_diagonal(&self) -> Option<&crate::vector::Vector<B, S>> {
         None
     }

@@ -15,11 +15,12 @@
 //! waits for the number before NCCL's sends and receives. (cubecl 0.10 does not expose its
 //! CUDA stream, so an event cannot be recorded on it; `cuStreamWaitValue32` refuses cubecl's
 //! stream-ordered allocations with `CUDA_ERROR_INVALID_VALUE`, measured on an H200.) The
-//! waiting kernel is PTX of its own, loaded once; it traps (a device error, never a hang)
-//! if the number has not come after 60 s. Where the module cannot be loaded, the host waits
-//! for the queued work instead. The local product is then queued on cubecl's stream and runs beside the
-//! exchange; finishing waits (on the host) for the exchange's stream before the remote
-//! product is queued.
+//! waiting kernel is PTX of its own, loaded once; if the number has not come after 60 s it
+//! traps: this rank's `finish` then reports a device error instead of waiting forever (the
+//! CUDA context is lost, and a peer waiting for this rank's sends may still block). Where the
+//! module cannot be loaded, the host waits for the queued work instead. The local product is
+//! then queued on cubecl's stream and runs beside the exchange; finishing waits (on the host)
+//! for the exchange's stream before the remote product is queued.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
@@ -215,14 +216,21 @@ mod signal {
     #[cube(launch_unchecked)]
     pub(super) fn signal_kernel(flag: &mut Array<u32>, value: u32) {
         if ABSOLUTE_POS == 0 {
+            // A plain store: visible to the waiter once this kernel has ended (formally a
+            // weak store against the waiter's relaxed load; an atomic store would be the
+            // strict form, not yet run on a GPU).
             flag[0] = value;
         }
     }
 }
 use signal::signal_kernel;
 
-/// The kernel that holds the exchange's stream until the flag at `flag` equals `value`
-/// (one thread, polling with a short sleep; `trap` after 60 s).
+/// The kernel that holds the exchange's stream until the flag at `flag` equals `value` (one
+/// thread, polling with a short sleep; `trap` after 60 s). Each `start` is followed by its
+/// `finish` (which waits for this kernel) before the next signal is queued, so the flag
+/// cannot pass `value` unseen; a `start` whose caller fails before `finish` leaves a waiter
+/// that a later signal does not release (it traps after 60 s: the library's device errors
+/// are fatal there anyway).
 const WAIT_PTX: &str = "\
 .version 7.0
 .target sm_70
@@ -384,11 +392,30 @@ impl Cuda {
             Ok(w) => w,
             Err(why) => return Ok(Err(why)),
         };
-        let buffer = crate::backend::BackendCore::upload(self, &[0u32])?;
+        // The flag's zero written before any wait reads it (the upload is queued on cubecl's
+        // stream, which the waiter does not follow): one host wait, here.
         let client = &self.inner.client;
-        let handle = buffer.handle().clone();
-        let address =
-            self.on_device_thread(move || Ok(client.get_resource(handle)?.resource().ptr))?;
+        let placed = crate::backend::BackendCore::upload(self, &[0u32]).and_then(|buffer| {
+            let handle = buffer.handle().clone();
+            let address = self.on_device_thread(move || {
+                cubecl::future::block_on(client.sync())?;
+                Ok(client.get_resource(handle)?.resource().ptr)
+            })?;
+            Ok((buffer, address))
+        });
+        let (buffer, address) = match placed {
+            Ok(placed) => placed,
+            Err(e) => {
+                let _ = self.on_device_thread(move || {
+                    // The whole `Waiter` (which is `Send`), not its fields.
+                    let waiter = waiter;
+                    // SAFETY: the module was loaded above and nothing launched from it.
+                    let _ = unsafe { cudarc::driver::result::module::unload(waiter.module) };
+                    Ok(())
+                });
+                return Ok(Err(format!("the flag could not be placed: {e}")));
+            }
+        };
         Ok(Ok(Flag {
             buffer,
             address,
