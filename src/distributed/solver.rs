@@ -179,20 +179,22 @@ pub fn cg<B: Backend, S: Scalar>(
 }
 
 /// The local parts of `[r·u, w·u, r·r]` summed over the ranks: the device dot products
-/// into one scalar vector (`w·u` always; `r·u` and `r·r` unless the vector update left them
-/// there already), one read, one global sum.
+/// into one scalar vector (`w·u` always; `r·u` and `r·r` where asked, the others left there
+/// by the vector update), one read, one global sum.
 fn three_sums<B: Backend, S: Scalar>(
     scalars: &mut crate::vector::Vector<B, S>,
     r: &DistVector<B, S>,
     u: &DistVector<B, S>,
     w: &DistVector<B, S>,
-    summed: bool,
+    [take_ru, take_rr]: [bool; 2],
 ) -> Result<[f64; 3]> {
     let local = if r.owned_len() == 0 {
         [0.0; 3]
     } else {
-        if !summed {
+        if take_ru {
             dot_into(r.owned(), u.owned(), scalars, RU)?;
+        }
+        if take_rr {
             dot_into(r.owned(), r.owned(), scalars, RR)?;
         }
         dot_into(w.owned(), u.owned(), scalars, WU)?;
@@ -243,7 +245,7 @@ fn single_reduction_cg<B: Backend, S: Scalar>(
         &r,
         if m.is_some() { &u } else { &r },
         &w,
-        false,
+        [true; 2],
     )?;
     if let Some(reason) = t.record(k0, rr.sqrt()) {
         return Ok((k0, reason));
@@ -285,18 +287,17 @@ fn single_reduction_cg<B: Backend, S: Scalar>(
             (Some(m), None) => {
                 m.precondition(&r, &mut u)?;
                 a.apply(&u, &mut w)?;
-                if r.owned_len() > 0 {
-                    dot_into(r.owned(), u.owned(), &mut scalars, RU)?;
-                }
             }
         }
         t.applications += 1;
+        // The update left r·r there, and r·u unless M is applied apart from it.
+        let take_ru = m.is_some() && d.is_none();
         let [gamma_new, delta, rr] = three_sums(
             &mut scalars,
             &r,
             if m.is_some() { &u } else { &r },
             &w,
-            true,
+            [take_ru, false],
         )?;
         if let Some(reason) = t.record(k, rr.sqrt()) {
             break reason;

@@ -611,18 +611,14 @@ impl Drop for Nccl {
         let waiter = self.order.as_ref().ok().map(|f| f.waiter);
         let _ = self.backend.on_device_thread(move || {
             let raw = raw; // the whole `Raw` (which is `Send`), not its fields
-            if let Some(w) = waiter {
-                // SAFETY: the module is this value's; its kernel's launches are done once the
-                // stream is synchronized (below, before anything is destroyed).
-                unsafe {
-                    let _ = cudarc::driver::result::stream::synchronize(raw.stream);
-                    let _ = cudarc::driver::result::module::unload(w.module);
-                }
-            }
-            // SAFETY: the communicator and the stream are this value's and no longer used;
-            // the stream is synchronized first (nothing of it is pending after `finish`).
+                           // SAFETY: the communicator, the stream and the wait module are this value's and no
+                           // longer used; the stream is synchronized first (nothing of it is pending after
+                           // `finish`, and the wait kernel's launches are done).
             unsafe {
                 let _ = cudarc::driver::result::stream::synchronize(raw.stream);
+                if let Some(w) = waiter {
+                    let _ = cudarc::driver::result::module::unload(w.module);
+                }
                 let _ = (lib.comm_destroy)(raw.comm);
                 let _ = cudarc::driver::result::stream::destroy(raw.stream);
             }
