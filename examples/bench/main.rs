@@ -50,6 +50,7 @@ pub struct Options {
     pub hdg_rtol: Option<f64>,
     pub hdg_spmv: bool,
     pub mg_gmres: bool,
+    pub tile_sweep: bool,
     pub amg_matrices: Vec<String>,
 }
 
@@ -165,6 +166,10 @@ struct Cli {
     /// vectors let the seed's sizes fit one GPU).
     #[arg(long)]
     mg_gmres: bool,
+    /// Tensor suite: also time the one-pass Laplace kernel at tilings around the default
+    /// (fewer cells per tile edge, other z chunks), one line per tiling.
+    #[arg(long)]
+    tile_sweep: bool,
     /// amg suite: the matrices (comma-separated; generators as in `solve --matrix`:
     /// poisson7:N, fvm-tet:N, hdg:P:N, ..., or Matrix Market files).
     #[arg(long = "amg-matrix", value_delimiter = ',', default_values_t = ["poisson7:128".to_string(), "fvm-tet:60".to_string()])]
@@ -244,6 +249,7 @@ fn parse() -> Options {
         hdg_rtol: cli.hdg_rtol,
         hdg_spmv: cli.hdg_spmv,
         mg_gmres: cli.mg_gmres,
+        tile_sweep: cli.tile_sweep,
         amg_matrices: cli.amg_matrices,
     }
 }

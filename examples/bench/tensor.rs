@@ -2,7 +2,9 @@
 //!
 //! `tensor`: the matrix-free Laplace (BP3 class) and mass (BP1 class) operators in 3D,
 //! k = 1..8, in GDoF/s and as a share of the memory roofline (one read of x, one write of
-//! y at the measured copy bandwidth), with atomic and coloured scatter where both exist;
+//! y at the measured copy bandwidth): the default path (the one-pass tiled kernel on the
+//! GPU backends) beside the cell-by-cell path (atomic scatter where it exists, else
+//! colours);
 //! the fused patch-smoothing step (all 2^d colours) in GFLOP/s.
 //!
 //! `mg`: the 3D Poisson solve of the seed's Table 7 (u = Π sin(π xᵢ), relative residual
@@ -17,7 +19,7 @@ use galerkin::multigrid::{level_rhs, Multigrid, MultigridParams};
 use galerkin::solver::{
     fgmres, gmres, pcg, LinearOperator, MixedPrecision, Progress, SolverParams, Stopping,
 };
-use galerkin::tensor::{Grid, OperatorKind, TensorOperator};
+use galerkin::tensor::{ApplyPath, Grid, OperatorKind, TensorOperator, Tiling};
 use galerkin::{BackendTask, FullBackend, Precision, Result, Scalar, Vector};
 
 use crate::timing::{copy_bandwidth, gbps, median};
@@ -80,7 +82,7 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
         "lap µs",
         "GDoF/s",
         "%roof",
-        "lap-col",
+        "cell µs",
         "GDoF/s",
         "%roof",
         "mass µs",
@@ -102,13 +104,37 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
         let mut y = Vector::<B, T>::zeros(b, n)?;
         let mut time = |op: &TensorOperator<B, T>| median(b, options.reps, || op.apply(&x, &mut y));
         let lap = TensorOperator::<B, T>::new(b, grid, OperatorKind::Laplace)?;
-        let atomic = lap.atomic();
+        let path = lap.path();
         let t_lap = time(&lap)?;
-        let t_col = if atomic {
-            Some(time(&lap.with_scatter(false)?)?)
-        } else {
-            None
+        // The cell-by-cell path beside a tiled default (atomics where they exist).
+        let t_col = match path {
+            ApplyPath::Tiled(_) => {
+                let cell = TensorOperator::<B, T>::new(b, grid, OperatorKind::Laplace)?
+                    .with_scatter(b.tensor_atomic_add::<T>())?;
+                Some(time(&cell)?)
+            }
+            _ => None,
         };
+        let mut sweep = Vec::new();
+        if let (true, ApplyPath::Tiled(t0)) = (options.tile_sweep, path) {
+            let mut seen = std::collections::BTreeSet::new();
+            let mut cells = vec![t0.cells, t0.cells + 1, t0.cells * 2, 2, 3, 4, 6];
+            cells.retain(|&c| c >= 1 && c <= grid.cells);
+            for c in cells {
+                for z in [t0.chunk, (t0.chunk / 2).max(1), t0.chunk * 2] {
+                    let Ok(op) = TensorOperator::<B, T>::new(b, grid, OperatorKind::Laplace)?
+                        .with_tiling(Tiling { cells: c, chunk: z })
+                    else {
+                        continue;
+                    };
+                    if let ApplyPath::Tiled(t) = op.path() {
+                        if seen.insert((t.cells, t.chunk)) {
+                            sweep.push((t, time(&op)?));
+                        }
+                    }
+                }
+            }
+        }
         let t_mass = time(&TensorOperator::<B, T>::new(b, grid, OperatorKind::Mass)?)?;
         let smooth = match Multigrid::<B, T>::new(b, 3, k, level, MultigridParams::default()) {
             Ok(mg) => {
@@ -144,6 +170,22 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
             us(t_mass),
             roof(t_mass),
         );
+        if let ApplyPath::Tiled(t) = path {
+            println!(
+                "   lap: tiled, {} cells per tile edge, chunk {}",
+                t.cells, t.chunk
+            );
+        }
+        for (t, time) in sweep {
+            println!(
+                "   sweep: tile {:>2} chunk {:>4}: {:>9.0} µs {:>7.2} GDoF/s {:>5.0}%",
+                t.cells,
+                t.chunk,
+                us(time),
+                gdof(time),
+                roof(time)
+            );
+        }
     }
     Ok(())
 }

@@ -3,11 +3,12 @@
 
 use rayon::prelude::*;
 
+use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::tensor::grid::Grid;
-use crate::tensor::ops::{Scatter, TensorOps};
+use crate::tensor::ops::{Scatter, TensorOps, Tiling};
 
 /// `mat` (`ncols` columns, rows `r0 .. r0 + m`) applied along `dir` of `data` (extents
 /// `ext`), the result with `ext[dir] = m`.
@@ -107,6 +108,30 @@ fn coords(mut i: usize, counts: [usize; 3]) -> [usize; 3] {
 }
 
 impl TensorOps for Cpu {
+    fn tensor_tiling<T: Scalar>(
+        &self,
+        _grid: Grid,
+        _request: Option<Tiling>,
+    ) -> std::result::Result<Tiling, String> {
+        Err("the CPU backend applies the operator cell by cell (no one-pass kernel)".into())
+    }
+
+    unsafe fn tensor_tile_apply<T: Scalar>(
+        &self,
+        _grid: Grid,
+        _coef: [T; 2],
+        _tiling: Tiling,
+        _cell: &Vec<T>,
+        _x: &Vec<T>,
+        _y: &mut Vec<T>,
+    ) -> Result<()> {
+        Err(Error::Unsupported {
+            backend: self.info().device.clone(),
+            what: "the one-pass tensor operator kernel".into(),
+            reason: "the CPU backend applies the operator cell by cell".into(),
+        })
+    }
+
     unsafe fn tensor_l2_partials<T: Scalar>(
         &self,
         grid: Grid,

@@ -7,7 +7,7 @@ use crate::operator::{LinearOperator, OperatorCost};
 use crate::scalar::Scalar;
 use crate::tensor::basis::Basis1d;
 use crate::tensor::grid::Grid;
-use crate::tensor::ops::{boundary, check_grid, CellMatrices, Scatter, TensorOps};
+use crate::tensor::ops::{boundary, check_grid, CellMatrices, Scatter, TensorOps, Tiling};
 use crate::vector::Vector;
 
 /// Which operator a [`TensorOperator`] applies.
@@ -36,15 +36,20 @@ impl OperatorKind {
     }
 }
 
-/// A matrix-free `Q_k` operator on a Cartesian grid of `[0,1]^d`, applied cell by cell with
-/// sum factorization. Rows and columns of boundary nodes are those of the identity (the
+/// A matrix-free `Q_k` operator on a Cartesian grid of `[0,1]^d`, applied with sum
+/// factorization. Rows and columns of boundary nodes are those of the identity (the
 /// boundary values are eliminated), so the operator is symmetric, and positive definite for
 /// the Laplacian.
 ///
-/// The cell results are added into the output by atomics where the backend has them for
-/// `T` ([`TensorOps::tensor_atomic_add`](super::TensorOps::tensor_atomic_add)), else by
-/// `2^d` colours of cells that share no node; [`with_scatter`](Self::with_scatter) picks
-/// one.
+/// How it is applied ([`path`](Self::path)):
+/// - **Tiled** (the default in 3D on the GPU backends): one kernel that writes every node
+///   of the output once, a tile of nodes per cube ([`TensorOps::tensor_tile_apply`]);
+///   [`with_tiling`](Self::with_tiling) tunes it.
+/// - Otherwise cell by cell, the cell results added into the output by atomics where the
+///   backend has them for `T`
+///   ([`TensorOps::tensor_atomic_add`](super::TensorOps::tensor_atomic_add)), else by
+///   `2^d` colours of cells that share no node; [`with_scatter`](Self::with_scatter) picks
+///   one.
 ///
 /// ```
 /// use galerkin::tensor::{Grid, OperatorKind, TensorOperator};
@@ -66,7 +71,18 @@ pub struct TensorOperator<B: Backend + TensorOps, T: Scalar> {
     kind: OperatorKind,
     coef: [T; 2],
     cell: CellMatrices<B, T>,
-    atomic: bool,
+    path: ApplyPath,
+}
+
+/// How a [`TensorOperator`] is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApplyPath {
+    /// One pass with this tiling, every output written once.
+    Tiled(Tiling),
+    /// Cell by cell, added by atomics.
+    Atomic,
+    /// Cell by cell, `2^d` colours of cells added in turn.
+    Colour,
 }
 
 impl<B: Backend + TensorOps, T: Scalar> TensorOperator<B, T> {
@@ -82,17 +98,23 @@ impl<B: Backend + TensorOps, T: Scalar> TensorOperator<B, T> {
         let h = 1.0 / grid.cells as f64;
         let (a, c) = kind.coefficients();
         let d = grid.dim as i32;
+        let path = match backend.tensor_tiling::<T>(grid, None) {
+            Ok(tiling) => ApplyPath::Tiled(tiling),
+            Err(_) if backend.tensor_atomic_add::<T>() => ApplyPath::Atomic,
+            Err(_) => ApplyPath::Colour,
+        };
         Ok(TensorOperator {
             backend: backend.clone(),
             grid,
             kind,
             coef: [T::from_f64(a * h.powi(d - 2)), T::from_f64(c * h.powi(d))],
             cell: CellMatrices::new(backend, &basis)?,
-            atomic: backend.tensor_atomic_add::<T>(),
+            path,
         })
     }
 
-    /// The same operator scattering by atomics (`true`) or by colours (`false`).
+    /// The same operator applied cell by cell, scattering by atomics (`true`) or by
+    /// colours (`false`).
     ///
     /// # Errors
     /// [`Error::Unsupported`] when asking for atomics the backend lacks for `T`.
@@ -104,13 +126,41 @@ impl<B: Backend + TensorOps, T: Scalar> TensorOperator<B, T> {
                 reason: "the device or its runtime has no such atomic; use colouring".into(),
             });
         }
-        self.atomic = atomic;
+        self.path = if atomic {
+            ApplyPath::Atomic
+        } else {
+            ApplyPath::Colour
+        };
+        Ok(self)
+    }
+
+    /// The same operator applied in one pass with `tiling` (3D, GPU backends).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] where the backend has no one-pass kernel for the grid, or the
+    /// tiling does not fit the device (units or shared memory per cube, cube counts); the
+    /// message says which.
+    pub fn with_tiling(mut self, tiling: Tiling) -> Result<Self> {
+        let checked = self
+            .backend
+            .tensor_tiling::<T>(self.grid, Some(tiling))
+            .map_err(|reason| Error::Unsupported {
+                backend: self.backend.info().device.clone(),
+                what: format!("tiling {tiling:?} of the one-pass operator"),
+                reason,
+            })?;
+        self.path = ApplyPath::Tiled(checked);
         Ok(self)
     }
 
     /// Whether the cell results are added by atomics.
     pub fn atomic(&self) -> bool {
-        self.atomic
+        self.path == ApplyPath::Atomic
+    }
+
+    /// How the operator is applied.
+    pub fn path(&self) -> ApplyPath {
+        self.path
     }
 
     /// The grid.
@@ -169,8 +219,11 @@ impl<B: Backend + TensorOps, T: Scalar> TensorOperator<B, T> {
     fn apply_into(&self, x: &Vector<B, T>, y: &mut Vector<B, T>) -> Result<()> {
         check_len("TensorOperator::apply", "x", self.grid.len(), x.len())?;
         check_len("TensorOperator::apply", "y", self.grid.len(), y.len())?;
+        if let ApplyPath::Tiled(tiling) = self.path {
+            return self.cell.tile_apply(self.grid, self.coef, tiling, x, y);
+        }
         y.fill(T::ZERO)?;
-        if self.atomic {
+        if self.path == ApplyPath::Atomic {
             self.cell
                 .apply(self.grid, self.coef, x, y, Scatter::Atomic)?;
         } else {

@@ -29,6 +29,17 @@ use crate::vector::{Vector, VectorOps};
 
 pub use crate::tensor::grid::Grid;
 
+/// The tiling of the one-pass operator kernel ([`TensorOps::tensor_tile_apply`]): a cube
+/// owns the nodes of `cells x cells` cells in x and y and marches up `chunk` cell layers
+/// in z, a cell layer (`k` output planes) at a time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Tiling {
+    /// Cells per tile edge in x and y.
+    pub cells: usize,
+    /// Cell layers per chunk in z.
+    pub chunk: usize,
+}
+
 /// How the cell-wise operator adds cell results into the global vector.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scatter {
@@ -69,6 +80,39 @@ pub trait TensorOps: VectorOps + Sealed {
 
     /// Whether [`Scatter::Atomic`] is available for `T`.
     fn tensor_atomic_add<T: Scalar>(&self) -> bool;
+
+    /// The tiling of the one-pass kernel [`tensor_tile_apply`](Self::tensor_tile_apply)
+    /// for `grid` in `T`: `request` checked against the device's limits, or the backend's
+    /// choice with `None`.
+    ///
+    /// # Errors
+    /// Why there is no such tiling: no one-pass kernel on this backend or for this
+    /// dimension, or a request past the device's units or shared memory per cube.
+    fn tensor_tiling<T: Scalar>(
+        &self,
+        grid: Grid,
+        request: Option<Tiling>,
+    ) -> std::result::Result<Tiling, String>;
+
+    /// `y = A x` on a 3D grid in one pass: every node of `y` written once, the boundary
+    /// rows those of the identity (`y = x` there), boundary values of `x` read as zero
+    /// elsewhere (`coef = [c_lap, c_mass]`).
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// See the trait; `tiling` is one [`tensor_tiling`](Self::tensor_tiling) returned
+    /// for this grid and `T`.
+    unsafe fn tensor_tile_apply<T: Scalar>(
+        &self,
+        grid: Grid,
+        coef: [T; 2],
+        tiling: Tiling,
+        cell: &Self::Buffer<T>,
+        x: &Self::Buffer<T>,
+        y: &mut Self::Buffer<T>,
+    ) -> Result<()>;
 
     /// Whether the fused patch kernel of `grid` fits the device's on-chip memory for `T`
     /// (always on the CPU); the bytes it needs otherwise.
@@ -283,6 +327,43 @@ impl<B: TensorOps, T: Scalar> CellMatrices<B, T> {
                 x.buffer()?,
                 y.buffer_mut()?,
                 scatter,
+            )
+        }
+    }
+}
+
+impl<B: TensorOps, T: Scalar> CellMatrices<B, T> {
+    /// `y = A x` in one pass with `tiling` (boundary rows the identity).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a grid of another degree or a tiling the backend
+    /// refuses, and the errors of [`boundary`] for the vectors.
+    pub(crate) fn tile_apply(
+        &self,
+        grid: Grid,
+        coef: [T; 2],
+        tiling: Tiling,
+        x: &Vector<B, T>,
+        y: &mut Vector<B, T>,
+    ) -> Result<()> {
+        const OP: &str = "TensorOperator::apply";
+        check_grid(OP, grid)?;
+        check_degree_matches(OP, self.degree, grid)?;
+        check_grid_vectors(OP, &self.backend, grid, x, y)?;
+        let checked = self
+            .backend
+            .tensor_tiling::<T>(grid, Some(tiling))
+            .map_err(|why| Error::invalid(OP, "tiling", why))?;
+        // SAFETY: x and y hold grid.len() values of this backend, `data` holds [M̂ | Â] of
+        // the grid's degree, the tiling is one the backend returned for this grid.
+        unsafe {
+            self.backend.tensor_tile_apply(
+                grid,
+                coef,
+                checked,
+                &self.data,
+                x.buffer()?,
+                y.buffer_mut()?,
             )
         }
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use galerkin::solver::LinearOperator;
 use galerkin::sparse::{Coo, Csr};
-use galerkin::tensor::{Basis1d, Grid, OperatorKind, TensorOperator};
+use galerkin::tensor::{ApplyPath, Basis1d, Grid, OperatorKind, TensorOperator, Tiling};
 use galerkin::verify::{poison, random_vec};
 use galerkin::{Backend, Cpu, Scalar, Vector};
 use nalgebra::{DMatrix, DVector};
@@ -97,7 +97,9 @@ fn operator_matches_assembled<B: Backend + TensorOps, T: Scalar>(b: &B) {
         (3, 1, 3),
         (3, 2, 2),
         (3, 3, 3),
+        (3, 3, 5),
         (3, 5, 2),
+        (3, 8, 2),
     ];
     for (dim, degree, cells) in cases {
         let grid = Grid { dim, degree, cells };
@@ -127,20 +129,30 @@ fn operator_matches_assembled<B: Backend + TensorOps, T: Scalar>(b: &B) {
             let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             assert_close_scaled::<f64>(&yc.to_vec().unwrap(), &reference, scale, 64, "CSR");
             let op = TensorOperator::<B, T>::new(b, grid, kind).unwrap();
-            let modes: Vec<bool> = if b.tensor_atomic_add::<T>() {
-                vec![true, false]
-            } else {
-                vec![false]
-            };
-            for atomic in modes {
-                let op = TensorOperator::<B, T>::new(b, grid, kind)
-                    .unwrap()
-                    .with_scatter(atomic)
-                    .unwrap();
+            // Every path the backend has: the default, both scatters, and one-pass tilings
+            // small enough to give several tiles and chunks.
+            let mut ops = vec![op.path()];
+            if b.tensor_atomic_add::<T>() {
+                ops.push(ApplyPath::Atomic);
+            }
+            ops.push(ApplyPath::Colour);
+            for (cells, chunk) in [(1, 1), (2, 1), (1, 2), (3, 2)] {
+                if let Ok(t) = b.tensor_tiling::<T>(grid, Some(Tiling { cells, chunk })) {
+                    ops.push(ApplyPath::Tiled(t));
+                }
+            }
+            for path in ops {
+                let op = TensorOperator::<B, T>::new(b, grid, kind).unwrap();
+                let op = match path {
+                    ApplyPath::Tiled(t) => op.with_tiling(t),
+                    ApplyPath::Atomic => op.with_scatter(true),
+                    ApplyPath::Colour => op.with_scatter(false),
+                }
+                .unwrap();
                 let xd = Vector::from_slice(b, &xt).unwrap();
                 let mut y = Vector::from_slice(b, &poison::<T>(grid.len())).unwrap();
                 op.apply(&xd, &mut y).unwrap();
-                let case = format!("{kind:?} {dim}D Q{degree} {cells} cells atomic={atomic}");
+                let case = format!("{kind:?} {dim}D Q{degree} {cells} cells {path:?}");
                 assert_close_scaled::<T>(
                     &y.to_vec().unwrap(),
                     &reference,
@@ -335,6 +347,45 @@ fn transfers_interpolate_and_are_adjoint<B: Backend + TensorOps, T: Scalar>(b: &
         assert!((lhs - rhs).abs() < tol, "{dim}D Q{degree}: {lhs} vs {rhs}");
     }
 }
+
+/// The default path on grids with several default tiles and chunks in every direction
+/// (and a remainder tile), against the f64 CPU operator; boundary rows included.
+fn default_path_matches_cpu_on_larger_grids<B: Backend + TensorOps, T: Scalar>(b: &B) {
+    for (degree, cells) in [(1, 40), (2, 18), (3, 11), (4, 7), (6, 5), (8, 3)] {
+        let grid = Grid {
+            dim: 3,
+            degree,
+            cells,
+        };
+        let kind = OperatorKind::Helmholtz {
+            laplace: 1.5,
+            mass: 2.0,
+        };
+        let x: Vec<f64> = random_vec(grid.len(), 90 + degree as u64);
+        let xt: Vec<T> = x.iter().map(|&v| T::from_f64(v)).collect();
+        let cpu = Cpu::new();
+        let reference_op = TensorOperator::<Cpu, f64>::new(&cpu, grid, kind).unwrap();
+        let mut yr = Vector::<Cpu, f64>::zeros(&cpu, grid.len()).unwrap();
+        reference_op
+            .apply(&Vector::from_slice(&cpu, &widen(&xt)).unwrap(), &mut yr)
+            .unwrap();
+        let reference = yr.to_vec().unwrap();
+        let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let op = TensorOperator::<B, T>::new(b, grid, kind).unwrap();
+        let xd = Vector::from_slice(b, &xt).unwrap();
+        let mut y = Vector::from_slice(b, &poison::<T>(grid.len())).unwrap();
+        op.apply(&xd, &mut y).unwrap();
+        assert_close_scaled::<T>(
+            &y.to_vec().unwrap(),
+            &reference,
+            scale,
+            16 * (degree + 1).pow(3),
+            &format!("Q{degree} {cells} cells {:?}", op.path()),
+        );
+    }
+}
+
+backend_tests!(default_path_matches_cpu_on_larger_grids);
 
 backend_tests!(
     tier2_devices: operator_matches_assembled,

@@ -11,6 +11,7 @@
 
 mod kernels;
 mod patch;
+mod tile;
 
 use cubecl::prelude::*;
 
@@ -19,13 +20,29 @@ use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::{DType, Scalar};
 use crate::tensor::grid::Grid;
-use crate::tensor::ops::{patch_fixed_values, patch_shared_values, Scatter, TensorOps};
+use crate::tensor::ops::{patch_fixed_values, patch_shared_values, Scatter, TensorOps, Tiling};
 
 use kernels::{
     boundary_kernel, cell_atomic_kernel, cell_colour_kernel, l2_kernel, line_kernel, BlocksLaunch,
     CoefficientsLaunch,
 };
 use patch::patch_kernel;
+use tile::{tile_apply_kernel, TilesLaunch};
+
+/// Units per cube and shared values per cube of the one-pass kernel of degree `k` with
+/// `cells` cells per tile edge ([`tile`]): `E²` and `2k(E² + E·cells·k)`,
+/// `E = (cells + 1) k + 1`.
+fn tile_footprint(k: usize, cells: usize) -> (usize, usize) {
+    let e = (cells + 1) * k + 1;
+    (e * e, 2 * k * (e * e + e * cells * k))
+}
+
+/// Cells per tile edge of the one-pass kernel by degree (index `k`; 0 unused).
+const TILE_CELLS: [usize; 11] = [1, 15, 7, 4, 4, 3, 3, 3, 2, 2, 2];
+
+/// Cubes wanted in a one-pass launch: many per multiprocessor (short chunks measured
+/// faster than long ones, H200); each chunk reads one extra cell layer.
+const TILE_CUBES: usize = 8192;
 
 /// The launch's block placement: `counts` blocks per direction, every second block from
 /// the colour's bit (`Some(colour)`) or every block (`None`).
@@ -143,6 +160,113 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
             DType::F64 => self.info().atomic_f64,
             _ => false,
         }
+    }
+
+    fn tensor_tiling<T: Scalar>(
+        &self,
+        grid: Grid,
+        request: Option<Tiling>,
+    ) -> std::result::Result<Tiling, String> {
+        if grid.dim != 3 {
+            return Err(format!(
+                "the one-pass kernel is 3D only (the grid is {}D)",
+                grid.dim
+            ));
+        }
+        let k = grid.degree;
+        let info = self.info();
+        let units = (info.max_units_per_cube as usize).min(1024);
+        let shared = info.max_shared_bytes / std::mem::size_of::<T>();
+        let fits = |cells: usize| {
+            let (u, s) = tile_footprint(k, cells);
+            u <= units && s <= shared
+        };
+        let cells = match request {
+            Some(r) => {
+                if r.cells == 0 || r.chunk == 0 {
+                    return Err(format!(
+                        "a tiling needs at least one cell per tile edge and per chunk, got {r:?}"
+                    ));
+                }
+                if !fits(r.cells) {
+                    let (u, s) = tile_footprint(k, r.cells);
+                    return Err(format!(
+                        "{} cells per tile edge at degree {k} need {u} units and {} bytes of \
+                         shared memory per cube; the device has {units} and {}",
+                        r.cells,
+                        s * std::mem::size_of::<T>(),
+                        info.max_shared_bytes
+                    ));
+                }
+                r.cells
+            }
+            // Small cubes, several per multiprocessor, beat large tiles with less halo:
+            // the measured best per degree (H200, f64, `bench --suite tensor
+            // --tile-sweep`, 2026-11-30), or the largest that fits below it.
+            None => match (1..=TILE_CELLS[k.min(TILE_CELLS.len() - 1)].min(grid.cells))
+                .rev()
+                .find(|&c| fits(c))
+            {
+                Some(c) => c,
+                None => {
+                    return Err(format!(
+                        "degree {k}: no tile fits {units} units and {} bytes of shared memory",
+                        info.max_shared_bytes
+                    ))
+                }
+            },
+        };
+        let tiles = grid.n1().div_ceil(cells * k);
+        let chunk = match request {
+            Some(r) => r.chunk.min(grid.cells),
+            None => {
+                let chunks = TILE_CUBES
+                    .div_ceil(tiles * tiles)
+                    .clamp(1, grid.cells.div_ceil(4).max(1));
+                grid.cells.div_ceil(chunks)
+            }
+        };
+        let chunks = grid.cells.div_ceil(chunk);
+        let (mx, my, _) = info.max_cube_count;
+        if tiles * tiles > mx as usize || chunks > my as usize {
+            return Err(format!(
+                "{tiles}² tiles and {chunks} chunks exceed the device's cube count {mx} x {my}"
+            ));
+        }
+        Ok(Tiling { cells, chunk })
+    }
+
+    unsafe fn tensor_tile_apply<T: Scalar>(
+        &self,
+        grid: Grid,
+        coef: [T; 2],
+        tiling: Tiling,
+        _cell: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        y: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        let k = grid.degree;
+        let tiles = grid.n1().div_ceil(tiling.cells * k);
+        let chunks = grid.cells.div_ceil(tiling.chunk);
+        let (units, _) = tile_footprint(k, tiling.cells);
+        self.launch::<T>(("tile", k, tiling.cells), || {
+            // SAFETY: every cube reads and writes nodes of the grid only (indices checked
+            // against n1 in the kernel; x and y hold grid.len() values); the tiling fits
+            // the device (tensor_tiling). The cell matrices are constants of the kernel.
+            unsafe {
+                tile_apply_kernel::launch_unchecked::<T, R>(
+                    self.client(),
+                    CubeCount::Static((tiles * tiles) as u32, chunks as u32, 1),
+                    CubeDim::new_1d(units as u32),
+                    x.arg(),
+                    y.arg(),
+                    CoefficientsLaunch::new(scalar(coef[0]), scalar(coef[1])),
+                    TilesLaunch::new(grid.n1(), grid.cells, tiles, tiling.chunk),
+                    k,
+                    tiling.cells,
+                )
+            }
+        })
     }
 
     fn tensor_patch_fits<T: Scalar>(&self, grid: Grid) -> std::result::Result<(), usize> {

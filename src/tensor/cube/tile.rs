@@ -1,0 +1,321 @@
+//! The one-pass operator kernel: `y = A x` on a 3D grid with every node of `y` written
+//! once (no atomics, no colours, no fill or boundary pass).
+//!
+//! # Layout
+//! A cube owns the nodes of an `own x own` tile in x and y (`own = cells · k`, from a
+//! multiple of `k`) and a chunk of cell layers in z, and marches up its chunk one output
+//! plane at a time. The operator is applied in the form of the global 1D matrices:
+//! `y = c_lap K_x b + M_x f`, `b = M_y a`, `f = c_lap K_y a + M_y e`, `a = M_z x`,
+//! `e = c_lap K_z x + c_mass M_z x`.
+//!
+//! - **z pass**: one unit per column of the tile extended by one cell below and one node
+//!   above in x and y (`E = (cells + 1) k + 1` columns per direction, the nodes the tile's
+//!   rows reach). A unit holds its column's `k + 1` values of the current cell layer in
+//!   registers (the next layer's are loaded while the current one is worked on) and forms
+//!   `a` and `e` on the plane; the shared vertex plane at the bottom of a layer adds the
+//!   layer below's row `k`, carried in registers.
+//! - **y pass**: one unit per (plane, cell row, column): it reads the `2k + 1` values its
+//!   `k` rows reach into registers and writes `b` and `f`.
+//! - **x pass**: one unit per (plane, row, cell): the same along x, and the result to `y`.
+//!
+//! A step does the `k` planes of a cell layer. The reference-cell matrices are constants
+//! of the kernel (every index into them is known when the kernel is generated), so each
+//! product is one fused multiply-add with an immediate operand.
+//!
+//! Boundary nodes read as zero and are written as `y = x` (the identity rows of
+//! [`TensorOperator`](crate::tensor::TensorOperator)). Two barriers per plane: a pass
+//! writes an array the pass two steps later reads, and every unit crosses a barrier in
+//! between.
+
+use cubecl::prelude::*;
+
+use super::kernels::Coefficients;
+use crate::tensor::basis::Basis1d;
+
+/// Where the cubes of one launch lie: nodes per direction, cells per direction, tiles
+/// per direction in x and y, cell layers per chunk in z.
+#[derive(CubeType, CubeLaunch)]
+pub(super) struct Tiles {
+    pub(super) n1: usize,
+    pub(super) cells: usize,
+    pub(super) tiles: usize,
+    pub(super) chunk: usize,
+}
+
+/// Part `part` (0, 1, 2) of `[M̂ | Â]` of degree `k` (row-major, `(k+1)²` each) split
+/// into three f32 values whose sum is the f64 value: the kernel's constants. Constants of a
+/// constant array reach the device rounded to f32 (measured on CUDA and on wgpu: a relative
+/// error of 1e-7 in f64), so an f64 value is rebuilt from three f32 ones, exactly (72 bits
+/// of mantissa cover 53), and the compiler folds the sums.
+fn reference_parts<T: num_traits::NumCast + num_traits::Zero>(k: usize, part: usize) -> Vec<T> {
+    // The degree was checked before any launch (check_grid), so the basis exists.
+    let basis = Basis1d::new(k).expect("degree checked before the launch");
+    basis
+        .mass
+        .iter()
+        .chain(&basis.stiffness)
+        .map(|&v| {
+            let hi = v as f32;
+            let mid = (v - hi as f64) as f32;
+            let lo = (v - hi as f64 - mid as f64) as f32;
+            let p = [hi, mid, lo][part.min(2)];
+            T::from(p as f64).unwrap_or_else(T::zero)
+        })
+        .collect()
+}
+
+/// `(Σ_j M[row, j] w[off + j], Σ_j A[row, j] w[off + j])`, `j ≤ k`, `mats` holding
+/// `[M̂ | Â]`, every index known at expansion.
+#[cube]
+fn dots<T: Float, L: List<T>>(
+    mats: &L,
+    w: &Array<T>,
+    #[comptime] row: usize,
+    #[comptime] off: usize,
+    #[comptime] k: usize,
+) -> (T, T) {
+    let n = comptime![k + 1];
+    let mut m = T::new(0.0);
+    let mut a = T::new(0.0);
+    #[unroll]
+    for j in 0..n {
+        m += mats.read(comptime![row * n] + j) * w[off + j];
+        a += mats.read(comptime![n * n + row * n] + j) * w[off + j];
+    }
+    (m, a)
+}
+
+/// Loads the `k + 1` values of cell layer `c` of the unit's column into `v` (zero on the
+/// boundary and outside the grid); `v[0]` is taken from `first` when `carry`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn load_layer<T: Float>(
+    x: &Array<T>,
+    v: &mut Array<T>,
+    column: usize,
+    open: bool,
+    c: usize,
+    n1: usize,
+    #[comptime] k: usize,
+) {
+    let last = n1 - 1;
+    let plane = n1 * n1;
+    #[unroll]
+    for j in 0..comptime![k + 1] {
+        let gz = c * k + j;
+        let inside = open && gz != 0 && gz != last;
+        let mut val = T::new(0.0);
+        if inside {
+            val = x[gz * plane + column];
+        }
+        v[j] = val;
+    }
+}
+
+/// The one-pass 3D operator (module docs): cube `(CUBE_POS_X, CUBE_POS_Y)` = (tile,
+/// chunk); `E²` units. The reference matrices are constants of the kernel (see
+/// [`reference_parts`]): with them in shared memory instead, one load per product, the
+/// kernel ran 1.4x (k = 1) to 11x (k = 8) slower (H200, f64).
+#[cube(launch_unchecked)]
+pub(super) fn tile_apply_kernel<T: Float>(
+    x: &Array<T>,
+    y: &mut Array<T>,
+    coef: &Coefficients,
+    tiles: &Tiles,
+    #[comptime] k: usize,
+    #[comptime] cells: usize,
+) {
+    let hi = Array::<T>::from_data(comptime![reference_parts::<T>(k, 0)]);
+    let mid = Array::<T>::from_data(comptime![reference_parts::<T>(k, 1)]);
+    let lo = Array::<T>::from_data(comptime![reference_parts::<T>(k, 2)]);
+    let mut mats = Array::<T>::new(comptime![2 * (k + 1) * (k + 1)]);
+    #[unroll]
+    for i in 0..comptime![2 * (k + 1) * (k + 1)] {
+        mats[i] = hi[i] + mid[i] + lo[i];
+    }
+    tile_body::<T, Array<T>>(&mats, x, y, coef, tiles, k, cells);
+}
+
+/// The body of [`tile_apply_kernel`], `mats` holding `[M̂ | Â]`.
+#[cube]
+fn tile_body<T: Float, L: List<T>>(
+    mats: &L,
+    x: &Array<T>,
+    y: &mut Array<T>,
+    coef: &Coefficients,
+    tiles: &Tiles,
+    #[comptime] k: usize,
+    #[comptime] cells: usize,
+) {
+    let n = comptime![k + 1];
+    let own = comptime![cells * k];
+    let e = comptime![(cells + 1) * k + 1];
+    let ee = comptime![e * e];
+    let eo = comptime![e * own];
+    let wlen = comptime![2 * k + 1];
+    let units = CUBE_DIM as usize;
+    let mut sa = SharedMemory::<T>::new(comptime![k * e * e]);
+    let mut se = SharedMemory::<T>::new(comptime![k * e * e]);
+    let mut sb = SharedMemory::<T>::new(comptime![k * e * own]);
+    let mut sf = SharedMemory::<T>::new(comptime![k * e * own]);
+
+    let c_lap = coef.lap.get::<T>();
+    let c_mass = coef.mass.get::<T>();
+    let n1 = tiles.n1;
+    let last = n1 - 1;
+    let t = UNIT_POS as usize;
+    let tile = CUBE_POS_X as usize;
+    let x0 = (tile % tiles.tiles) * own;
+    let y0 = (tile / tiles.tiles) * own;
+    let c0 = CUBE_POS_Y as usize * tiles.chunk;
+    let mut c1 = c0 + tiles.chunk;
+    if c1 > tiles.cells {
+        c1 = tiles.cells;
+    }
+
+    // The unit's column of the extended tile: global (gx, gy) = (x0 + ex − k, y0 + ey − k).
+    let has_col = t < ee;
+    let gxp = x0 + t % e;
+    let gyp = y0 + t / e;
+    let in_grid = has_col && gxp >= k && gyp >= k && gxp - k < n1 && gyp - k < n1;
+    let mut column = 0usize;
+    let mut open = false;
+    if in_grid {
+        let gx = gxp - k;
+        let gy = gyp - k;
+        column = gy * n1 + gx;
+        open = gx != 0 && gx != last && gy != 0 && gy != last;
+    }
+
+    let mut v = Array::<T>::new(n);
+    let mut w = Array::<T>::new(n);
+    let mut wa = Array::<T>::new(wlen);
+    let mut we = Array::<T>::new(wlen);
+    let mut cm = T::new(0.0);
+    let mut ck = T::new(0.0);
+    if c0 > 0 {
+        load_layer::<T>(x, &mut v, column, open, c0 - 1, n1, k);
+        let (m, a) = dots::<T, L>(mats, &v, k, 0usize, k);
+        cm = m;
+        ck = a;
+    }
+    load_layer::<T>(x, &mut v, column, open, c0, n1, k);
+
+    let mut c = c0;
+    while c < c1 {
+        if c + 1 < c1 {
+            load_layer::<T>(x, &mut w, column, open, c + 1, n1, k);
+        }
+        // z pass: the k planes of the layer, one unit per column.
+        if has_col {
+            #[unroll]
+            for p in 0..k {
+                let (m, a) = dots::<T, L>(mats, &v, p, 0usize, k);
+                let mut am = m;
+                let mut ak = a;
+                if comptime![p == 0] {
+                    am += cm;
+                    ak += ck;
+                }
+                sa[p * ee + t] = am;
+                se[p * ee + t] = c_lap * ak + c_mass * am;
+            }
+        }
+        sync_cube();
+        // y pass: one unit per (plane, cell row, column).
+        let mut item = t;
+        while item < comptime![k * e * cells] {
+            let ix = item % e;
+            let rest = item / e;
+            let cy = rest % cells;
+            let i = rest / cells;
+            let src = i * ee + cy * k * e + ix;
+            #[unroll]
+            for j in 0..wlen {
+                wa[j] = sa[src + j * e];
+                we[j] = se[src + j * e];
+            }
+            let dst = i * eo + cy * k * e + ix;
+            #[unroll]
+            for r in 0..k {
+                let (mut bm, mut bk) = dots::<T, L>(mats, &wa, r, k, k);
+                let (mut em, _) = dots::<T, L>(mats, &we, r, k, k);
+                if comptime![r == 0] {
+                    // The vertex row: the cell below adds its row k.
+                    let (lm, lk) = dots::<T, L>(mats, &wa, k, 0usize, k);
+                    let (le, _) = dots::<T, L>(mats, &we, k, 0usize, k);
+                    bm += lm;
+                    bk += lk;
+                    em += le;
+                }
+                sb[dst + r * e] = bm;
+                sf[dst + r * e] = c_lap * bk + em;
+            }
+            item += units;
+        }
+        sync_cube();
+        // x pass: one unit per (plane, owned row, cell); the results to y.
+        let mut item = t;
+        while item < comptime![k * own * cells] {
+            let cx = item % cells;
+            let rest = item / cells;
+            let oy = rest % own;
+            let i = rest / own;
+            let gy = y0 + oy;
+            let gz = c * k + i;
+            if gy < n1 {
+                let src = i * eo + oy * e + cx * k;
+                #[unroll]
+                for j in 0..wlen {
+                    wa[j] = sb[src + j];
+                    we[j] = sf[src + j];
+                }
+                let row = (gz * n1 + gy) * n1;
+                let side = gy == 0 || gy == last || gz == 0 || gz == last;
+                #[unroll]
+                for r in 0..k {
+                    let gx = x0 + cx * k + r;
+                    if gx < n1 {
+                        let (_, mut lb) = dots::<T, L>(mats, &wa, r, k, k);
+                        let (mut mf, _) = dots::<T, L>(mats, &we, r, k, k);
+                        if comptime![r == 0] {
+                            let (_, lk) = dots::<T, L>(mats, &wa, k, 0usize, k);
+                            let (lm, _) = dots::<T, L>(mats, &we, k, 0usize, k);
+                            lb += lk;
+                            mf += lm;
+                        }
+                        let g = row + gx;
+                        let mut out = c_lap * lb + mf;
+                        if side || gx == 0 || gx == last {
+                            out = x[g];
+                        }
+                        y[g] = out;
+                    }
+                }
+            }
+            item += units;
+        }
+        let (m, a) = dots::<T, L>(mats, &v, k, 0usize, k);
+        cm = m;
+        ck = a;
+        #[unroll]
+        for j in 0..n {
+            v[j] = w[j];
+        }
+        c += 1;
+    }
+
+    // The top boundary plane, by the last chunk: y = x.
+    if c1 == tiles.cells && c0 < c1 {
+        let mut item = t;
+        while item < comptime![own * own] {
+            let gx = x0 + item % own;
+            let gy = y0 + item / own;
+            if gx < n1 && gy < n1 {
+                let g = (last * n1 + gy) * n1 + gx;
+                y[g] = x[g];
+            }
+            item += units;
+        }
+    }
+}
