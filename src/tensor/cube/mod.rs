@@ -203,7 +203,9 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
             // Small cubes, several per multiprocessor, beat large tiles with less halo:
             // the measured best per degree (H200, f64, `bench --suite tensor
             // --tile-sweep`, 2026-11-30), or the largest that fits below it.
-            None => match (1..=TILE_CELLS[k.min(TILE_CELLS.len() - 1)].min(grid.cells))
+            // Not capped by the grid (tiles past it are masked), so that every level of a
+            // hierarchy, and the compile-ahead rehearsal, launch the same kernel.
+            None => match (1..=TILE_CELLS[k.min(TILE_CELLS.len() - 1)])
                 .rev()
                 .find(|&c| fits(c))
             {
