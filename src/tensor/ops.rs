@@ -330,9 +330,7 @@ impl<B: TensorOps, T: Scalar> CellMatrices<B, T> {
             )
         }
     }
-}
 
-impl<B: TensorOps, T: Scalar> CellMatrices<B, T> {
     /// `y = A x` in one pass with `tiling` (boundary rows the identity).
     ///
     /// # Errors

@@ -3,8 +3,8 @@
 //!
 //! # Layout
 //! A cube owns the nodes of an `own x own` tile in x and y (`own = cells · k`, from a
-//! multiple of `k`) and a chunk of cell layers in z, and marches up its chunk one output
-//! plane at a time. The operator is applied in the form of the global 1D matrices:
+//! multiple of `k`) and a chunk of cell layers in z, and marches up its chunk one cell
+//! layer (`k` output planes) at a time. The operator is applied in the form of the global 1D matrices:
 //! `y = c_lap K_x b + M_x f`, `b = M_y a`, `f = c_lap K_y a + M_y e`, `a = M_z x`,
 //! `e = c_lap K_z x + c_mass M_z x`.
 //!
@@ -12,18 +12,18 @@
 //!   above in x and y (`E = (cells + 1) k + 1` columns per direction, the nodes the tile's
 //!   rows reach). A unit holds its column's `k + 1` values of the current cell layer in
 //!   registers (the next layer's are loaded while the current one is worked on) and forms
-//!   `a` and `e` on the plane; the shared vertex plane at the bottom of a layer adds the
+//!   `a` and `e` on the layer's planes; the shared vertex plane at the bottom of a layer adds the
 //!   layer below's row `k`, carried in registers.
 //! - **y pass**: one unit per (plane, cell row, column): it reads the `2k + 1` values its
 //!   `k` rows reach into registers and writes `b` and `f`.
 //! - **x pass**: one unit per (plane, row, cell): the same along x, and the result to `y`.
 //!
-//! A step does the `k` planes of a cell layer. The reference-cell matrices are constants
+//! The reference-cell matrices are constants
 //! of the kernel (every index into them is known when the kernel is generated), so each
 //! product is one fused multiply-add with an immediate operand.
 //!
 //! Boundary nodes read as zero and are written as `y = x` (the identity rows of
-//! [`TensorOperator`](crate::tensor::TensorOperator)). Two barriers per plane: a pass
+//! [`TensorOperator`](crate::tensor::TensorOperator)). Two barriers per layer: a pass
 //! writes an array the pass two steps later reads, and every unit crosses a barrier in
 //! between.
 
@@ -67,8 +67,8 @@ fn reference_parts<T: num_traits::NumCast + num_traits::Zero>(k: usize, part: us
 /// `(Σ_j M[row, j] w[off + j], Σ_j A[row, j] w[off + j])`, `j ≤ k`, `mats` holding
 /// `[M̂ | Â]`, every index known at expansion.
 #[cube]
-fn dots<T: Float, L: List<T>>(
-    mats: &L,
+fn dots<T: Float>(
+    mats: &Array<T>,
     w: &Array<T>,
     #[comptime] row: usize,
     #[comptime] off: usize,
@@ -79,16 +79,16 @@ fn dots<T: Float, L: List<T>>(
     let mut a = T::new(0.0);
     #[unroll]
     for j in 0..n {
-        m += mats.read(comptime![row * n] + j) * w[off + j];
-        a += mats.read(comptime![n * n + row * n] + j) * w[off + j];
+        m += mats[comptime![row * n] + j] * w[off + j];
+        a += mats[comptime![n * n + row * n] + j] * w[off + j];
     }
     (m, a)
 }
 
-/// Loads the `k + 1` values of cell layer `c` of the unit's column into `v` (zero on the
-/// boundary and outside the grid); `v[0]` is taken from `first` when `carry`.
+/// Loads the `k + 1` values of cell layer `c` of the unit's column (at `column` of each
+/// plane) into `v`; zero where the column is not `open` (outside the grid or on its side
+/// boundary) and on the bottom and top planes.
 #[cube]
-#[allow(clippy::too_many_arguments)]
 fn load_layer<T: Float>(
     x: &Array<T>,
     v: &mut Array<T>,
@@ -133,20 +133,7 @@ pub(super) fn tile_apply_kernel<T: Float>(
     for i in 0..comptime![2 * (k + 1) * (k + 1)] {
         mats[i] = hi[i] + mid[i] + lo[i];
     }
-    tile_body::<T, Array<T>>(&mats, x, y, coef, tiles, k, cells);
-}
 
-/// The body of [`tile_apply_kernel`], `mats` holding `[M̂ | Â]`.
-#[cube]
-fn tile_body<T: Float, L: List<T>>(
-    mats: &L,
-    x: &Array<T>,
-    y: &mut Array<T>,
-    coef: &Coefficients,
-    tiles: &Tiles,
-    #[comptime] k: usize,
-    #[comptime] cells: usize,
-) {
     let n = comptime![k + 1];
     let own = comptime![cells * k];
     let e = comptime![(cells + 1) * k + 1];
@@ -195,7 +182,7 @@ fn tile_body<T: Float, L: List<T>>(
     let mut ck = T::new(0.0);
     if c0 > 0 {
         load_layer::<T>(x, &mut v, column, open, c0 - 1, n1, k);
-        let (m, a) = dots::<T, L>(mats, &v, k, 0usize, k);
+        let (m, a) = dots::<T>(&mats, &v, k, 0usize, k);
         cm = m;
         ck = a;
     }
@@ -210,7 +197,7 @@ fn tile_body<T: Float, L: List<T>>(
         if has_col {
             #[unroll]
             for p in 0..k {
-                let (m, a) = dots::<T, L>(mats, &v, p, 0usize, k);
+                let (m, a) = dots::<T>(&mats, &v, p, 0usize, k);
                 let mut am = m;
                 let mut ak = a;
                 if comptime![p == 0] {
@@ -238,12 +225,12 @@ fn tile_body<T: Float, L: List<T>>(
             let dst = i * eo + cy * k * e + ix;
             #[unroll]
             for r in 0..k {
-                let (mut bm, mut bk) = dots::<T, L>(mats, &wa, r, k, k);
-                let (mut em, _) = dots::<T, L>(mats, &we, r, k, k);
+                let (mut bm, mut bk) = dots::<T>(&mats, &wa, r, k, k);
+                let (mut em, _) = dots::<T>(&mats, &we, r, k, k);
                 if comptime![r == 0] {
                     // The vertex row: the cell below adds its row k.
-                    let (lm, lk) = dots::<T, L>(mats, &wa, k, 0usize, k);
-                    let (le, _) = dots::<T, L>(mats, &we, k, 0usize, k);
+                    let (lm, lk) = dots::<T>(&mats, &wa, k, 0usize, k);
+                    let (le, _) = dots::<T>(&mats, &we, k, 0usize, k);
                     bm += lm;
                     bk += lk;
                     em += le;
@@ -276,11 +263,11 @@ fn tile_body<T: Float, L: List<T>>(
                 for r in 0..k {
                     let gx = x0 + cx * k + r;
                     if gx < n1 {
-                        let (_, mut lb) = dots::<T, L>(mats, &wa, r, k, k);
-                        let (mut mf, _) = dots::<T, L>(mats, &we, r, k, k);
+                        let (_, mut lb) = dots::<T>(&mats, &wa, r, k, k);
+                        let (mut mf, _) = dots::<T>(&mats, &we, r, k, k);
                         if comptime![r == 0] {
-                            let (_, lk) = dots::<T, L>(mats, &wa, k, 0usize, k);
-                            let (lm, _) = dots::<T, L>(mats, &we, k, 0usize, k);
+                            let (_, lk) = dots::<T>(&mats, &wa, k, 0usize, k);
+                            let (lm, _) = dots::<T>(&mats, &we, k, 0usize, k);
                             lb += lk;
                             mf += lm;
                         }
@@ -295,7 +282,7 @@ fn tile_body<T: Float, L: List<T>>(
             }
             item += units;
         }
-        let (m, a) = dots::<T, L>(mats, &v, k, 0usize, k);
+        let (m, a) = dots::<T>(&mats, &v, k, 0usize, k);
         cm = m;
         ck = a;
         #[unroll]

@@ -169,6 +169,28 @@ fn pcg_jacobi_update_kernel<F: Float, N: Size>(
     }
 }
 
+/// The sums of the two halves of `partials` (`cubes` values each), in every unit of the
+/// one cube of a finish kernel: `(Σ partials[..cubes], Σ partials[cubes..2 cubes])`.
+#[cube]
+fn two_partial_sums<F: Float>(
+    partials: &Array<F>,
+    cubes: usize,
+    #[comptime] cube_dim: usize,
+) -> (F, F) {
+    let mut first = F::new(0.0);
+    let mut second = F::new(0.0);
+    let mut i = UNIT_POS as usize;
+    while i < cubes {
+        first += partials[i];
+        second += partials[cubes + i];
+        i += cube_dim;
+    }
+    (
+        cube_sum::<F>(first, cube_dim),
+        cube_sum::<F>(second, cube_dim),
+    )
+}
+
 /// One cube adds the two halves of the partials of [`pcg_jacobi_update_kernel`]:
 /// `s[BETA] = rz / s[RZ]; s[RZ] = rz; s[RR] = rz` (the next α's numerator) and
 /// `s[RZ_NEW] = r·r` (the residual the stopping test reads).
@@ -179,16 +201,7 @@ fn pcg_jacobi_finish_kernel<F: Float>(
     cubes: usize,
     #[comptime] cube_dim: usize,
 ) {
-    let mut rr = F::new(0.0);
-    let mut rz = F::new(0.0);
-    let mut i = UNIT_POS as usize;
-    while i < cubes {
-        rr += partials[i];
-        rz += partials[cubes + i];
-        i += cube_dim;
-    }
-    let rr = cube_sum::<F>(rr, cube_dim);
-    let rz = cube_sum::<F>(rz, cube_dim);
+    let (rr, rz) = two_partial_sums::<F>(partials, cubes, cube_dim);
     if UNIT_POS == 0 {
         scalars[BETA] = rz / scalars[RZ];
         scalars[RZ] = rz;
@@ -566,16 +579,7 @@ fn two_sums_finish_kernel<F: Float>(
     slot_ru: usize,
     #[comptime] cube_dim: usize,
 ) {
-    let mut rr = F::new(0.0);
-    let mut ru = F::new(0.0);
-    let mut i = UNIT_POS as usize;
-    while i < cubes {
-        rr += partials[i];
-        ru += partials[cubes + i];
-        i += cube_dim;
-    }
-    let rr = cube_sum::<F>(rr, cube_dim);
-    let ru = cube_sum::<F>(ru, cube_dim);
+    let (rr, ru) = two_partial_sums::<F>(partials, cubes, cube_dim);
     if UNIT_POS == 0 {
         scalars[slot_rr] = rr;
         scalars[slot_ru] = ru;
