@@ -229,7 +229,7 @@ fn options(args: &Args) -> Result<SolveOptions> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let options = match options(&args).and_then(|o| o.check().map(|()| o)) {
+    let mut options = match options(&args).and_then(|o| o.check().map(|()| o)) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("solve: error: {e}");
@@ -279,6 +279,8 @@ fn main() -> ExitCode {
             s.mean,
             t0.elapsed().as_secs_f64()
         );
+        // The near-null space of `--amg-near-null-stride` has one value per row.
+        options.amg = args.amg.params(0.0, a.nrows())?;
         let b = match &args.rhs {
             Some(path) => {
                 let b = read_vector(path)?;

@@ -145,7 +145,7 @@ struct Cli {
     #[arg(long = "hdg-n", value_delimiter = ',', default_values_t = [80])]
     hdg_sizes: Vec<usize>,
     /// HDG suite: the degrees P (comma-separated, 1..=9); mg suite: the seed's k among them;
-    /// dg suite: the orders N.
+    /// dg suite: the orders N; tensor suite: the degrees k among 1..=8.
     #[arg(long = "degrees", value_delimiter = ',', default_values_t = [1, 2, 3, 4, 5, 6, 7, 8, 9])]
     hdg_degrees: Vec<usize>,
     /// HDG suite: precondition PCG with Chebyshev(4) over block-Jacobi.

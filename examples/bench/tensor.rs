@@ -90,7 +90,7 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
         "smooth ms",
         "GFLOP/s"
     );
-    for k in 1..=8 {
+    for k in (1..=8).filter(|k| options.hdg_degrees.contains(k)) {
         let level = level_for(k, target);
         let grid = Grid {
             dim: 3,

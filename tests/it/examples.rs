@@ -418,6 +418,25 @@ fn amg_json_and_bad_input() {
     assert_eq!(s["converged"], true);
     assert!(number(&s, "iterations") <= 20.0, "{s}");
     assert!(number(&s, "true_relative_residual") <= 1e-8, "{s}");
+    // A near-null space given by its stride (one vector, 1 on every 4th row): one value per
+    // row of the loaded matrix (it once had none, and the solve was refused).
+    let strided = json(&run(
+        "solve",
+        &[
+            "--matrix",
+            "poisson2d:64",
+            "--precond",
+            "amg",
+            "--amg-near-null-stride",
+            "4",
+            "--json",
+        ],
+    ));
+    assert_eq!(strided["converged"], true, "{strided}");
+    assert!(
+        number(&strided, "true_relative_residual") <= 1e-8,
+        "{strided}"
+    );
     // Without AMG the key is null.
     let plain = json(&run("solve", &["--matrix", "poisson2d:16", "--json"]));
     assert!(plain["amg"].is_null(), "{plain}");

@@ -112,8 +112,106 @@ fn load_layer<T: Float>(
     }
 }
 
+/// The y pass's item at `src` (a column of a cell row, in `sa`/`se`) writing at `dst` (in
+/// `sb`/`sf`): it reads the `2k + 1` values its `k` rows reach and writes `b` and `f`.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn y_item<T: Float>(
+    mats: &Array<T>,
+    sa: &SharedMemory<T>,
+    se: &SharedMemory<T>,
+    sb: &mut SharedMemory<T>,
+    sf: &mut SharedMemory<T>,
+    wa: &mut Array<T>,
+    we: &mut Array<T>,
+    src: usize,
+    dst: usize,
+    c_lap: T,
+    #[comptime] k: usize,
+    #[comptime] e: usize,
+) {
+    #[unroll]
+    for j in 0..comptime![2 * k + 1] {
+        wa[j] = sa[src + j * e];
+        we[j] = se[src + j * e];
+    }
+    #[unroll]
+    for r in 0..k {
+        let (mut bm, mut bk) = dots::<T>(mats, wa, r, k, k);
+        let (mut em, _) = dots::<T>(mats, we, r, k, k);
+        if comptime![r == 0] {
+            // The vertex row: the cell below adds its row k.
+            let (lm, lk) = dots::<T>(mats, wa, k, 0usize, k);
+            let (le, _) = dots::<T>(mats, we, k, 0usize, k);
+            bm += lm;
+            bk += lk;
+            em += le;
+        }
+        sb[dst + r * e] = bm;
+        sf[dst + r * e] = c_lap * bk + em;
+    }
+}
+
+/// The x pass's item at `src` (a cell of an owned row, in `sb`/`sf`): the `k` nodes from
+/// `gx0` on, at `g0` in `y`, or `y = x` where the row is on a `side` of the grid or a node
+/// on its x boundary.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn x_item<T: Float>(
+    mats: &Array<T>,
+    sb: &SharedMemory<T>,
+    sf: &SharedMemory<T>,
+    x: &Array<T>,
+    y: &mut Array<T>,
+    wa: &mut Array<T>,
+    we: &mut Array<T>,
+    src: usize,
+    g0: usize,
+    gx0: usize,
+    side: bool,
+    n1: usize,
+    c_lap: T,
+    #[comptime] k: usize,
+) {
+    let last = n1 - 1;
+    #[unroll]
+    for j in 0..comptime![2 * k + 1] {
+        wa[j] = sb[src + j];
+        we[j] = sf[src + j];
+    }
+    #[unroll]
+    for r in 0..k {
+        let gx = gx0 + r;
+        if gx < n1 {
+            let (_, mut lb) = dots::<T>(mats, wa, r, k, k);
+            let (mut mf, _) = dots::<T>(mats, we, r, k, k);
+            if comptime![r == 0] {
+                let (_, lk) = dots::<T>(mats, wa, k, 0usize, k);
+                let (lm, _) = dots::<T>(mats, we, k, 0usize, k);
+                lb += lk;
+                mf += lm;
+            }
+            let g = g0 + r;
+            let mut out = c_lap * lb + mf;
+            if side || gx == 0 || gx == last {
+                out = x[g];
+            }
+            y[g] = out;
+        }
+    }
+}
+
+/// Whether the kernel works out its y- and x-pass indices once before the march
+/// (`true`) or on every layer: once saves instructions where the passes are short (k ≤ 3:
+/// 1.08–1.23x, H200 f64) but keeps more registers live across the march, which cost
+/// occupancy at k ≥ 4 (k = 4: 0.79x, k = 7: 0.76x).
+const fn hoisted(k: usize) -> bool {
+    k <= 3
+}
+
 /// The one-pass 3D operator (module docs): cube `(CUBE_POS_X, CUBE_POS_Y)` = (tile,
-/// chunk); `E²` units. The reference matrices are constants of the kernel (see
+/// chunk); exactly `E²` units (the y and x passes then give each unit at most one item, worked
+/// out once before the march). The reference matrices are constants of the kernel (see
 /// [`reference_parts`]): with them in shared memory instead, one load per product, the
 /// kernel ran 1.4x (k = 1) to 11x (k = 8) slower (H200, f64).
 #[cube(launch_unchecked)]
@@ -174,6 +272,29 @@ pub(super) fn tile_apply_kernel<T: Float>(
         open = gx != 0 && gx != last && gy != 0 && gy != last;
     }
 
+    // The unit's item of the y and x passes, the same on every layer: at most one each,
+    // as the items (k·E·cells and k²·cells²) are fewer than the E² units. Where hoisted(k),
+    // its indices are worked out once here (unused otherwise: the passes work them out).
+    let y_on = t < comptime![k * e * cells];
+    let yx = t % e;
+    let y_rest = t / e;
+    let y_cell = y_rest % cells;
+    let y_plane = y_rest / cells;
+    let y_src = y_plane * ee + y_cell * k * e + yx;
+    let y_dst = y_plane * eo + y_cell * k * e + yx;
+    let x_cell = t % cells;
+    let x_rest = t / cells;
+    let x_row = x_rest % own;
+    let x_plane = x_rest / own;
+    let x_gy = y0 + x_row;
+    let x_on = t < comptime![k * own * cells] && x_gy < n1;
+    let x_src = x_plane * eo + x_row * e + x_cell * k;
+    let x_gx = x0 + x_cell * k;
+    // The node (x_gx, x_gy) in its plane, and whether the row lies on a side of the grid.
+    let x_node = x_gy * n1 + x_gx;
+    let x_side = x_gy == 0 || x_gy == last;
+    let plane = n1 * n1;
+
     let mut v = Array::<T>::new(n);
     let mut w = Array::<T>::new(n);
     let mut wa = Array::<T>::new(wlen);
@@ -210,77 +331,81 @@ pub(super) fn tile_apply_kernel<T: Float>(
         }
         sync_cube();
         // y pass: one unit per (plane, cell row, column).
-        let mut item = t;
-        while item < comptime![k * e * cells] {
-            let ix = item % e;
-            let rest = item / e;
-            let cy = rest % cells;
-            let i = rest / cells;
-            let src = i * ee + cy * k * e + ix;
-            #[unroll]
-            for j in 0..wlen {
-                wa[j] = sa[src + j * e];
-                we[j] = se[src + j * e];
+        if comptime![hoisted(k)] {
+            if y_on {
+                y_item::<T>(
+                    &mats, &sa, &se, &mut sb, &mut sf, &mut wa, &mut we, y_src, y_dst, c_lap, k, e,
+                );
             }
-            let dst = i * eo + cy * k * e + ix;
-            #[unroll]
-            for r in 0..k {
-                let (mut bm, mut bk) = dots::<T>(&mats, &wa, r, k, k);
-                let (mut em, _) = dots::<T>(&mats, &we, r, k, k);
-                if comptime![r == 0] {
-                    // The vertex row: the cell below adds its row k.
-                    let (lm, lk) = dots::<T>(&mats, &wa, k, 0usize, k);
-                    let (le, _) = dots::<T>(&mats, &we, k, 0usize, k);
-                    bm += lm;
-                    bk += lk;
-                    em += le;
-                }
-                sb[dst + r * e] = bm;
-                sf[dst + r * e] = c_lap * bk + em;
+        } else {
+            let mut item = t;
+            while item < comptime![k * e * cells] {
+                let ix = item % e;
+                let rest = item / e;
+                let cy = rest % cells;
+                let i = rest / cells;
+                let src = i * ee + cy * k * e + ix;
+                let dst = i * eo + cy * k * e + ix;
+                y_item::<T>(
+                    &mats, &sa, &se, &mut sb, &mut sf, &mut wa, &mut we, src, dst, c_lap, k, e,
+                );
+                item += units;
             }
-            item += units;
         }
         sync_cube();
         // x pass: one unit per (plane, owned row, cell); the results to y.
-        let mut item = t;
-        while item < comptime![k * own * cells] {
-            let cx = item % cells;
-            let rest = item / cells;
-            let oy = rest % own;
-            let i = rest / own;
-            let gy = y0 + oy;
-            let gz = c * k + i;
-            if gy < n1 {
-                let src = i * eo + oy * e + cx * k;
-                #[unroll]
-                for j in 0..wlen {
-                    wa[j] = sb[src + j];
-                    we[j] = sf[src + j];
-                }
-                let row = (gz * n1 + gy) * n1;
-                let side = gy == 0 || gy == last || gz == 0 || gz == last;
-                #[unroll]
-                for r in 0..k {
-                    let gx = x0 + cx * k + r;
-                    if gx < n1 {
-                        let (_, mut lb) = dots::<T>(&mats, &wa, r, k, k);
-                        let (mut mf, _) = dots::<T>(&mats, &we, r, k, k);
-                        if comptime![r == 0] {
-                            let (_, lk) = dots::<T>(&mats, &wa, k, 0usize, k);
-                            let (lm, _) = dots::<T>(&mats, &we, k, 0usize, k);
-                            lb += lk;
-                            mf += lm;
-                        }
-                        let g = row + gx;
-                        let mut out = c_lap * lb + mf;
-                        if side || gx == 0 || gx == last {
-                            out = x[g];
-                        }
-                        y[g] = out;
-                    }
-                }
+        if comptime![hoisted(k)] {
+            if x_on {
+                let gz = c * k + x_plane;
+                let side = x_side || gz == 0 || gz == last;
+                x_item::<T>(
+                    &mats,
+                    &sb,
+                    &sf,
+                    x,
+                    y,
+                    &mut wa,
+                    &mut we,
+                    x_src,
+                    gz * plane + x_node,
+                    x_gx,
+                    side,
+                    n1,
+                    c_lap,
+                    k,
+                );
             }
-            item += units;
+        } else {
+            let mut item = t;
+            while item < comptime![k * own * cells] {
+                let cx = item % cells;
+                let rest = item / cells;
+                let oy = rest % own;
+                let i = rest / own;
+                let gy = y0 + oy;
+                let gz = c * k + i;
+                if gy < n1 {
+                    let side = gy == 0 || gy == last || gz == 0 || gz == last;
+                    let gx0 = x0 + cx * k;
+                    x_item::<T>(
+                        &mats,
+                        &sb,
+                        &sf,
+                        x,
+                        y,
+                        &mut wa,
+                        &mut we,
+                        i * eo + oy * e + cx * k,
+                        (gz * n1 + gy) * n1 + gx0,
+                        gx0,
+                        side,
+                        n1,
+                        c_lap,
+                        k,
+                    );
+                }
+                item += units;
+            }
         }
         let (m, a) = dots::<T>(&mats, &v, k, 0usize, k);
         cm = m;
@@ -292,17 +417,13 @@ pub(super) fn tile_apply_kernel<T: Float>(
         c += 1;
     }
 
-    // The top boundary plane, by the last chunk: y = x.
-    if c1 == tiles.cells && c0 < c1 {
-        let mut item = t;
-        while item < comptime![own * own] {
-            let gx = x0 + item % own;
-            let gy = y0 + item / own;
-            if gx < n1 && gy < n1 {
-                let g = (last * n1 + gy) * n1 + gx;
-                y[g] = x[g];
-            }
-            item += units;
+    // The top boundary plane, by the last chunk: y = x (own² < E² units, one node each).
+    if c1 == tiles.cells && c0 < c1 && t < comptime![own * own] {
+        let gx = x0 + t % own;
+        let gy = y0 + t / own;
+        if gx < n1 && gy < n1 {
+            let g = last * plane + gy * n1 + gx;
+            y[g] = x[g];
         }
     }
 }
