@@ -15,8 +15,8 @@
 #   carry [".cudss/p1", ".cudss/nvmath_python-1.0.0-cp312-cp312-manylinux_2_28_x86_64.whl"]:
 #                                               cp .cudss/p1 .cudss/nvmath_python-*.whl /tmp/cudss/
 #   carry [".gpu"]:                             source .gpu/setup.sh; bash benches/gpu/cudss.sh
-# MATRICES overrides the generated matrices (default poisson7:128,fvm-tet:60,poisson7:256,fvm-tet:120);
-# HDG_N the trace's mesh (default 320; empty: none).
+# MATRICES overrides the generated matrices (default poisson7:128,fvm-tet:60,poisson7:256,fvm-tet:120;
+# empty: none); HDG_N the trace's meshes, comma-separated (default 320; empty: none).
 set -uo pipefail
 bin=.gpu/bin
 out=${OUT:-/tmp/out}
@@ -27,9 +27,11 @@ whl=/tmp/cudss/nvidia_cudss_cu13-0.8.0.10-py3-none-manylinux_2_17_x86_64.whl
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
   "$whl" /tmp/cudss/nvmath_python-*.whl || exit 1
 export PYTHONPATH=/tmp/site
-matrices=${MATRICES:-poisson7:128,fvm-tet:60,poisson7:256,fvm-tet:120}
-timeout 300 $bin/bench --suite amg --backend cuda --amg-matrix "$matrices" --reps 1 --dump "$dump" > "$out/amg.txt" 2>&1
-echo "dump rc=$?"
+matrices=${MATRICES-poisson7:128,fvm-tet:60,poisson7:256,fvm-tet:120}
+if [ -n "$matrices" ]; then
+  timeout 300 $bin/bench --suite amg --backend cuda --amg-matrix "$matrices" --reps 1 --dump "$dump" > "$out/amg.txt" 2>&1
+  echo "dump rc=$?"
+fi
 ours() { python3 -c "
 import json,sys
 d=json.load(sys.stdin)
@@ -43,10 +45,11 @@ for m in "${ms[@]}"; do
   timeout 120 $bin/solve --matrix "$m" --backend cuda --precond amg --tol 1e-8 --warmup --json 2> "$out/err.txt" | ours "$m" || tail -2 "$out/err.txt"
   timeout 200 python3 benches/gpu/cudss.py "$dump/${m//[:\/.]/_}_L0_A" spd 2> "$out/cudss_err.txt" | theirs "$m" || tail -3 "$out/cudss_err.txt"
 done
-hdg=${HDG_N-320}
-if [ -n "$hdg" ]; then
-  timeout 120 $bin/hdg_poisson --mesh square:$hdg --degree 3 --write-trace /tmp/k$hdg.mtx --no-post-process > "$out/write.txt" 2>&1
-  echo "trace rc=$?"
+IFS=, read -ra hs <<< "${HDG_N-320}"
+for hdg in "${hs[@]}"; do
+  timeout 150 $bin/hdg_poisson --mesh square:$hdg --degree 3 --write-trace /tmp/k$hdg.mtx --no-post-process > "$out/write.txt" 2>&1
+  echo "trace $hdg rc=$?"
   timeout 150 $bin/solve --matrix /tmp/k$hdg.mtx --backend cuda --precond amg --amg-near-null-stride 4 --amg-theta 0.1 --tol 1e-8 --warmup --json 2> "$out/err.txt" | ours "hdg $hdg² P3" || tail -2 "$out/err.txt"
   timeout 200 python3 benches/gpu/cudss.py /tmp/k$hdg.mtx spd 2> "$out/cudss_err.txt" | theirs "hdg $hdg² P3" || tail -3 "$out/cudss_err.txt"
-fi
+  rm -f /tmp/k$hdg.mtx
+done
