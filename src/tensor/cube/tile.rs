@@ -112,6 +112,88 @@ fn load_layer<T: Float>(
     }
 }
 
+/// Loads the `2k + 1` values of `a` and of `b` from `src` on, `stride` apart, into `wa` and
+/// `we`: the two cells (the one below and the item's own) that an item's rows reach.
+#[cube]
+fn load_window<T: Float>(
+    a: &SharedMemory<T>,
+    b: &SharedMemory<T>,
+    wa: &mut Array<T>,
+    we: &mut Array<T>,
+    src: usize,
+    #[comptime] stride: usize,
+    #[comptime] k: usize,
+) {
+    #[unroll]
+    for j in 0..comptime![2 * k + 1] {
+        wa[j] = a[src + j * stride];
+        we[j] = b[src + j * stride];
+    }
+}
+
+/// Row `r < k` of the item's own cell (from `k` on in the window): `(M̂ wa, Â wa, M̂ we)`;
+/// the vertex row (`r = 0`) adds row `k` of the cell below. A pass uses what it needs.
+#[cube]
+fn cell_row<T: Float>(
+    mats: &Array<T>,
+    wa: &Array<T>,
+    we: &Array<T>,
+    #[comptime] r: usize,
+    #[comptime] k: usize,
+) -> (T, T, T) {
+    let (mut m, mut a) = dots::<T>(mats, wa, r, k, k);
+    let (mut me, _) = dots::<T>(mats, we, r, k, k);
+    if comptime![r == 0] {
+        let (lm, la) = dots::<T>(mats, wa, k, 0usize, k);
+        let (le, _) = dots::<T>(mats, we, k, 0usize, k);
+        m += lm;
+        a += la;
+        me += le;
+    }
+    (m, a, me)
+}
+
+/// Where item `item` of the y pass, one per (plane, cell row, column), reads in `sa`/`se`
+/// and writes in `sb`/`sf`.
+#[cube]
+fn y_item_at(
+    item: usize,
+    #[comptime] k: usize,
+    #[comptime] cells: usize,
+    #[comptime] e: usize,
+) -> (usize, usize) {
+    let ix = item % e;
+    let rest = item / e;
+    let cy = rest % cells;
+    let i = rest / cells;
+    let at = cy * k * e + ix;
+    (i * comptime![e * e] + at, i * comptime![e * cells * k] + at)
+}
+
+/// Where item `item` of the x pass, one per (plane, owned row, cell), reads in `sb`/`sf`,
+/// its plane in the layer, and its first node's row and column in the grid.
+#[cube]
+fn x_item_at(
+    item: usize,
+    x0: usize,
+    y0: usize,
+    #[comptime] k: usize,
+    #[comptime] cells: usize,
+    #[comptime] e: usize,
+) -> (usize, usize, usize, usize) {
+    let own = comptime![cells * k];
+    let cx = item % cells;
+    let rest = item / cells;
+    let oy = rest % own;
+    let i = rest / own;
+    (
+        i * comptime![e * own] + oy * e + cx * k,
+        i,
+        y0 + oy,
+        x0 + cx * k,
+    )
+}
+
 /// The y pass's item at `src` (a column of a cell row, in `sa`/`se`) writing at `dst` (in
 /// `sb`/`sf`): it reads the `2k + 1` values its `k` rows reach and writes `b` and `f`.
 #[cube]
@@ -130,23 +212,10 @@ fn y_item<T: Float>(
     #[comptime] k: usize,
     #[comptime] e: usize,
 ) {
-    #[unroll]
-    for j in 0..comptime![2 * k + 1] {
-        wa[j] = sa[src + j * e];
-        we[j] = se[src + j * e];
-    }
+    load_window::<T>(sa, se, wa, we, src, e, k);
     #[unroll]
     for r in 0..k {
-        let (mut bm, mut bk) = dots::<T>(mats, wa, r, k, k);
-        let (mut em, _) = dots::<T>(mats, we, r, k, k);
-        if comptime![r == 0] {
-            // The vertex row: the cell below adds its row k.
-            let (lm, lk) = dots::<T>(mats, wa, k, 0usize, k);
-            let (le, _) = dots::<T>(mats, we, k, 0usize, k);
-            bm += lm;
-            bk += lk;
-            em += le;
-        }
+        let (bm, bk, em) = cell_row::<T>(mats, wa, we, r, k);
         sb[dst + r * e] = bm;
         sf[dst + r * e] = c_lap * bk + em;
     }
@@ -174,23 +243,12 @@ fn x_item<T: Float>(
     #[comptime] k: usize,
 ) {
     let last = n1 - 1;
-    #[unroll]
-    for j in 0..comptime![2 * k + 1] {
-        wa[j] = sb[src + j];
-        we[j] = sf[src + j];
-    }
+    load_window::<T>(sb, sf, wa, we, src, 1usize, k);
     #[unroll]
     for r in 0..k {
         let gx = gx0 + r;
         if gx < n1 {
-            let (_, mut lb) = dots::<T>(mats, wa, r, k, k);
-            let (mut mf, _) = dots::<T>(mats, we, r, k, k);
-            if comptime![r == 0] {
-                let (_, lk) = dots::<T>(mats, wa, k, 0usize, k);
-                let (lm, _) = dots::<T>(mats, we, k, 0usize, k);
-                lb += lk;
-                mf += lm;
-            }
+            let (_, lb, mf) = cell_row::<T>(mats, wa, we, r, k);
             let g = g0 + r;
             let mut out = c_lap * lb + mf;
             if side || gx == 0 || gx == last {
@@ -236,7 +294,6 @@ pub(super) fn tile_apply_kernel<T: Float>(
     let own = comptime![cells * k];
     let e = comptime![(cells + 1) * k + 1];
     let ee = comptime![e * e];
-    let eo = comptime![e * own];
     let wlen = comptime![2 * k + 1];
     let units = CUBE_DIM as usize;
     let mut sa = SharedMemory::<T>::new(comptime![k * e * e]);
@@ -276,20 +333,9 @@ pub(super) fn tile_apply_kernel<T: Float>(
     // as the items (k·E·cells and k²·cells²) are fewer than the E² units. Where hoisted(k),
     // its indices are worked out once here (unused otherwise: the passes work them out).
     let y_on = t < comptime![k * e * cells];
-    let yx = t % e;
-    let y_rest = t / e;
-    let y_cell = y_rest % cells;
-    let y_plane = y_rest / cells;
-    let y_src = y_plane * ee + y_cell * k * e + yx;
-    let y_dst = y_plane * eo + y_cell * k * e + yx;
-    let x_cell = t % cells;
-    let x_rest = t / cells;
-    let x_row = x_rest % own;
-    let x_plane = x_rest / own;
-    let x_gy = y0 + x_row;
+    let (y_src, y_dst) = y_item_at(t, k, cells, e);
+    let (x_src, x_plane, x_gy, x_gx) = x_item_at(t, x0, y0, k, cells, e);
     let x_on = t < comptime![k * own * cells] && x_gy < n1;
-    let x_src = x_plane * eo + x_row * e + x_cell * k;
-    let x_gx = x0 + x_cell * k;
     // The node (x_gx, x_gy) in its plane, and whether the row lies on a side of the grid.
     let x_node = x_gy * n1 + x_gx;
     let x_side = x_gy == 0 || x_gy == last;
@@ -340,12 +386,7 @@ pub(super) fn tile_apply_kernel<T: Float>(
         } else {
             let mut item = t;
             while item < comptime![k * e * cells] {
-                let ix = item % e;
-                let rest = item / e;
-                let cy = rest % cells;
-                let i = rest / cells;
-                let src = i * ee + cy * k * e + ix;
-                let dst = i * eo + cy * k * e + ix;
+                let (src, dst) = y_item_at(item, k, cells, e);
                 y_item::<T>(
                     &mats, &sa, &se, &mut sb, &mut sf, &mut wa, &mut we, src, dst, c_lap, k, e,
                 );
@@ -378,15 +419,10 @@ pub(super) fn tile_apply_kernel<T: Float>(
         } else {
             let mut item = t;
             while item < comptime![k * own * cells] {
-                let cx = item % cells;
-                let rest = item / cells;
-                let oy = rest % own;
-                let i = rest / own;
-                let gy = y0 + oy;
+                let (src, i, gy, gx0) = x_item_at(item, x0, y0, k, cells, e);
                 let gz = c * k + i;
                 if gy < n1 {
                     let side = gy == 0 || gy == last || gz == 0 || gz == last;
-                    let gx0 = x0 + cx * k;
                     x_item::<T>(
                         &mats,
                         &sb,
@@ -395,7 +431,7 @@ pub(super) fn tile_apply_kernel<T: Float>(
                         y,
                         &mut wa,
                         &mut we,
-                        i * eo + oy * e + cx * k,
+                        src,
                         (gz * n1 + gy) * n1 + gx0,
                         gx0,
                         side,
