@@ -275,7 +275,7 @@ fn run<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result<O
             };
         }
         PreconditionerArg::Amg => {
-            let p = args.amg.params(galerkin::hdg::TRACE_AMG_THETA, 0)?;
+            let p = args.amg.params(galerkin::hdg::TRACE_AMG_THETA)?;
             solver.preconditioner = TracePreconditioner::Amg {
                 theta: p.theta,
                 smoother: p.smoother,
@@ -444,7 +444,7 @@ fn main() -> ExitCode {
         if let Some(rtol) = args.rtol {
             common::check_tolerance("--rtol", rtol)?;
         }
-        args.amg.params(galerkin::hdg::TRACE_AMG_THETA, 0)?;
+        args.amg.params(galerkin::hdg::TRACE_AMG_THETA)?;
         if let Some(path) = &args.vtk {
             if !(path.ends_with(".vtu") || path.ends_with(".vtk")) {
                 return Err(bad(

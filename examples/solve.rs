@@ -207,7 +207,7 @@ fn options(args: &Args) -> Result<SolveOptions> {
             PrecondArg::Amg => PrecondKind::Amg,
         },
         block_size: args.block_size,
-        amg: args.amg.params(0.0, 0)?,
+        amg: args.amg.params(0.0)?,
         amg_precision: match args.amg.amg_precision {
             AmgPrecisionArg::F32 => AmgPrecision::F32,
             AmgPrecisionArg::Same => AmgPrecision::Same,
@@ -279,8 +279,7 @@ fn main() -> ExitCode {
             s.mean,
             t0.elapsed().as_secs_f64()
         );
-        // The near-null space of `--amg-near-null-stride` has one value per row.
-        options.amg = args.amg.params(0.0, a.nrows())?;
+        options.amg.near_null = args.amg.near_null(a.nrows());
         let b = match &args.rhs {
             Some(path) => {
                 let b = read_vector(path)?;

@@ -361,9 +361,10 @@ pub struct AmgArgs {
 }
 
 impl AmgArgs {
-    /// The library's parameters for a matrix of `rows` rows, the options checked (`θ` from
-    /// `--amg-theta`, else `default_theta`).
-    pub fn params(&self, default_theta: f64, rows: usize) -> Result<galerkin::solver::AmgParams> {
+    /// The library's parameters, the options checked (`θ` from `--amg-theta`, else
+    /// `default_theta`), with the default near-null space: [`AmgArgs::near_null`] gives the one
+    /// of `--amg-near-null-stride` once the matrix's rows are known.
+    pub fn params(&self, default_theta: f64) -> Result<galerkin::solver::AmgParams> {
         use galerkin::solver::{AmgCycle, AmgParams, AmgSmoother};
         let theta = self.amg_theta.unwrap_or(default_theta);
         check_positive("--amg-degree", self.amg_degree)?;
@@ -375,17 +376,10 @@ impl AmgArgs {
                 reason: format!("{theta}: must be in [0, 1]"),
             });
         }
-        let near_null = match self.amg_near_null_stride {
-            None => Vec::new(),
-            Some(stride) => {
-                check_positive("--amg-near-null-stride", stride)?;
-                let mut v = vec![0.0; rows];
-                v.iter_mut().step_by(stride).for_each(|x| *x = 1.0);
-                vec![v]
-            }
-        };
+        if let Some(stride) = self.amg_near_null_stride {
+            check_positive("--amg-near-null-stride", stride)?;
+        }
         Ok(AmgParams {
-            near_null,
             theta,
             smoother: match self.amg_smoother {
                 AmgSmootherArg::Chebyshev => AmgSmoother::Chebyshev {
@@ -402,6 +396,19 @@ impl AmgArgs {
             max_coarse: self.amg_max_coarse,
             ..AmgParams::default()
         })
+    }
+
+    /// The near-null space for a matrix of `rows` rows: that of `--amg-near-null-stride`
+    /// (checked by [`AmgArgs::params`]), or none (the library's default, the constants).
+    pub fn near_null(&self, rows: usize) -> Vec<Vec<f64>> {
+        match self.amg_near_null_stride {
+            Some(stride) if stride > 0 => {
+                let mut v = vec![0.0; rows];
+                v.iter_mut().step_by(stride).for_each(|x| *x = 1.0);
+                vec![v]
+            }
+            _ => Vec::new(),
+        }
     }
 }
 
