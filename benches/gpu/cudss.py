@@ -30,11 +30,9 @@ def preload():
 
 
 def load(path):
-    import cupy as cp
-    import cupyx.scipy.sparse as cpsp
-    import numpy as np
-
     if path.endswith(".mtx"):
+        import cupy as cp
+        import cupyx.scipy.sparse as cpsp
         import pandas as pd
 
         skip = 0
@@ -51,13 +49,9 @@ def load(path):
             shape=(n, m),
         )
         return coo.tocsr()
-    header = open(path + ".txt").read().split()
-    nrows, ncols, nnz = (int(v) for v in header[:3])
-    row_ptr = np.fromfile(path + ".row_ptr", dtype=np.uint32).astype(np.int32)
-    col_idx = np.fromfile(path + ".col_idx", dtype=np.uint32).astype(np.int32)
-    values = np.fromfile(path + ".values", dtype=np.float64)
-    assert len(values) == nnz and len(row_ptr) == nrows + 1
-    return cpsp.csr_matrix((cp.asarray(values), cp.asarray(col_idx), cp.asarray(row_ptr)), shape=(nrows, ncols))
+    from spgemm_cusparse import load as load_dump  # the dump's reader, same directory
+
+    return load_dump(path)[0]
 
 
 def main():
