@@ -445,6 +445,23 @@ fn main() -> ExitCode {
             common::check_tolerance("--rtol", rtol)?;
         }
         args.amg.params(galerkin::hdg::TRACE_AMG_THETA)?;
+        // Options of `solve` that the trace solve has its own answer to: refused, not ignored.
+        if args.amg.amg_near_null_stride.is_some() {
+            return Err(bad(
+                "--amg-near-null-stride",
+                "the trace solve builds its own near-null space (the constant mode of every \
+                 face); the option is `solve`'s"
+                    .into(),
+            ));
+        }
+        if args.amg.amg_precision != common::AmgPrecisionArg::Same {
+            return Err(bad(
+                "--amg-precision",
+                "the trace solve's AMG runs in the precision of --precision; the option is \
+                 `solve`'s"
+                    .into(),
+            ));
+        }
         if let Some(path) = &args.vtk {
             if !(path.ends_with(".vtu") || path.ends_with(".vtk")) {
                 return Err(bad(

@@ -3,9 +3,12 @@
 //! the containers that implement it, so a sparse format or a discretisation implements it
 //! without depending on the solvers that take it.
 
-use crate::error::Result;
+use crate::error::{check_len, Result};
 use crate::scalar::Scalar;
 use crate::vector::{Vector, VectorOps};
+
+/// The scaling `s` and the output `d` of [`LinearOperator::residual`]'s `d = s ∘ r`.
+pub type ScaledCopy<'a, B, S> = (&'a Vector<B, S>, &'a mut Vector<B, S>);
 
 /// Work of one application, for roofline reporting.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -71,10 +74,119 @@ pub trait LinearOperator<B: VectorOps, S: Scalar> {
         crate::vector::dot_into(x, y, scalars, slot)
     }
 
+    /// `r = b − A x` and, with `scaled = Some((s, d))`, `d = s ∘ r` (square operators): the
+    /// start of a smoothing step, one pass where the format fuses it (CSR and block-ELL on
+    /// every backend), else the SpMV and vector operations it stands for.
+    ///
+    /// # Errors
+    /// As [`apply_add`](Self::apply_add), and
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the operator is
+    /// not square or a vector does not have its size.
+    fn residual(
+        &self,
+        b: &Vector<B, S>,
+        x: &Vector<B, S>,
+        r: &mut Vector<B, S>,
+        scaled: Option<ScaledCopy<'_, B, S>>,
+    ) -> Result<()> {
+        residual_composed(self, b, x, r, scaled)
+    }
+
+    /// One step of a diagonally scaled polynomial smoother in residual form (square
+    /// operators), with `[α, β, γ] = coefficients`:
+    ///
+    /// `r −= A d`, then `e = α s ∘ r + β d`, then `x += e + γ d`
+    ///
+    /// (`γ = 1` adds an update `d` that a [`residual`](Self::residual) start left to this
+    /// step). One pass where the format fuses it (CSR and block-ELL), else the SpMV and the
+    /// vector operations it stands for.
+    ///
+    /// # Errors
+    /// As [`residual`](Self::residual).
+    #[allow(clippy::too_many_arguments)]
+    fn smoothing_step(
+        &self,
+        d: &Vector<B, S>,
+        r: &mut Vector<B, S>,
+        s: &Vector<B, S>,
+        e: &mut Vector<B, S>,
+        x: &mut Vector<B, S>,
+        coefficients: [S; 3],
+    ) -> Result<()> {
+        smoothing_step_composed(self, d, r, s, e, x, coefficients)
+    }
+
     /// Work of one application (zero when unknown).
     fn cost(&self) -> OperatorCost {
         OperatorCost::default()
     }
+}
+
+/// The checks of [`LinearOperator::residual`] and [`LinearOperator::smoothing_step`]: a
+/// square operator and every vector of its size.
+pub(crate) fn check_smoothing<B: VectorOps, S: Scalar, A: LinearOperator<B, S> + ?Sized>(
+    op: &'static str,
+    a: &A,
+    vectors: &[(&'static str, usize)],
+) -> Result<()> {
+    let n = a.nrows();
+    check_len(op, "ncols (the operator must be square)", n, a.ncols())?;
+    for &(name, len) in vectors {
+        check_len(op, name, n, len)?;
+    }
+    Ok(())
+}
+
+/// [`LinearOperator::residual`] by the operator's SpMV and vector operations.
+pub(crate) fn residual_composed<B: VectorOps, S: Scalar, A: LinearOperator<B, S> + ?Sized>(
+    a: &A,
+    b: &Vector<B, S>,
+    x: &Vector<B, S>,
+    r: &mut Vector<B, S>,
+    scaled: Option<ScaledCopy<'_, B, S>>,
+) -> Result<()> {
+    let mut lens = vec![("b", b.len()), ("x", x.len()), ("r", r.len())];
+    if let Some((s, d)) = &scaled {
+        lens.extend([("s", s.len()), ("d", d.len())]);
+    }
+    check_smoothing("LinearOperator::residual", a, &lens)?;
+    r.copy_from(b)?;
+    a.apply_add(-S::ONE, x, S::ONE, r)?;
+    if let Some((s, d)) = scaled {
+        d.pointwise_mul(s, r)?;
+    }
+    Ok(())
+}
+
+/// [`LinearOperator::smoothing_step`] by the operator's SpMV and vector operations.
+pub(crate) fn smoothing_step_composed<B: VectorOps, S: Scalar, A: LinearOperator<B, S> + ?Sized>(
+    a: &A,
+    d: &Vector<B, S>,
+    r: &mut Vector<B, S>,
+    s: &Vector<B, S>,
+    e: &mut Vector<B, S>,
+    x: &mut Vector<B, S>,
+    [alpha, beta, gamma]: [S; 3],
+) -> Result<()> {
+    check_smoothing(
+        "LinearOperator::smoothing_step",
+        a,
+        &[
+            ("d", d.len()),
+            ("r", r.len()),
+            ("s", s.len()),
+            ("e", e.len()),
+            ("x", x.len()),
+        ],
+    )?;
+    a.apply_add(-S::ONE, d, S::ONE, r)?;
+    e.pointwise_mul(s, r)?;
+    e.axpby(beta, d, alpha)?;
+    x.axpy(S::ONE, e)?;
+    if gamma != S::ZERO {
+        x.axpy(gamma, d)?;
+    }
+    Ok(())
 }
 
 impl<B: VectorOps, S: Scalar, T: LinearOperator<B, S> + ?Sized> LinearOperator<B, S> for &T {
@@ -98,6 +210,26 @@ impl<B: VectorOps, S: Scalar, T: LinearOperator<B, S> + ?Sized> LinearOperator<B
         slot: usize,
     ) -> Result<()> {
         (**self).apply_dot_device(x, y, scalars, slot)
+    }
+    fn residual(
+        &self,
+        b: &Vector<B, S>,
+        x: &Vector<B, S>,
+        r: &mut Vector<B, S>,
+        scaled: Option<ScaledCopy<'_, B, S>>,
+    ) -> Result<()> {
+        (**self).residual(b, x, r, scaled)
+    }
+    fn smoothing_step(
+        &self,
+        d: &Vector<B, S>,
+        r: &mut Vector<B, S>,
+        s: &Vector<B, S>,
+        e: &mut Vector<B, S>,
+        x: &mut Vector<B, S>,
+        coefficients: [S; 3],
+    ) -> Result<()> {
+        (**self).smoothing_step(d, r, s, e, x, coefficients)
     }
     fn cost(&self) -> OperatorCost {
         (**self).cost()

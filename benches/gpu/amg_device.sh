@@ -3,7 +3,7 @@
 # `../shared/gpu/pack --test it --example solve --example hdg_poisson --example bench`, with
 # carry [".gpu", "bench-wheels"]):
 #   source .gpu/setup.sh; bash benches/gpu/amg_device.sh
-# The sparse-algebra and AMG tests on CUDA and wgpu; `solve` with Jacobi against AMG (f64 and
+# The sparse-algebra, fused-smoothing and AMG tests on CUDA and wgpu; `solve` with Jacobi against AMG (f64 and
 # the f32 hierarchy) on the 3D Laplacian and the FVM matrix, with the setup's phases; the HDG
 # P = 3 trace solve (bench, warm) with block-Jacobi against AMG; PyAMG on Poisson 128³.
 set -uo pipefail
@@ -12,7 +12,7 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt"
 it=$(ls $bin/it-* | head -1)
-GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" sparse::algebra solver::amg --test-threads 4 > "$out/tests.txt" 2>&1
+GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" sparse::algebra sparse::smoothing solver::amg --test-threads 4 > "$out/tests.txt" 2>&1
 echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
 row() { python3 -c "
 import json,sys

@@ -462,6 +462,32 @@ impl<B: SparseOps, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<
         }
         each_format!(self, m => SparseStorage::spmv_dot_device(m, x, y, scalars, slot))
     }
+    fn residual(
+        &self,
+        b: &Vector<B, S>,
+        x: &Vector<B, S>,
+        r: &mut Vector<B, S>,
+        scaled: Option<crate::operator::ScaledCopy<'_, B, S>>,
+    ) -> Result<()> {
+        if !self.fuses() {
+            return crate::operator::residual_composed(self, b, x, r, scaled);
+        }
+        each_format!(self, m => SparseStorage::spmv_residual(m, b, x, r, scaled))
+    }
+    fn smoothing_step(
+        &self,
+        d: &Vector<B, S>,
+        r: &mut Vector<B, S>,
+        s: &Vector<B, S>,
+        e: &mut Vector<B, S>,
+        x: &mut Vector<B, S>,
+        coefficients: [S; 3],
+    ) -> Result<()> {
+        if !self.fuses() {
+            return crate::operator::smoothing_step_composed(self, d, r, s, e, x, coefficients);
+        }
+        each_format!(self, m => SparseStorage::spmv_smoothing_step(m, d, r, s, e, x, coefficients))
+    }
     fn cost(&self) -> OperatorCost {
         match self {
             SparseMatrix::Split(s) => OperatorCost {

@@ -59,6 +59,7 @@ pub use algebra as product;
 pub mod random;
 pub mod reorder;
 pub mod sell;
+pub(crate) mod smoothing;
 pub mod split;
 pub mod staircase;
 pub mod storage;

@@ -207,6 +207,82 @@ pub trait FormatKernels: sealed::Format + 'static {
             }
         }
     }
+
+    /// The fused residual on the CPU, `r = b − A x` (and `d = s ∘ r` with `scaled`), for
+    /// [`LinearOperator::residual`](crate::operator::LinearOperator::residual); `false`,
+    /// computing nothing, where the format does not fuse it (the default: the caller then
+    /// takes the SpMV and vector operations).
+    fn residual_cpu<V: Element, T: Scalar>(
+        a: &Self::Matrix<Cpu, V>,
+        b: &[T],
+        x: &[T],
+        r: &mut [T],
+        scaled: Option<(&[T], &mut [T])>,
+    ) -> bool {
+        let _ = (a, b, x, r, scaled);
+        false
+    }
+
+    /// The fused smoothing step on the CPU, `r −= A d; e = α s ∘ r + β d; x += e + γ d`
+    /// (`[α, β, γ] = coefficients`), for
+    /// [`LinearOperator::smoothing_step`](crate::operator::LinearOperator::smoothing_step);
+    /// `false`, computing nothing, where the format does not fuse it (the default).
+    #[allow(clippy::too_many_arguments)]
+    fn smoothing_step_cpu<V: Element, T: Scalar>(
+        a: &Self::Matrix<Cpu, V>,
+        d: &[T],
+        r: &mut [T],
+        s: &[T],
+        e: &mut [T],
+        x: &mut [T],
+        coefficients: [T; 3],
+    ) -> bool {
+        let _ = (a, d, r, s, e, x, coefficients);
+        false
+    }
+
+    /// [`residual_cpu`](Self::residual_cpu) on a CubeCL device: `Ok(false)`, computing
+    /// nothing, where the format does not fuse it (the default).
+    ///
+    /// # Errors
+    /// Device and kernel-compilation errors.
+    ///
+    /// # Safety
+    /// As [`spmv_cube`](Self::spmv_cube), the matrix square and every buffer of its size.
+    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        backend: &Cube<R>,
+        a: &Self::Matrix<Cube<R>, V>,
+        b: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
+    ) -> Result<bool> {
+        let _ = (backend, a, b, x, r, scaled);
+        Ok(false)
+    }
+
+    /// [`smoothing_step_cpu`](Self::smoothing_step_cpu) on a CubeCL device: `Ok(false)`,
+    /// computing nothing, where the format does not fuse it (the default).
+    ///
+    /// # Errors
+    /// Device and kernel-compilation errors.
+    ///
+    /// # Safety
+    /// As [`residual_cube`](Self::residual_cube).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        backend: &Cube<R>,
+        a: &Self::Matrix<Cube<R>, V>,
+        d: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        s: &CubeBuffer<T>,
+        e: &mut CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool> {
+        let _ = (backend, a, d, r, s, e, x, coefficients);
+        Ok(false)
+    }
 }
 
 /// The sparse operator family: SpMV of any format. Implemented by every backend; sealed.
@@ -260,6 +336,44 @@ pub trait SparseOps: VectorOps + Sealed {
         scalars: &mut Self::Buffer<T>,
         slot: usize,
     ) -> Result<()>;
+
+    /// The fused residual `r = b − A x` (and `d = s ∘ r`): `Ok(false)`, computing nothing,
+    /// where the format does not fuse it.
+    ///
+    /// # Errors
+    /// Device and kernel-compilation errors.
+    ///
+    /// # Safety
+    /// See [`FormatKernels`]; the matrix is square and every buffer has its size.
+    #[allow(clippy::type_complexity)]
+    unsafe fn residual<F: FormatKernels, V: Element, T: Scalar>(
+        &self,
+        a: &F::Matrix<Self, V>,
+        b: &Self::Buffer<T>,
+        x: &Self::Buffer<T>,
+        r: &mut Self::Buffer<T>,
+        scaled: Option<(&Self::Buffer<T>, &mut Self::Buffer<T>)>,
+    ) -> Result<bool>;
+
+    /// The fused smoothing step `r −= A d; e = α s ∘ r + β d; x += e + γ d`: `Ok(false)`,
+    /// computing nothing, where the format does not fuse it.
+    ///
+    /// # Errors
+    /// Device and kernel-compilation errors.
+    ///
+    /// # Safety
+    /// As [`residual`](Self::residual).
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn smoothing_step<F: FormatKernels, V: Element, T: Scalar>(
+        &self,
+        a: &F::Matrix<Self, V>,
+        d: &Self::Buffer<T>,
+        r: &mut Self::Buffer<T>,
+        s: &Self::Buffer<T>,
+        e: &mut Self::Buffer<T>,
+        x: &mut Self::Buffer<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool>;
 }
 
 impl SparseOps for Cpu {
@@ -297,6 +411,32 @@ impl SparseOps for Cpu {
         scalars[slot] = T::from_f64(crate::vector::cpu::dot(x, y));
         Ok(())
     }
+
+    #[allow(clippy::type_complexity)]
+    unsafe fn residual<F: FormatKernels, V: Element, T: Scalar>(
+        &self,
+        a: &F::Matrix<Cpu, V>,
+        b: &Vec<T>,
+        x: &Vec<T>,
+        r: &mut Vec<T>,
+        scaled: Option<(&Vec<T>, &mut Vec<T>)>,
+    ) -> Result<bool> {
+        let scaled = scaled.map(|(s, d)| (s.as_slice(), d.as_mut_slice()));
+        Ok(F::residual_cpu(a, b, x, r, scaled))
+    }
+
+    unsafe fn smoothing_step<F: FormatKernels, V: Element, T: Scalar>(
+        &self,
+        a: &F::Matrix<Cpu, V>,
+        d: &Vec<T>,
+        r: &mut Vec<T>,
+        s: &Vec<T>,
+        e: &mut Vec<T>,
+        x: &mut Vec<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool> {
+        Ok(F::smoothing_step_cpu(a, d, r, s, e, x, coefficients))
+    }
 }
 
 impl<R: CubeRuntime> SparseOps for Cube<R> {
@@ -332,6 +472,33 @@ impl<R: CubeRuntime> SparseOps for Cube<R> {
     ) -> Result<()> {
         // SAFETY: the caller's contract is the kernels'.
         unsafe { F::spmv_dot_device_cube(self, a, x, y, scalars, slot) }
+    }
+
+    #[allow(clippy::type_complexity)]
+    unsafe fn residual<F: FormatKernels, V: Element, T: Scalar>(
+        &self,
+        a: &F::Matrix<Self, V>,
+        b: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
+    ) -> Result<bool> {
+        // SAFETY: the caller's contract is the kernels'.
+        unsafe { F::residual_cube(self, a, b, x, r, scaled) }
+    }
+
+    unsafe fn smoothing_step<F: FormatKernels, V: Element, T: Scalar>(
+        &self,
+        a: &F::Matrix<Self, V>,
+        d: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        s: &CubeBuffer<T>,
+        e: &mut CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool> {
+        // SAFETY: the caller's contract is the kernels'.
+        unsafe { F::smoothing_step_cube(self, a, d, r, s, e, x, coefficients) }
     }
 }
 

@@ -171,6 +171,148 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized + sealed::Format {
             )
         }
     }
+
+    /// `r = b − A x` and, with `scaled = Some((s, d))`, `d = s ∘ r`, for a square matrix:
+    /// one pass where the format fuses it (CSR, block-ELL), else the SpMV and the vector
+    /// operations (also for vectors split into parts).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the matrix is
+    /// not square or a vector does not have its size;
+    /// [`Error::DeviceMismatch`](crate::error::Error::DeviceMismatch) if a vector lives on
+    /// another device; device errors.
+    fn spmv_residual<T: Scalar>(
+        &self,
+        b: &Vector<B, T>,
+        x: &Vector<B, T>,
+        r: &mut Vector<B, T>,
+        mut scaled: Option<crate::operator::ScaledCopy<'_, B, T>>,
+    ) -> Result<()> {
+        let op = Self::Kernels::SPMV_NAME;
+        let mut vectors = vec![("b", b.len(), b.parts()), ("x", x.len(), x.parts())];
+        vectors.push(("r", r.len(), r.parts()));
+        if let Some((s, d)) = &scaled {
+            vectors.extend([("s", s.len(), s.parts()), ("d", d.len(), d.parts())]);
+            check_device(op, self.backend(), s.backend())?;
+            check_device(op, self.backend(), d.backend())?;
+        }
+        check_smoothing(self, op, &vectors)?;
+        check_operands(self, x, r, true)?;
+        check_device(op, self.backend(), b.backend())?;
+        if vectors.iter().all(|v| v.2 == 1) {
+            // SAFETY: a square matrix and every buffer of its size on its device (checked
+            // above), each vector in one buffer.
+            let fused = unsafe {
+                let buffers = match &mut scaled {
+                    Some((s, d)) => Some((s.buffer()?, d.buffer_mut()?)),
+                    None => None,
+                };
+                self.backend().residual::<Self::Kernels, V, T>(
+                    self,
+                    b.buffer()?,
+                    x.buffer()?,
+                    r.buffer_mut()?,
+                    buffers,
+                )?
+            };
+            if fused {
+                return Ok(());
+            }
+        }
+        residual_parts(self, b, x, r, scaled)
+    }
+
+    /// One step of a diagonally scaled polynomial smoother for a square matrix,
+    /// `r −= A d; e = α s ∘ r + β d; x += e + γ d` with `[α, β, γ] = coefficients`: one pass
+    /// where the format fuses it (CSR, block-ELL), else the SpMV and the vector operations.
+    ///
+    /// # Errors
+    /// As [`spmv_residual`](Self::spmv_residual).
+    #[allow(clippy::too_many_arguments)]
+    fn spmv_smoothing_step<T: Scalar>(
+        &self,
+        d: &Vector<B, T>,
+        r: &mut Vector<B, T>,
+        s: &Vector<B, T>,
+        e: &mut Vector<B, T>,
+        x: &mut Vector<B, T>,
+        coefficients: [T; 3],
+    ) -> Result<()> {
+        let op = Self::Kernels::SPMV_NAME;
+        let vectors = [
+            ("d", d.len(), d.parts()),
+            ("r", r.len(), r.parts()),
+            ("s", s.len(), s.parts()),
+            ("e", e.len(), e.parts()),
+            ("x", x.len(), x.parts()),
+        ];
+        check_smoothing(self, op, &vectors)?;
+        check_operands(self, d, r, true)?;
+        for backend in [s.backend(), e.backend(), x.backend()] {
+            check_device(op, self.backend(), backend)?;
+        }
+        if vectors.iter().all(|v| v.2 == 1) {
+            // SAFETY: as for spmv_residual.
+            let fused = unsafe {
+                self.backend().smoothing_step::<Self::Kernels, V, T>(
+                    self,
+                    d.buffer()?,
+                    r.buffer_mut()?,
+                    s.buffer()?,
+                    e.buffer_mut()?,
+                    x.buffer_mut()?,
+                    coefficients,
+                )?
+            };
+            if fused {
+                return Ok(());
+            }
+        }
+        let [alpha, beta, gamma] = coefficients;
+        self.spmv(-T::ONE, d, T::ONE, r)?;
+        e.pointwise_mul(s, r)?;
+        e.axpby(beta, d, alpha)?;
+        x.axpy(T::ONE, e)?;
+        if gamma != T::ZERO {
+            x.axpy(gamma, d)?;
+        }
+        Ok(())
+    }
+}
+
+/// The length checks of the fused smoothing passes: a square matrix, every vector of its
+/// size.
+fn check_smoothing<B: SparseOps, V: Element, M: SparseStorage<B, V>>(
+    a: &M,
+    op: &'static str,
+    vectors: &[(&'static str, usize, usize)],
+) -> Result<()> {
+    check_len(
+        op,
+        "ncols (the matrix must be square)",
+        a.nrows(),
+        a.ncols(),
+    )?;
+    for &(name, len, _) in vectors {
+        check_len(op, name, a.nrows(), len)?;
+    }
+    Ok(())
+}
+
+/// [`SparseStorage::spmv_residual`] by the SpMV and vector operations (checked).
+fn residual_parts<B: SparseOps, V: Element, M: SparseStorage<B, V>, T: Scalar>(
+    a: &M,
+    b: &Vector<B, T>,
+    x: &Vector<B, T>,
+    r: &mut Vector<B, T>,
+    scaled: Option<crate::operator::ScaledCopy<'_, B, T>>,
+) -> Result<()> {
+    r.copy_from(b)?;
+    a.spmv(-T::ONE, x, T::ONE, r)?;
+    if let Some((s, d)) = scaled {
+        d.pointwise_mul(s, r)?;
+    }
+    Ok(())
 }
 
 /// The checks of every SpMV: `x` has `ncols`, `y` `nrows` entries, both on the matrix's
@@ -299,6 +441,34 @@ macro_rules! sparse_operator {
                 slot: usize,
             ) -> $crate::error::Result<()> {
                 $crate::sparse::SparseStorage::spmv_dot_device(self, x, y, scalars, slot)
+            }
+            fn residual(
+                &self,
+                b: &$crate::vector::Vector<B, S>,
+                x: &$crate::vector::Vector<B, S>,
+                r: &mut $crate::vector::Vector<B, S>,
+                scaled: Option<$crate::operator::ScaledCopy<'_, B, S>>,
+            ) -> $crate::error::Result<()> {
+                $crate::sparse::SparseStorage::spmv_residual(self, b, x, r, scaled)
+            }
+            fn smoothing_step(
+                &self,
+                d: &$crate::vector::Vector<B, S>,
+                r: &mut $crate::vector::Vector<B, S>,
+                s: &$crate::vector::Vector<B, S>,
+                e: &mut $crate::vector::Vector<B, S>,
+                x: &mut $crate::vector::Vector<B, S>,
+                coefficients: [S; 3],
+            ) -> $crate::error::Result<()> {
+                $crate::sparse::SparseStorage::spmv_smoothing_step(
+                    self,
+                    d,
+                    r,
+                    s,
+                    e,
+                    x,
+                    coefficients,
+                )
             }
             fn cost(&self) -> $crate::operator::OperatorCost {
                 $crate::sparse::storage::sparse_cost::<B, V, S, Self>(self)

@@ -118,6 +118,12 @@ fn hdg_poisson_bad_input() {
         (&["--neumann", "9"], "tag 9"),
         (&["--tau", "-1"], "tau"),
         (&["--vtk", "out.txt"], ".vtu"),
+        // `solve`'s AMG options, which the trace solve would otherwise ignore.
+        (
+            &["--precond", "amg", "--amg-near-null-stride", "4"],
+            "--amg-near-null-stride",
+        ),
+        (&["--amg-precision", "f32"], "--amg-precision"),
     ] {
         let out = run("hdg_poisson", args);
         let err = String::from_utf8_lossy(&out.stderr);

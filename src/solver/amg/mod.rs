@@ -567,8 +567,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         x: &Vector<B, T>,
         res: &mut Vector<B, T>,
     ) -> Result<()> {
-        res.copy_from(b)?;
-        self.levels[l].a.get().apply_add(-T::ONE, x, T::ONE, res)
+        self.levels[l].a.get().residual(b, x, res, None)
     }
 
     /// Smoothing of `A x = b` on level `l`: from `x = 0` when `zero`, else from `x`.
@@ -588,27 +587,39 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                 let (theta, delta) = (0.5 * (lmax + lmin), 0.5 * (lmax - lmin));
                 let sigma = theta / delta;
                 let mut rho = 1.0 / sigma;
-                if zero {
+                // The first update `d` (the scaling holds D⁻¹/θ: d = D⁻¹ res / θ). From a
+                // nonzero x, `x += d` is left to the first step (γ = 1): the residual pass
+                // reads x.
+                let mut pending = if zero {
                     w.res.copy_from(b)?;
                     x.pointwise_mul(&level.scaling, b)?;
                     w.d.copy_from(x)?;
+                    false
                 } else {
-                    self.residual(l, b, x, &mut w.res)?;
-                    w.d.pointwise_mul(&level.scaling, &w.res)?;
-                    x.axpy(T::ONE, &w.d)?;
-                }
+                    a.residual(b, x, &mut w.res, Some((&level.scaling, &mut w.d)))?;
+                    true
+                };
                 for _ in 1..degree {
-                    a.apply_add(-T::ONE, &w.d, T::ONE, &mut w.res)?;
                     let rho_new = 1.0 / (2.0 * sigma - rho);
-                    // The scaling holds D⁻¹/θ: w = D⁻¹ res / θ.
-                    w.w.pointwise_mul(&level.scaling, &w.res)?;
-                    w.d.axpby(
-                        T::from_f64(2.0 * rho_new * theta / delta),
-                        &w.w,
-                        T::from_f64(rho_new * rho),
+                    // res −= A d; w = 2ρ'/δ D⁻¹ res + ρ'ρ d; x += w (+ d pending).
+                    a.smoothing_step(
+                        &w.d,
+                        &mut w.res,
+                        &level.scaling,
+                        &mut w.w,
+                        x,
+                        [
+                            T::from_f64(2.0 * rho_new * theta / delta),
+                            T::from_f64(rho_new * rho),
+                            if pending { T::ONE } else { T::ZERO },
+                        ],
                     )?;
-                    x.axpy(T::ONE, &w.d)?;
+                    std::mem::swap(&mut w.d, &mut w.w);
+                    pending = false;
                     rho = rho_new;
+                }
+                if pending {
+                    x.axpy(T::ONE, &w.d)?;
                 }
             }
             AmgSmoother::L1Jacobi { sweeps } => {
@@ -616,8 +627,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                     if zero && s == 0 {
                         x.pointwise_mul(&level.scaling, b)?;
                     } else {
-                        self.residual(l, b, x, &mut w.res)?;
-                        w.d.pointwise_mul(&level.scaling, &w.res)?;
+                        a.residual(b, x, &mut w.res, Some((&level.scaling, &mut w.d)))?;
                         x.axpy(T::ONE, &w.d)?;
                     }
                 }

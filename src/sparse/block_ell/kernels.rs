@@ -17,6 +17,10 @@ use crate::sparse::ops::{
     axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
 };
 use crate::sparse::options::FormatOptions;
+use crate::sparse::smoothing::{
+    smooth_row, smooth_rows_cpu, with_smooth_launch, CpuSmooth, SmoothCoefficients, SmoothMode,
+    SmoothOperands,
+};
 use crate::sparse::PAD;
 
 /// The block-ELL arrays and sizes, as one kernel argument.
@@ -125,6 +129,69 @@ fn block_ell_direct_kernel<V: Float, T: Float>(
             } else {
                 y[u] = alpha * acc + scaling.beta.get::<T>() * y[u];
             }
+        }
+        u += stride;
+    }
+}
+
+/// A fused smoothing pass ([`smoothing`](crate::sparse::smoothing)) on block-ELL: the row
+/// product `(A v)ᵤ` as [`block_ell_direct_kernel`] computes it, then the row's end by
+/// [`smooth_row`].
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn block_ell_smooth_kernel<V: Float, T: Float>(
+    a: &BlockArrays<V>,
+    v: &Array<T>,
+    a0: &mut Array<T>,
+    a1: &mut Array<T>,
+    a2: &mut Array<T>,
+    a3: &mut Array<T>,
+    c: &SmoothCoefficients,
+    #[comptime] cfg: BlockConfig,
+    #[comptime] mode: SmoothMode,
+) {
+    let m = cfg.m;
+    let unroll = cfg.unroll;
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut u = ABSOLUTE_POS;
+    while u < a.padded_rows {
+        let l = u / m;
+        let mut acc = T::new(0.0);
+        for slot in 0..a.slots {
+            let bc = a.neighbours[l * a.slots + slot];
+            if bc != PAD {
+                let xbase = bc as usize * m;
+                let vbase = u + a.padded_rows * slot * m;
+                for chunk in 0..comptime![m / unroll] {
+                    #[unroll]
+                    for jj in 0..unroll {
+                        let j = chunk * unroll + jj;
+                        acc += block_term::<V, T>(
+                            &a.values,
+                            v,
+                            vbase + a.padded_rows * j,
+                            xbase + j,
+                            a.ncols,
+                            cfg.ragged,
+                        );
+                    }
+                }
+                #[unroll]
+                for jj in 0..comptime![m % unroll] {
+                    let j = comptime![m / unroll * unroll] + jj;
+                    acc += block_term::<V, T>(
+                        &a.values,
+                        v,
+                        vbase + a.padded_rows * j,
+                        xbase + j,
+                        a.ncols,
+                        cfg.ragged,
+                    );
+                }
+            }
+        }
+        if u < a.nrows {
+            smooth_row::<T>(u, acc, v, a0, a1, a2, a3, c, mode);
         }
         u += stride;
     }
@@ -340,6 +407,152 @@ impl FormatKernels for BlockEllFormat {
                 })
             }
         }
+    }
+
+    fn residual_cpu<V: Element, T: Scalar>(
+        a: &BlockEll<Cpu, V>,
+        b: &[T],
+        x: &[T],
+        r: &mut [T],
+        scaled: Option<(&[T], &mut [T])>,
+    ) -> bool {
+        smooth_rows_cpu(CpuSmooth::Residual { b, r, scaled }, |u| {
+            row_product(a, x, u)
+        });
+        true
+    }
+
+    fn smoothing_step_cpu<V: Element, T: Scalar>(
+        a: &BlockEll<Cpu, V>,
+        d: &[T],
+        r: &mut [T],
+        s: &[T],
+        e: &mut [T],
+        x: &mut [T],
+        coefficients: [T; 3],
+    ) -> bool {
+        let operands = CpuSmooth::Step {
+            d,
+            r,
+            s,
+            e,
+            x,
+            coefficients,
+        };
+        smooth_rows_cpu(operands, |u| row_product(a, d, u));
+        true
+    }
+
+    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &BlockEll<Cube<R>, V>,
+        rhs: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
+    ) -> Result<bool> {
+        if a.kernel != BlockEllKernel::Direct {
+            return Ok(false);
+        }
+        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
+        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
+        unsafe { smooth_cube(b, a, x, operands)? };
+        Ok(true)
+    }
+
+    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &BlockEll<Cube<R>, V>,
+        d: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        s: &CubeBuffer<T>,
+        e: &mut CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool> {
+        if a.kernel != BlockEllKernel::Direct {
+            return Ok(false);
+        }
+        let operands = SmoothOperands::Step {
+            r,
+            s,
+            e,
+            x,
+            coefficients,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { smooth_cube(b, a, d, operands)? };
+        Ok(true)
+    }
+}
+
+/// `(A v)ᵤ`, accumulated in `T` block slot by block slot (as [`BlockEllFormat::spmv_cpu`]).
+fn row_product<V: Element, T: Scalar>(a: &BlockEll<Cpu, V>, v: &[T], u: usize) -> T {
+    let (m, s) = (a.block_size, a.slots);
+    let big_m = a.nrows.div_ceil(m) * m;
+    let l = u / m;
+    let mut acc = T::ZERO;
+    for slot in 0..s {
+        let bc = a.neighbours[l * s + slot];
+        if bc == PAD {
+            continue;
+        }
+        for j in 0..m {
+            let c = bc as usize * m + j;
+            if c < a.ncols {
+                acc += T::from_f64(a.values[u + big_m * (slot * m + j)].as_f64()) * v[c];
+            }
+        }
+    }
+    acc
+}
+
+/// A fused smoothing pass on a device with the direct kernel's mapping, the gathered
+/// vector `v`.
+///
+/// # Safety
+/// A square matrix; `v` and every buffer of `operands` of its size.
+unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &BlockEll<Cube<R>, V>,
+    v: &CubeBuffer<T>,
+    operands: SmoothOperands<'_, T>,
+) -> Result<()> {
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let m = a.block_size;
+    let padded_rows = a.nrows.div_ceil(m) * m;
+    let cfg = BlockConfig {
+        m,
+        unroll: if m <= 16 { m } else { 8 },
+        ragged: !a.ncols.is_multiple_of(m),
+        beta_zero: false,
+    };
+    let (count, dim) = b.config().grid(padded_rows);
+    // SAFETY: the caller's contract and the block-ELL invariants (as for the direct SpMV);
+    // rows past nrows only compute.
+    unsafe {
+        with_smooth_launch(b, operands, |args| {
+            let [a0, a1, a2, a3] = args.arrays;
+            let mode = args.mode;
+            b.launch::<(V, T)>((cfg, mode), || {
+                block_ell_smooth_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    arrays(a),
+                    v.arg(),
+                    a0,
+                    a1,
+                    a2,
+                    a3,
+                    args.coefficients,
+                    cfg,
+                    mode,
+                )
+            })
+        })
     }
 }
 

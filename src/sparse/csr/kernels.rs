@@ -14,6 +14,10 @@ use crate::sparse::csr::{Csr, CsrKernel};
 use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, Scaling};
 use crate::sparse::ops::{sealed, FormatKernels, Mover, SparseOps};
 use crate::sparse::options::FormatOptions;
+use crate::sparse::smoothing::{
+    smooth_row, smooth_rows_cpu, with_smooth_launch, CpuSmooth, SmoothCoefficients, SmoothMode,
+    SmoothOperands,
+};
 
 /// The CSR arrays, as one kernel argument.
 #[derive(CubeType, CubeLaunch)]
@@ -125,6 +129,71 @@ fn csr_vector_kernel<V: Float, T: Float>(
             } else {
                 y[row] = alpha * acc + scaling.beta.get::<T>() * y[row];
             }
+        }
+    }
+}
+
+/// A fused smoothing pass ([`smoothing`](crate::sparse::smoothing)) on CSR: the row product
+/// `(A v)ᵢ` as [`csr_vector_kernel`] computes it (`group` units per row; 1: a unit per row),
+/// then the row's end by [`smooth_row`].
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn csr_smooth_kernel<V: Float, T: Float>(
+    a: &CsrArrays<V>,
+    v: &Array<T>,
+    a0: &mut Array<T>,
+    a1: &mut Array<T>,
+    a2: &mut Array<T>,
+    a3: &mut Array<T>,
+    c: &SmoothCoefficients,
+    nrows: usize,
+    #[comptime] cfg: VectorConfig,
+    #[comptime] mode: SmoothMode,
+) {
+    let group = cfg.group;
+    let lane = UNIT_POS % group;
+    let groups_per_cube = (CUBE_DIM / group) as usize;
+    let total_groups = CUBE_COUNT * groups_per_cube;
+    let group_id = CUBE_POS * groups_per_cube + (UNIT_POS / group) as usize;
+    let iterations = ceil_div(nrows, total_groups);
+    let mut shared = SharedMemory::<T>::new(cfg.cube_dim);
+    for it in 0..iterations {
+        let row = group_id + it * total_groups;
+        let mut acc = T::new(0.0);
+        if row < nrows {
+            let end = a.row_ptr[row + 1] as usize;
+            let mut k = a.row_ptr[row] as usize + lane as usize;
+            while k < end {
+                acc += T::cast_from(a.values[k]) * v[a.col_idx[k] as usize];
+                k += group as usize;
+            }
+        }
+        if comptime![group > 1] {
+            let half = comptime![group / 2];
+            if cfg.use_plane {
+                let mut offset = half.runtime();
+                while offset > 0 {
+                    acc += plane_shuffle_xor(acc, offset);
+                    offset /= 2;
+                }
+            } else {
+                let unit = UNIT_POS as usize;
+                shared[unit] = acc;
+                sync_cube();
+                let mut offset = half.runtime();
+                while offset > 0 {
+                    if lane < offset {
+                        shared[unit] = shared[unit] + shared[unit + offset as usize];
+                    }
+                    sync_cube();
+                    offset /= 2;
+                }
+                acc = shared[unit];
+                sync_cube();
+            }
+        }
+        if lane == 0 && row < nrows {
+            smooth_row::<T>(row, acc, v, a0, a1, a2, a3, c, mode);
         }
     }
 }
@@ -252,6 +321,139 @@ impl FormatKernels for CsrFormat {
                 })
             }
         }
+    }
+
+    fn residual_cpu<V: Element, T: Scalar>(
+        a: &Csr<Cpu, V>,
+        b: &[T],
+        x: &[T],
+        r: &mut [T],
+        scaled: Option<(&[T], &mut [T])>,
+    ) -> bool {
+        smooth_rows_cpu(CpuSmooth::Residual { b, r, scaled }, |i| {
+            row_product(a, x, i)
+        });
+        true
+    }
+
+    fn smoothing_step_cpu<V: Element, T: Scalar>(
+        a: &Csr<Cpu, V>,
+        d: &[T],
+        r: &mut [T],
+        s: &[T],
+        e: &mut [T],
+        x: &mut [T],
+        coefficients: [T; 3],
+    ) -> bool {
+        let operands = CpuSmooth::Step {
+            d,
+            r,
+            s,
+            e,
+            x,
+            coefficients,
+        };
+        smooth_rows_cpu(operands, |i| row_product(a, d, i));
+        true
+    }
+
+    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Csr<Cube<R>, V>,
+        rhs: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
+    ) -> Result<bool> {
+        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
+        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
+        unsafe { smooth_cube(b, a, x, operands)? };
+        Ok(true)
+    }
+
+    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Csr<Cube<R>, V>,
+        d: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        s: &CubeBuffer<T>,
+        e: &mut CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool> {
+        let operands = SmoothOperands::Step {
+            r,
+            s,
+            e,
+            x,
+            coefficients,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { smooth_cube(b, a, d, operands)? };
+        Ok(true)
+    }
+}
+
+/// `(A v)ᵢ`, accumulated in `T` in the order of the stored entries (as [`CsrFormat::spmv_cpu`]).
+fn row_product<V: Element, T: Scalar>(a: &Csr<Cpu, V>, v: &[T], i: usize) -> T {
+    let (s, e) = (a.row_ptr[i] as usize, a.row_ptr[i + 1] as usize);
+    let mut acc = T::ZERO;
+    for (&c, val) in a.col_idx[s..e].iter().zip(&a.values[s..e]) {
+        acc += T::from_f64(val.as_f64()) * v[c as usize];
+    }
+    acc
+}
+
+/// A fused smoothing pass on a device, the gathered vector `v`, with the SpMV's choice of
+/// units per row.
+///
+/// # Safety
+/// A square matrix; `v` and every buffer of `operands` of its size.
+unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Csr<Cube<R>, V>,
+    v: &CubeBuffer<T>,
+    operands: SmoothOperands<'_, T>,
+) -> Result<()> {
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let group = match a.kernel.resolve(&a.stats) {
+        CsrKernel::Vector { group } => group,
+        _ => 1,
+    };
+    let info = crate::backend::BackendCore::info(b);
+    let (count, dim) = b.config().grid(a.nrows * group as usize);
+    let cfg = VectorConfig {
+        group,
+        use_plane: info.plane_ops && info.plane_size.0 >= group,
+        beta_zero: false,
+        cube_dim: dim.x as usize,
+    };
+    // SAFETY: the caller's contract; the CSR invariants keep every offset below nnz and every
+    // column below ncols = nrows; the group size is a power of two in 1..=32.
+    unsafe {
+        with_smooth_launch(b, operands, |args| {
+            let [a0, a1, a2, a3] = args.arrays;
+            let mode = args.mode;
+            b.launch::<(V, T)>((cfg, mode), || {
+                csr_smooth_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    arrays(a),
+                    v.arg(),
+                    a0,
+                    a1,
+                    a2,
+                    a3,
+                    args.coefficients,
+                    a.nrows,
+                    cfg,
+                    mode,
+                )
+            })
+        })
     }
 }
 

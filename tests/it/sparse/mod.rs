@@ -14,6 +14,7 @@ use crate::harness::{assert_close, exact_sum};
 mod algebra;
 mod conversion;
 mod matrix;
+mod smoothing;
 mod split;
 mod spmv;
 

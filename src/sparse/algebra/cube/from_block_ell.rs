@@ -1,6 +1,7 @@
 //! A block-ELL matrix as CSR with f64 values on a CubeCL device, for the AMG setup of a
 //! matrix assembled in block-ELL (the HDG trace system): count the nonzero entries of each
-//! row's blocks, scan, fill, sort each row, convert the values — no trip through the host.
+//! row's blocks, scan, fill each row in column order, convert the values — no trip through
+//! the host.
 
 use cubecl::prelude::*;
 
@@ -13,9 +14,11 @@ use crate::sparse::csr::Csr;
 use crate::sparse::PAD;
 use crate::vector::VectorOps;
 
-/// The nonzero entries of row `i`'s blocks inside the matrix (`fill`: written at
-/// `row_ptr[i]`, unsorted; else counted). The block of slot `t`, column `q` of row `i` is
-/// `values[i + big_m (t m + q)]`.
+/// The nonzero entries of row `i`'s blocks inside the matrix: counted, or (`fill`) written
+/// at `row_ptr[i]` in increasing column order — the slots visited by increasing block column
+/// (ties by slot, so a repeated block column keeps its entries in slot order, as a stable
+/// sort would), each block's columns in order — so the rows need no sort. The block of slot
+/// `t`, column `q` of row `i` is `values[i + big_m (t m + q)]`.
 #[allow(clippy::collapsible_if, clippy::too_many_arguments)]
 #[cube(launch_unchecked)]
 fn block_ell_rows_kernel<V: Float>(
@@ -36,31 +39,55 @@ fn block_ell_rows_kernel<V: Float>(
     let mut i = ABSOLUTE_POS;
     while i < nrows {
         let l = i / m;
-        let mut at = 0u32;
         if fill {
-            at = row_ptr[i];
-        }
-        let mut count = 0u32;
-        for t in 0..slots {
-            let bc = neighbours[l * slots + t];
-            if bc != PAD {
-                for q in 0..m {
-                    let c = bc as usize * m + q;
-                    if c < ncols {
-                        let v = values[i + big_m * (t * m + q)];
-                        if v != V::new(0.0) {
-                            if fill {
+            let mut at = row_ptr[i];
+            // The last slot emitted, (block column, slot); `started` once there is one.
+            let mut last_bc = 0u32;
+            let mut last_t = 0usize;
+            let mut started = false;
+            for _pass in 0..slots {
+                let mut best_bc = PAD.runtime();
+                let mut best_t = 0usize;
+                for t in 0..slots {
+                    let bc = neighbours[l * slots + t];
+                    let after = !started || bc > last_bc || (bc == last_bc && t > last_t);
+                    if bc != PAD && after && bc < best_bc {
+                        best_bc = bc;
+                        best_t = t;
+                    }
+                }
+                if best_bc != PAD {
+                    for q in 0..m {
+                        let c = best_bc as usize * m + q;
+                        if c < ncols {
+                            let v = values[i + big_m * (best_t * m + q)];
+                            if v != V::new(0.0) {
                                 cols[at as usize] = c as u32;
                                 vals[at as usize] = v;
                                 at += 1;
                             }
-                            count += 1;
+                        }
+                    }
+                    last_bc = best_bc;
+                    last_t = best_t;
+                    started = true;
+                }
+            }
+        } else {
+            let mut count = 0u32;
+            for t in 0..slots {
+                let bc = neighbours[l * slots + t];
+                if bc != PAD {
+                    for q in 0..m {
+                        let c = bc as usize * m + q;
+                        if c < ncols {
+                            if values[i + big_m * (t * m + q)] != V::new(0.0) {
+                                count += 1;
+                            }
                         }
                     }
                 }
             }
-        }
-        if !fill {
             counts[i] = count;
         }
         i += stride;
@@ -112,10 +139,9 @@ impl<R: CubeRuntime> Cube<R> {
         let (row_ptr, nnz, stats) =
             self.exclusive_scan(&counts, n, a.ncols, "the CSR copy of a block-ELL matrix")?;
         drop(counts);
-        let mut cols = self.alloc_uninit::<u32>(nnz)?;
-        let mut vals = self.alloc_uninit::<V>(nnz)?;
+        let cols = self.alloc_uninit::<u32>(nnz)?;
+        let vals = self.alloc_uninit::<V>(nnz)?;
         launch(&row_ptr, &cols, &vals, &dummy_u, true)?;
-        self.sort_rows(&row_ptr, &mut cols, &mut vals, n, stats.max)?;
         let mut values = self.alloc_uninit::<f64>(nnz)?;
         // SAFETY: both value buffers hold nnz entries of this backend.
         unsafe { self.convert(&vals, &mut values)? };
