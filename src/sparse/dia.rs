@@ -35,6 +35,10 @@ use crate::sparse::ops::{
     add_if, rows_cpu, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
 };
 use crate::sparse::options::{FormatLimits, FormatOptions};
+use crate::sparse::smoothing::{
+    smooth_row, smooth_rows_cpu, with_smooth_launch, CpuSmooth, SmoothCoefficients, SmoothMode,
+    SmoothOperands,
+};
 use crate::sparse::storage::{sparse_operator, SparseStorage};
 use crate::sparse::{to_u32, RowStats};
 use crate::vector::cube::reduce::{cube_sum_to, partials};
@@ -332,6 +336,83 @@ fn dia_kernel<V: Float, T: Float>(
     }
 }
 
+/// A fused smoothing pass ([`smoothing`](crate::sparse::smoothing)): the row product of
+/// [`dia_row`], then the row's end by [`smooth_row`].
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn dia_smooth_kernel<V: Float, T: Float>(
+    a: &DiaArrays<V>,
+    v: &Array<T>,
+    a0: &mut Array<T>,
+    a1: &mut Array<T>,
+    a2: &mut Array<T>,
+    a3: &mut Array<T>,
+    c: &SmoothCoefficients,
+    #[comptime] unrolled: usize,
+    #[comptime] mode: SmoothMode,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut row = ABSOLUTE_POS;
+    while row < a.nrows {
+        let acc = dia_row::<V, T>(a, v, row, unrolled);
+        smooth_row::<T>(row, acc, v, a0, a1, a2, a3, c, mode);
+        row += stride;
+    }
+}
+
+/// A fused smoothing pass on a device, the gathered vector `v`.
+///
+/// # Safety
+/// A square matrix; `v` and every buffer of `operands` of its size.
+unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Dia<Cube<R>, V>,
+    v: &CubeBuffer<T>,
+    operands: SmoothOperands<'_, T>,
+) -> Result<()> {
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (count, dim) = b.config().grid(a.nrows);
+    let unrolled = unrolled(b, a.offsets.len());
+    // SAFETY: the caller's contract and the DIA invariants (as for the SpMV).
+    unsafe {
+        with_smooth_launch(b, operands, |args| {
+            let [a0, a1, a2, a3] = args.arrays;
+            let mode = args.mode;
+            b.launch::<(V, T)>((unrolled, mode), || {
+                dia_smooth_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    arrays(a),
+                    v.arg(),
+                    a0,
+                    a1,
+                    a2,
+                    a3,
+                    args.coefficients,
+                    unrolled,
+                    mode,
+                )
+            })
+        })
+    }
+}
+
+/// `(A v)_r` on the CPU, the diagonals in order.
+fn row_product<V: Element, T: Scalar>(a: &Dia<Cpu, V>, v: &[T], r: usize) -> T {
+    let (n, m) = (a.nrows, a.ncols as i64);
+    let mut acc = T::ZERO;
+    for (d, &off) in a.offsets.iter().enumerate() {
+        let c = r as i64 + off;
+        if c >= 0 && c < m {
+            acc += T::from_f64(a.values[d * n + r].as_f64()) * v[c as usize];
+        }
+    }
+    acc
+}
+
 /// `y = A x` and partial sums of `x · y`, one per cube (square matrices): CG's SpMV and the
 /// inner product after it in one pass.
 #[cube(launch_unchecked)]
@@ -437,17 +518,77 @@ impl FormatKernels for DiaFormat {
     }
 
     fn spmv_cpu<V: Element, T: Scalar>(a: &Dia<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
-        let (n, m) = (a.nrows, a.ncols as i64);
-        rows_cpu(y, alpha, beta, |r| {
-            let mut acc = T::ZERO;
-            for (d, &off) in a.offsets.iter().enumerate() {
-                let c = r as i64 + off;
-                if c >= 0 && c < m {
-                    acc += T::from_f64(a.values[d * n + r].as_f64()) * x[c as usize];
-                }
-            }
-            acc
+        rows_cpu(y, alpha, beta, |r| row_product(a, x, r));
+    }
+
+    fn residual_cpu<V: Element, T: Scalar>(
+        a: &Dia<Cpu, V>,
+        b: &[T],
+        x: &[T],
+        r: &mut [T],
+        scaled: Option<(&[T], &mut [T])>,
+    ) -> bool {
+        smooth_rows_cpu(CpuSmooth::Residual { b, r, scaled }, |i| {
+            row_product(a, x, i)
         });
+        true
+    }
+
+    fn smoothing_step_cpu<V: Element, T: Scalar>(
+        a: &Dia<Cpu, V>,
+        d: &[T],
+        r: &mut [T],
+        s: &[T],
+        e: &mut [T],
+        x: &mut [T],
+        coefficients: [T; 3],
+    ) -> bool {
+        let operands = CpuSmooth::Step {
+            d,
+            r,
+            s,
+            e,
+            x,
+            coefficients,
+        };
+        smooth_rows_cpu(operands, |i| row_product(a, d, i));
+        true
+    }
+
+    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Dia<Cube<R>, V>,
+        rhs: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
+    ) -> Result<bool> {
+        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
+        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
+        unsafe { smooth_cube(b, a, x, operands)? };
+        Ok(true)
+    }
+
+    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Dia<Cube<R>, V>,
+        d: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        s: &CubeBuffer<T>,
+        e: &mut CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool> {
+        let operands = SmoothOperands::Step {
+            r,
+            s,
+            e,
+            x,
+            coefficients,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { smooth_cube(b, a, d, operands)? };
+        Ok(true)
     }
 
     unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(

@@ -2,7 +2,6 @@
 //! seed's inflate + contract), behind [`BlockEllFormat`].
 
 use cubecl::prelude::*;
-use rayon::prelude::*;
 
 use crate::backend::core::BackendCore;
 use crate::backend::cpu::Cpu;
@@ -14,7 +13,7 @@ use crate::sparse::choose::detect_block_size;
 use crate::sparse::convert::FormatConversion;
 use crate::sparse::csr::Csr;
 use crate::sparse::ops::{
-    axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
+    sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
 };
 use crate::sparse::options::FormatOptions;
 use crate::sparse::smoothing::{
@@ -69,6 +68,57 @@ fn block_term<V: Float, T: Float>(
     term
 }
 
+/// Row `u`'s product `(A x)_u` (a padded row past `nrows` computes on its block row's
+/// padding); `m` is comptime so the inner product over a block row unrolls.
+#[cube]
+fn block_row_product<V: Float, T: Float>(
+    a: &BlockArrays<V>,
+    x: &Array<T>,
+    u: usize,
+    #[comptime] cfg: BlockConfig,
+) -> T {
+    let m = cfg.m;
+    let unroll = cfg.unroll;
+    let l = u / m;
+    let mut acc = T::new(0.0);
+    for slot in 0..a.slots {
+        let bc = a.neighbours[l * a.slots + slot];
+        if bc != PAD {
+            let xbase = bc as usize * m;
+            let vbase = u + a.padded_rows * slot * m;
+            // Unrolled in chunks of `unroll` columns: a fully unrolled block row of 35 or
+            // 64 columns costs registers (occupancy) without adding bandwidth.
+            for chunk in 0..comptime![m / unroll] {
+                #[unroll]
+                for jj in 0..unroll {
+                    let j = chunk * unroll + jj;
+                    acc += block_term::<V, T>(
+                        &a.values,
+                        x,
+                        vbase + a.padded_rows * j,
+                        xbase + j,
+                        a.ncols,
+                        cfg.ragged,
+                    );
+                }
+            }
+            #[unroll]
+            for jj in 0..comptime![m % unroll] {
+                let j = comptime![m / unroll * unroll] + jj;
+                acc += block_term::<V, T>(
+                    &a.values,
+                    x,
+                    vbase + a.padded_rows * j,
+                    xbase + j,
+                    a.ncols,
+                    cfg.ragged,
+                );
+            }
+        }
+    }
+    acc
+}
+
 /// Direct kernel: one unit per row `u` (`m` units per block row, sharing their `x` reads);
 /// `m` is comptime so the inner product over a block row unrolls. Bytes per stored block
 /// value: the value (coalesced) + `x` (cached, read by `m` units).
@@ -81,48 +131,10 @@ fn block_ell_direct_kernel<V: Float, T: Float>(
     #[comptime] cfg: BlockConfig,
 ) {
     let alpha = scaling.alpha.get::<T>();
-    let m = cfg.m;
-    let unroll = cfg.unroll;
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut u = ABSOLUTE_POS;
     while u < a.padded_rows {
-        let l = u / m;
-        let mut acc = T::new(0.0);
-        for slot in 0..a.slots {
-            let bc = a.neighbours[l * a.slots + slot];
-            if bc != PAD {
-                let xbase = bc as usize * m;
-                let vbase = u + a.padded_rows * slot * m;
-                // Unrolled in chunks of `unroll` columns: a fully unrolled block row of 35 or
-                // 64 columns costs registers (occupancy) without adding bandwidth.
-                for chunk in 0..comptime![m / unroll] {
-                    #[unroll]
-                    for jj in 0..unroll {
-                        let j = chunk * unroll + jj;
-                        acc += block_term::<V, T>(
-                            &a.values,
-                            x,
-                            vbase + a.padded_rows * j,
-                            xbase + j,
-                            a.ncols,
-                            cfg.ragged,
-                        );
-                    }
-                }
-                #[unroll]
-                for jj in 0..comptime![m % unroll] {
-                    let j = comptime![m / unroll * unroll] + jj;
-                    acc += block_term::<V, T>(
-                        &a.values,
-                        x,
-                        vbase + a.padded_rows * j,
-                        xbase + j,
-                        a.ncols,
-                        cfg.ragged,
-                    );
-                }
-            }
-        }
+        let acc = block_row_product::<V, T>(a, x, u, cfg);
         if u < a.nrows {
             if cfg.beta_zero {
                 y[u] = alpha * acc;
@@ -150,46 +162,10 @@ fn block_ell_smooth_kernel<V: Float, T: Float>(
     #[comptime] cfg: BlockConfig,
     #[comptime] mode: SmoothMode,
 ) {
-    let m = cfg.m;
-    let unroll = cfg.unroll;
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut u = ABSOLUTE_POS;
     while u < a.padded_rows {
-        let l = u / m;
-        let mut acc = T::new(0.0);
-        for slot in 0..a.slots {
-            let bc = a.neighbours[l * a.slots + slot];
-            if bc != PAD {
-                let xbase = bc as usize * m;
-                let vbase = u + a.padded_rows * slot * m;
-                for chunk in 0..comptime![m / unroll] {
-                    #[unroll]
-                    for jj in 0..unroll {
-                        let j = chunk * unroll + jj;
-                        acc += block_term::<V, T>(
-                            &a.values,
-                            v,
-                            vbase + a.padded_rows * j,
-                            xbase + j,
-                            a.ncols,
-                            cfg.ragged,
-                        );
-                    }
-                }
-                #[unroll]
-                for jj in 0..comptime![m % unroll] {
-                    let j = comptime![m / unroll * unroll] + jj;
-                    acc += block_term::<V, T>(
-                        &a.values,
-                        v,
-                        vbase + a.padded_rows * j,
-                        xbase + j,
-                        a.ncols,
-                        cfg.ragged,
-                    );
-                }
-            }
-        }
+        let acc = block_row_product::<V, T>(a, v, u, cfg);
         if u < a.nrows {
             smooth_row::<T>(u, acc, v, a0, a1, a2, a3, c, mode);
         }
@@ -302,7 +278,7 @@ impl FormatKernels for BlockEllFormat {
         })
     }
 
-    /// Block rows in parallel, the small dense products row by row.
+    /// Rows in parallel (rayon tasks of 2048), each row's block slots in order.
     fn spmv_cpu<V: Element, T: Scalar>(
         a: &BlockEll<Cpu, V>,
         alpha: T,
@@ -310,28 +286,7 @@ impl FormatKernels for BlockEllFormat {
         beta: T,
         y: &mut [T],
     ) {
-        let (m, s) = (a.block_size, a.slots);
-        let big_m = a.nrows.div_ceil(m) * m;
-        y.par_chunks_mut(m).enumerate().for_each(|(l, yb)| {
-            for (i, yi) in yb.iter_mut().enumerate() {
-                let u = l * m + i;
-                let mut acc = T::ZERO;
-                for slot in 0..s {
-                    let bc = a.neighbours[l * s + slot];
-                    if bc == PAD {
-                        continue;
-                    }
-                    for j in 0..m {
-                        let c = bc as usize * m + j;
-                        if c < a.ncols {
-                            acc +=
-                                T::from_f64(a.values[u + big_m * (slot * m + j)].as_f64()) * x[c];
-                        }
-                    }
-                }
-                axpby_row(alpha, acc, beta, yi);
-            }
-        });
+        crate::sparse::ops::rows_cpu(y, alpha, beta, |u| row_product(a, x, u));
     }
 
     unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(

@@ -70,37 +70,30 @@ fn csr_scalar_kernel<V: Float, T: Float>(
     }
 }
 
-/// CSR, `group` units per row: lanes stride through the row, then reduce by plane
-/// shuffles (`use_plane`) or a shared-memory tree. Every unit runs the same number of
-/// iterations so that shuffles and barriers stay in uniform control flow.
-#[cube(launch_unchecked)]
-fn csr_vector_kernel<V: Float, T: Float>(
+/// Row `row`'s product `(A x)_row` by `group` units (lane `lane` of the group), summed by
+/// plane shuffles (`use_plane`) or a shared-memory tree (`group > 1`); every unit of the
+/// group calls it, in uniform control flow; lane 0 gets the sum (0 past `nrows`).
+#[cube]
+fn group_row_product<V: Float, T: Float>(
     a: &CsrArrays<V>,
-    scaling: &AlphaBeta,
     x: &Array<T>,
-    y: &mut Array<T>,
+    row: usize,
     nrows: usize,
+    lane: u32,
+    shared: &mut SharedMemory<T>,
     #[comptime] cfg: VectorConfig,
-) {
-    let alpha = scaling.alpha.get::<T>();
+) -> T {
     let group = cfg.group;
-    let lane = UNIT_POS % group;
-    let groups_per_cube = (CUBE_DIM / group) as usize;
-    let total_groups = CUBE_COUNT * groups_per_cube;
-    let group_id = CUBE_POS * groups_per_cube + (UNIT_POS / group) as usize;
-    let iterations = ceil_div(nrows, total_groups);
-    let mut shared = SharedMemory::<T>::new(cfg.cube_dim);
-    for it in 0..iterations {
-        let row = group_id + it * total_groups;
-        let mut acc = T::new(0.0);
-        if row < nrows {
-            let end = a.row_ptr[row + 1] as usize;
-            let mut k = a.row_ptr[row] as usize + lane as usize;
-            while k < end {
-                acc += T::cast_from(a.values[k]) * x[a.col_idx[k] as usize];
-                k += group as usize;
-            }
+    let mut acc = T::new(0.0);
+    if row < nrows {
+        let end = a.row_ptr[row + 1] as usize;
+        let mut k = a.row_ptr[row] as usize + lane as usize;
+        while k < end {
+            acc += T::cast_from(a.values[k]) * x[a.col_idx[k] as usize];
+            k += group as usize;
         }
+    }
+    if comptime![group > 1] {
         let half = comptime![group / 2];
         if cfg.use_plane {
             let mut offset = half.runtime();
@@ -123,6 +116,33 @@ fn csr_vector_kernel<V: Float, T: Float>(
             acc = shared[unit];
             sync_cube();
         }
+    }
+    acc
+}
+
+/// CSR, `group` units per row: lanes stride through the row, then reduce by plane
+/// shuffles (`use_plane`) or a shared-memory tree. Every unit runs the same number of
+/// iterations so that shuffles and barriers stay in uniform control flow.
+#[cube(launch_unchecked)]
+fn csr_vector_kernel<V: Float, T: Float>(
+    a: &CsrArrays<V>,
+    scaling: &AlphaBeta,
+    x: &Array<T>,
+    y: &mut Array<T>,
+    nrows: usize,
+    #[comptime] cfg: VectorConfig,
+) {
+    let alpha = scaling.alpha.get::<T>();
+    let group = cfg.group;
+    let lane = UNIT_POS % group;
+    let groups_per_cube = (CUBE_DIM / group) as usize;
+    let total_groups = CUBE_COUNT * groups_per_cube;
+    let group_id = CUBE_POS * groups_per_cube + (UNIT_POS / group) as usize;
+    let iterations = ceil_div(nrows, total_groups);
+    let mut shared = SharedMemory::<T>::new(cfg.cube_dim);
+    for it in 0..iterations {
+        let row = group_id + it * total_groups;
+        let acc = group_row_product::<V, T>(a, x, row, nrows, lane, &mut shared, cfg);
         if lane == 0 && row < nrows {
             if cfg.beta_zero {
                 y[row] = alpha * acc;
@@ -159,39 +179,7 @@ fn csr_smooth_kernel<V: Float, T: Float>(
     let mut shared = SharedMemory::<T>::new(cfg.cube_dim);
     for it in 0..iterations {
         let row = group_id + it * total_groups;
-        let mut acc = T::new(0.0);
-        if row < nrows {
-            let end = a.row_ptr[row + 1] as usize;
-            let mut k = a.row_ptr[row] as usize + lane as usize;
-            while k < end {
-                acc += T::cast_from(a.values[k]) * v[a.col_idx[k] as usize];
-                k += group as usize;
-            }
-        }
-        if comptime![group > 1] {
-            let half = comptime![group / 2];
-            if cfg.use_plane {
-                let mut offset = half.runtime();
-                while offset > 0 {
-                    acc += plane_shuffle_xor(acc, offset);
-                    offset /= 2;
-                }
-            } else {
-                let unit = UNIT_POS as usize;
-                shared[unit] = acc;
-                sync_cube();
-                let mut offset = half.runtime();
-                while offset > 0 {
-                    if lane < offset {
-                        shared[unit] = shared[unit] + shared[unit + offset as usize];
-                    }
-                    sync_cube();
-                    offset /= 2;
-                }
-                acc = shared[unit];
-                sync_cube();
-            }
-        }
+        let acc = group_row_product::<V, T>(a, v, row, nrows, lane, &mut shared, cfg);
         if lane == 0 && row < nrows {
             smooth_row::<T>(row, acc, v, a0, a1, a2, a3, c, mode);
         }
@@ -238,16 +226,9 @@ impl FormatKernels for CsrFormat {
     /// stored entries; rayon tasks of 2048 rows.
     fn spmv_cpu<V: Element, T: Scalar>(a: &Csr<Cpu, V>, alpha: T, x: &[T], beta: T, y: &mut [T]) {
         const ROWS: usize = 2048;
-        let (row_ptr, col_idx, values) = (&a.row_ptr, &a.col_idx, &a.values);
         let body = |start: usize, y: &mut [T]| {
-            let offsets = &row_ptr[start..=start + y.len()];
-            for (yi, w) in y.iter_mut().zip(offsets.windows(2)) {
-                let (s, e) = (w[0] as usize, w[1] as usize);
-                let mut acc = T::ZERO;
-                for (&c, v) in col_idx[s..e].iter().zip(&values[s..e]) {
-                    acc += T::from_f64(v.as_f64()) * x[c as usize];
-                }
-                axpby_row(alpha, acc, beta, yi);
+            for (i, yi) in y.iter_mut().enumerate() {
+                axpby_row(alpha, row_product(a, x, start + i), beta, yi);
             }
         };
         if y.len() < 4 * ROWS {

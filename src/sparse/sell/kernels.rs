@@ -17,6 +17,9 @@ use crate::sparse::ops::{
 };
 use crate::sparse::options::FormatOptions;
 use crate::sparse::sell::{Sell, SellParams};
+use crate::sparse::smoothing::{
+    smooth_row, with_smooth_launch, SmoothCoefficients, SmoothMode, SmoothOperands,
+};
 use crate::sparse::PAD;
 use crate::vector::cube::reduce::{cube_sum_to, partials};
 
@@ -97,6 +100,80 @@ fn sell_kernel<V: Float, T: Float>(
             y[row] = alpha * acc + scaling.beta.get::<T>() * y[row];
         }
         p += stride;
+    }
+}
+
+/// A fused smoothing pass ([`smoothing`](crate::sparse::smoothing)): the row product of
+/// [`sell_row`] for sorted row `p`, then the end of its original row by [`smooth_row`].
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+fn sell_smooth_kernel<V: Float, T: Float>(
+    a: &SellArrays<V>,
+    v: &Array<T>,
+    a0: &mut Array<T>,
+    a1: &mut Array<T>,
+    a2: &mut Array<T>,
+    a3: &mut Array<T>,
+    c: &SmoothCoefficients,
+    #[comptime] cfg: SellConfig,
+    #[comptime] mode: SmoothMode,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut p = ABSOLUTE_POS;
+    while p < a.nrows {
+        let acc = sell_row::<V, T>(a, v, p, cfg.slice_height);
+        let mut row = p;
+        if cfg.permuted {
+            row = a.row_perm[p] as usize;
+        }
+        smooth_row::<T>(row, acc, v, a0, a1, a2, a3, c, mode);
+        p += stride;
+    }
+}
+
+/// A fused smoothing pass on a device, the gathered vector `v`.
+///
+/// # Safety
+/// A square matrix; `v` and every buffer of `operands` of its size.
+unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
+    b: &Cube<R>,
+    a: &Sell<Cube<R>, V>,
+    v: &CubeBuffer<T>,
+    operands: SmoothOperands<'_, T>,
+) -> Result<()> {
+    if a.nrows == 0 {
+        return Ok(());
+    }
+    let (count, dim) = b.config().grid(a.nrows);
+    let cfg = SellConfig {
+        slice_height: a.params.slice_height as usize,
+        permuted: a.row_perm.is_some(),
+        beta_zero: false,
+        cube_dim: dim.x as usize,
+    };
+    // SAFETY: the caller's contract and the SELL invariants (as for the SpMV); row_perm is
+    // a permutation, so every original row is ended by one unit.
+    unsafe {
+        with_smooth_launch(b, operands, |args| {
+            let [a0, a1, a2, a3] = args.arrays;
+            let mode = args.mode;
+            b.launch::<(V, T)>((cfg, mode), || {
+                sell_smooth_kernel::launch_unchecked::<V, T, R>(
+                    b.client(),
+                    count,
+                    dim,
+                    arrays(a),
+                    v.arg(),
+                    a0,
+                    a1,
+                    a2,
+                    a3,
+                    args.coefficients,
+                    cfg,
+                    mode,
+                )
+            })
+        })
     }
 }
 
@@ -307,6 +384,42 @@ impl FormatKernels for SellFormat {
     ) -> Result<Option<CubeBuffer<T>>> {
         // SAFETY: the caller's contract.
         unsafe { spmv_dot_partials(b, a, x, y).map(Some) }
+    }
+
+    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Sell<Cube<R>, V>,
+        rhs: &CubeBuffer<T>,
+        x: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
+    ) -> Result<bool> {
+        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
+        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
+        unsafe { smooth_cube(b, a, x, operands)? };
+        Ok(true)
+    }
+
+    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
+        b: &Cube<R>,
+        a: &Sell<Cube<R>, V>,
+        d: &CubeBuffer<T>,
+        r: &mut CubeBuffer<T>,
+        s: &CubeBuffer<T>,
+        e: &mut CubeBuffer<T>,
+        x: &mut CubeBuffer<T>,
+        coefficients: [T; 3],
+    ) -> Result<bool> {
+        let operands = SmoothOperands::Step {
+            r,
+            s,
+            e,
+            x,
+            coefficients,
+        };
+        // SAFETY: the caller's contract.
+        unsafe { smooth_cube(b, a, d, operands)? };
+        Ok(true)
     }
 }
 

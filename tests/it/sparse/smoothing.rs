@@ -1,13 +1,14 @@
 //! The fused smoothing passes (`LinearOperator::residual`, `LinearOperator::smoothing_step`)
 //! of CSR (every kernel), block-ELL (both kernels: the direct one fused, the other
-//! composed) and a format without a fused pass (SELL, through `SparseMatrix`), against an
+//! composed), SELL (fused on devices), DIA and ELL (composed), against an
 //! f64 reference on random square matrices, outputs poisoned before the call; and their
 //! errors.
 
 use galerkin::operator::LinearOperator;
 use galerkin::sparse::random::{random_csr, RandomPattern};
 use galerkin::sparse::{
-    BlockEll, BlockEllKernel, Csr, CsrKernel, Format, FormatLimits, FormatOptions, SparseMatrix,
+    BlockEll, BlockEllKernel, Csr, CsrKernel, Format, FormatLimits, FormatOptions, SellParams,
+    SparseMatrix,
 };
 use galerkin::verify::{poison, random_vec};
 use galerkin::{Backend, Cpu, Error, Scalar, Vector};
@@ -43,21 +44,50 @@ fn operators<B: Backend, T: Scalar>(
             }
         }
     }
+    // The padding limit only where the padded matrix would be large (then refused: skipped).
     let options = FormatOptions {
-        limits: FormatLimits::unlimited(),
+        limits,
         ..FormatOptions::default()
     };
-    let sell = SparseMatrix::from_csr(b, a, Format::Sell, &options).unwrap();
-    ops.push(("sell (composed)".into(), Box::new(sell)));
+    for (format, params) in [
+        (Format::Sell, None),
+        (
+            Format::Sell,
+            Some(SellParams {
+                slice_height: 32,
+                sigma: 256,
+            }),
+        ),
+        (Format::Dia, None),
+        (Format::Ell, None),
+    ] {
+        let options = FormatOptions {
+            sell: params,
+            ..options
+        };
+        // DIA only takes banded matrices (a typed refusal otherwise).
+        if let Ok(m) = SparseMatrix::from_csr(b, a, format, &options) {
+            ops.push((format!("{format:?} {params:?}"), Box::new(m)));
+        }
+    }
     ops
 }
 
+/// Square random patterns, and banded ones (the matrices DIA takes).
+fn square_patterns() -> Vec<RandomPattern> {
+    let mut p: Vec<RandomPattern> = patterns()
+        .into_iter()
+        .filter(|p| p.nrows == p.ncols)
+        .collect();
+    p.extend([
+        RandomPattern::banded(1003, 1003, 3),
+        RandomPattern::banded(40_009, 40_009, 7),
+    ]);
+    p
+}
+
 fn fused_passes_match_the_reference<B: Backend, T: Scalar>(b: &B) {
-    for (i, p) in patterns()
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.nrows == p.ncols)
-    {
+    for (i, p) in square_patterns().iter().enumerate() {
         let n = p.nrows;
         let a = random_csr::<T>(p, 700 + i as u64).unwrap();
         let terms = a.stats().max.max(1) + 4;
