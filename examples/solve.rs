@@ -229,7 +229,7 @@ fn options(args: &Args) -> Result<SolveOptions> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let mut options = match options(&args).and_then(|o| o.check().map(|()| o)) {
+    let options = match options(&args).and_then(|o| o.check().map(|()| o)) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("solve: error: {e}");
@@ -279,7 +279,6 @@ fn main() -> ExitCode {
             s.mean,
             t0.elapsed().as_secs_f64()
         );
-        options.amg.near_null = args.amg.near_null(a.nrows());
         let b = match &args.rhs {
             Some(path) => {
                 let b = read_vector(path)?;

@@ -12,7 +12,8 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt"
 it=$(ls $bin/it-* | head -1)
-GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" sparse::algebra sparse::smoothing solver::amg --test-threads 4 > "$out/tests.txt" 2>&1
+# TESTS: the test filters (default: the sparse algebra, the fused smoothing passes, AMG).
+GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 150 "$it" ${TESTS:-sparse::algebra sparse::smoothing solver::amg} --test-threads 4 > "$out/tests.txt" 2>&1
 echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
 row() { python3 -c "
 import json,sys

@@ -204,10 +204,7 @@ fn amg_profile<B: FullBackend, V: Scalar, S: Scalar>(
         smoother,
         cycle,
         max_coarse,
-        near_null: vec![galerkin::hdg::trace_constants(
-            system.k.nrows(),
-            system.k.block_size(),
-        )],
+        near_null: galerkin::solver::NearNull::Strided(system.k.block_size()),
         ..galerkin::solver::AmgParams::default()
     };
     let k = galerkin::sparse::algebra::block_ell_to_csr(&system.k)?;

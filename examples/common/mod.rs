@@ -362,8 +362,7 @@ pub struct AmgArgs {
 
 impl AmgArgs {
     /// The library's parameters, the options checked (`θ` from `--amg-theta`, else
-    /// `default_theta`), with the default near-null space: [`AmgArgs::near_null`] gives the one
-    /// of `--amg-near-null-stride` once the matrix's rows are known.
+    /// `default_theta`; the near-null space of [`AmgArgs::near_null`]).
     pub fn params(&self, default_theta: f64) -> Result<galerkin::solver::AmgParams> {
         use galerkin::solver::{AmgCycle, AmgParams, AmgSmoother};
         let theta = self.amg_theta.unwrap_or(default_theta);
@@ -394,20 +393,17 @@ impl AmgArgs {
                 AmgCycleArg::W => AmgCycle::W,
             },
             max_coarse: self.amg_max_coarse,
+            near_null: self.near_null(),
             ..AmgParams::default()
         })
     }
 
-    /// The near-null space for a matrix of `rows` rows: that of `--amg-near-null-stride`
-    /// (checked by [`AmgArgs::params`]), or none (the library's default, the constants).
-    pub fn near_null(&self, rows: usize) -> Vec<Vec<f64>> {
+    /// The near-null space: that of `--amg-near-null-stride` (checked by
+    /// [`AmgArgs::params`]), or the library's default, the constants.
+    pub fn near_null(&self) -> galerkin::solver::NearNull {
         match self.amg_near_null_stride {
-            Some(stride) if stride > 0 => {
-                let mut v = vec![0.0; rows];
-                v.iter_mut().step_by(stride).for_each(|x| *x = 1.0);
-                vec![v]
-            }
-            _ => Vec::new(),
+            Some(stride) => galerkin::solver::NearNull::Strided(stride),
+            None => galerkin::solver::NearNull::Constants,
         }
     }
 }

@@ -73,11 +73,7 @@ fn local_preconditioner<'p, B: Backend, S: Scalar>(
             )?)
         }
         // This rank's diagonal block: AMG per rank inside the global Krylov solve.
-        PrecondArg::Amg => {
-            let mut params = args.amg.params(0.0)?;
-            params.near_null = args.amg.near_null(block.nrows());
-            Box::new(Amg::<B, S>::new(backend, block, &params)?)
-        }
+        PrecondArg::Amg => Box::new(Amg::<B, S>::new(backend, block, &args.amg.params(0.0)?)?),
     })
 }
 

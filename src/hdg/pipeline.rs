@@ -25,7 +25,7 @@ use crate::solver::params::SolverParams;
 use crate::solver::precond::chebyshev::{Chebyshev, ChebyshevParams};
 use crate::solver::precond::jacobi::BlockJacobi;
 use crate::solver::{pcg, Preconditioner};
-use crate::solver::{Amg, AmgParams};
+use crate::solver::{Amg, AmgParams, NearNull};
 use crate::vector::Vector;
 
 /// The HDG discretisation of a mesh on a backend: element storage `V` (local matrices and
@@ -377,7 +377,7 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                     smoother,
                     cycle,
                     max_coarse,
-                    near_null: vec![trace_constants(n, system.k.block_size())],
+                    near_null: NearNull::Strided(system.k.block_size()),
                     ..AmgParams::default()
                 };
                 // K as CSR in f64 for the setup, made on the device (freed after it); the

@@ -387,7 +387,10 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
     let m: Box<dyn Preconditioner<B, P> + 'a> = match options.precond {
         PrecondKind::Amg => {
             if options.amg_precision == AmgPrecision::F32 && P::DTYPE != DType::F32 {
-                let h = Amg::<B, f32>::new(b, a, &options.amg)?;
+                // The finest level in f32 in the solver's format (DIA, SELL, ...: fused
+                // smoothing passes, half the bytes of CSR's values and indices for DIA).
+                let (fine, _) = operator::<B, f32>(b, a, options.format)?;
+                let h = Amg::<B, f32>::with_owned_operator(b, a, Box::new(fine), &options.amg)?;
                 amg = Some(h.info().clone());
                 flexible = true;
                 Box::new(MixedPrecision::new(h))

@@ -82,8 +82,31 @@ pub struct AmgParams {
     /// Coarsen until at most this many rows (default 500); the coarsest operator is
     /// inverted densely up to 2000 rows and smoothed otherwise.
     pub max_coarse: usize,
-    /// Near-null-space vectors, each of the matrix's size (default empty: the constants).
-    pub near_null: Vec<Vec<f64>>,
+    /// The near-null space (default: the constants).
+    pub near_null: NearNull,
+}
+
+/// The near-null space of [`AmgParams`]: the vectors the tentative prolongator reproduces
+/// exactly (those the matrix nearly annihilates).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum NearNull {
+    /// The constant vector (scalar Laplacians, diffusion, FVM), made on the backend.
+    #[default]
+    Constants,
+    /// One vector, 1 on every `n`-th row from row 0 and 0 elsewhere, made on the backend:
+    /// the constant mode of a modal basis of `n` functions per block of rows (the HDG trace
+    /// system, `n = P + 1`).
+    Strided(usize),
+    /// These vectors, each of the matrix's size (e.g. the rigid-body modes of elasticity),
+    /// moved to the backend.
+    Vectors(Vec<Vec<f64>>),
+}
+
+impl From<Vec<Vec<f64>>> for NearNull {
+    /// [`NearNull::Vectors`].
+    fn from(vectors: Vec<Vec<f64>>) -> Self {
+        NearNull::Vectors(vectors)
+    }
 }
 
 impl Default for AmgParams {
@@ -94,7 +117,7 @@ impl Default for AmgParams {
             cycle: AmgCycle::V,
             max_levels: 25,
             max_coarse: 500,
-            near_null: Vec::new(),
+            near_null: NearNull::Constants,
         }
     }
 }
@@ -123,15 +146,29 @@ impl AmgParams {
         if self.max_coarse == 0 {
             return bad("max_coarse", "0: must be at least 1".into());
         }
-        for (c, v) in self.near_null.iter().enumerate() {
-            check_len("Amg::new", "near_null vector", n, v.len())?;
-            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-                return bad("near_null", format!("vector {c} has {} at row {i}", v[i]));
+        match &self.near_null {
+            NearNull::Constants => {}
+            NearNull::Strided(0) => {
+                return bad("near_null", "a stride of 0: must be at least 1".into())
             }
-        }
-        if self.near_null.iter().all(|v| v.iter().all(|&x| x == 0.0)) && !self.near_null.is_empty()
-        {
-            return bad("near_null", "every vector is zero".into());
+            NearNull::Strided(_) => {}
+            NearNull::Vectors(vectors) => {
+                if vectors.is_empty() {
+                    return bad(
+                        "near_null",
+                        "no vectors: give at least one (or Constants)".into(),
+                    );
+                }
+                for (c, v) in vectors.iter().enumerate() {
+                    check_len("Amg::new", "near_null vector", n, v.len())?;
+                    if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                        return bad("near_null", format!("vector {c} has {} at row {i}", v[i]));
+                    }
+                }
+                if vectors.iter().all(|v| v.iter().all(|&x| x == 0.0)) {
+                    return bad("near_null", "every vector is zero".into());
+                }
+            }
         }
         Ok(())
     }
@@ -215,11 +252,12 @@ pub struct AmgInfo {
     pub coarse_solver: &'static str,
 }
 
-/// A level's operator: the hierarchy's own, or the caller's on the finest level
-/// ([`Amg::with_operator`]).
+/// A level's operator: the hierarchy's own, or the caller's on the finest level, borrowed
+/// ([`Amg::with_operator`]) or given ([`Amg::with_owned_operator`]).
 enum LevelOp<'a, B: Backend, T: Scalar> {
     Owned(Csr<B, T>),
     Borrowed(&'a dyn LinearOperator<B, T>),
+    Given(Box<dyn LinearOperator<B, T> + 'a>),
 }
 
 impl<B: Backend, T: Scalar> LevelOp<'_, B, T> {
@@ -227,6 +265,7 @@ impl<B: Backend, T: Scalar> LevelOp<'_, B, T> {
         match self {
             LevelOp::Owned(a) => a,
             LevelOp::Borrowed(a) => *a,
+            LevelOp::Given(a) => a.as_ref(),
         }
     }
 }
@@ -350,18 +389,34 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         fine: &'a dyn LinearOperator<B, T>,
         params: &AmgParams,
     ) -> Result<Self> {
-        check_len(
-            "Amg::with_operator",
-            "fine.nrows()",
-            a.nrows(),
-            fine.nrows(),
-        )?;
-        check_len(
-            "Amg::with_operator",
-            "fine.ncols()",
-            a.ncols(),
-            fine.ncols(),
-        )?;
+        Amg::host_with_fine(backend, a, LevelOp::Borrowed(fine), params)
+    }
+
+    /// As [`with_operator`](Amg::with_operator), the hierarchy owning `fine` (e.g. an f32
+    /// copy of the matrix in the format its SpMV prefers, for an f32 hierarchy inside an f64
+    /// solve).
+    ///
+    /// # Errors
+    /// As [`with_operator`](Amg::with_operator).
+    pub fn with_owned_operator(
+        backend: &B,
+        a: &Csr<Cpu, f64>,
+        fine: Box<dyn LinearOperator<B, T> + 'a>,
+        params: &AmgParams,
+    ) -> Result<Self> {
+        Amg::host_with_fine(backend, a, LevelOp::Given(fine), params)
+    }
+
+    /// The setup of a host matrix with the finest level's operator `fine`.
+    fn host_with_fine(
+        backend: &B,
+        a: &Csr<Cpu, f64>,
+        fine: LevelOp<'a, B, T>,
+        params: &AmgParams,
+    ) -> Result<Self> {
+        let op = "Amg::with_operator";
+        check_len(op, "fine.nrows()", a.nrows(), fine.get().nrows())?;
+        check_len(op, "fine.ncols()", a.ncols(), fine.get().ncols())?;
         let start = Instant::now();
         setup::check_host(a)?;
         backend.require::<T>("AMG")?;
@@ -390,7 +445,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let start = Instant::now();
         let fine = (a as &dyn std::any::Any)
             .downcast_ref::<Csr<B, T>>()
-            .map(|same| same as &dyn LinearOperator<B, T>);
+            .map(|same| LevelOp::Borrowed(same as &dyn LinearOperator<B, T>));
         Amg::build(Source::Borrowed(a), fine, params, (start, 0.0))
     }
 
@@ -412,12 +467,17 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         check_len(op, "fine.ncols()", a.ncols(), fine.ncols())?;
         a.backend().require::<T>("AMG")?;
         let start = Instant::now();
-        Amg::build(Source::Owned(a), Some(fine), params, (start, 0.0))
+        Amg::build(
+            Source::Owned(a),
+            Some(LevelOp::Borrowed(fine)),
+            params,
+            (start, 0.0),
+        )
     }
 
     fn build(
         source: Source<'_, B>,
-        fine: Option<&'a dyn LinearOperator<B, T>>,
+        mut fine: Option<LevelOp<'a, B, T>>,
         params: &AmgParams,
         (start, check): (Instant, f64),
     ) -> Result<Self> {
@@ -459,14 +519,18 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                 d: v()?,
                 w: v()?,
             });
-            let op = match (h.a, fine) {
-                (Some(coarse), _) => LevelOp::Owned(in_precision(coarse)?),
-                (None, Some(f)) => LevelOp::Borrowed(f),
-                (None, None) => LevelOp::Owned(match source.take() {
-                    Some(Source::Owned(m)) => in_precision(m)?,
-                    Some(Source::Borrowed(m)) => crate::sparse::algebra::convert::<B, f64, T>(m)?,
-                    None => unreachable!("one finest level"),
-                }),
+            let op = match h.a {
+                Some(coarse) => LevelOp::Owned(in_precision(coarse)?),
+                None => match fine.take() {
+                    Some(f) => f,
+                    None => LevelOp::Owned(match source.take() {
+                        Some(Source::Owned(m)) => in_precision(m)?,
+                        Some(Source::Borrowed(m)) => {
+                            crate::sparse::algebra::convert::<B, f64, T>(m)?
+                        }
+                        None => unreachable!("one finest level"),
+                    }),
+                },
             };
             levels.push(Level {
                 a: op,

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use super::{AmgLevelInfo, AmgParams, AmgPhases, AmgSmoother};
+use super::{AmgLevelInfo, AmgParams, AmgPhases, AmgSmoother, NearNull};
 use crate::backend::Cpu;
 use crate::bundle::Backend;
 use crate::error::{check_len, Error, Result};
@@ -231,10 +231,10 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
     let mut levels = Vec::new();
     let mut info = Vec::new();
     let t = Instant::now();
-    let mut b = if params.near_null.is_empty() {
-        NearNullSpace::constants(backend, a.nrows())?
-    } else {
-        NearNullSpace::new(backend, &params.near_null)?
+    let mut b = match &params.near_null {
+        NearNull::Constants => NearNullSpace::constants(backend, a.nrows())?,
+        NearNull::Strided(stride) => NearNullSpace::strided(backend, a.nrows(), *stride)?,
+        NearNull::Vectors(vectors) => NearNullSpace::new(backend, vectors)?,
     };
     phases.transfer = lap(backend, t)?;
     let mut owned: Option<Csr<B, f64>> = None;

@@ -368,11 +368,11 @@ fn bad_matrices_and_parameters_are_named() {
             ..p.clone()
         },
         AmgParams {
-            near_null: vec![vec![1.0; 3]],
+            near_null: NearNull::Vectors(vec![vec![1.0; 3]]),
             ..p.clone()
         },
         AmgParams {
-            near_null: vec![vec![0.0; 16]],
+            near_null: NearNull::Vectors(vec![vec![0.0; 16]]),
             ..p.clone()
         },
     ] {

@@ -129,16 +129,39 @@ impl<B: BackendCore> NearNullSpace<B> {
         })
     }
 
-    /// The constant vector of `rows` entries.
+    /// The constant vector of `rows` entries, made on the backend.
     ///
     /// # Errors
-    /// Device errors.
-    pub fn constants(backend: &B, rows: usize) -> Result<Self> {
-        crate::limits::check_host_items("the near-null space", rows as u64, 8)?;
+    /// [`Error::ResourceLimit`] when it does not fit; device errors.
+    pub fn constants(backend: &B, rows: usize) -> Result<Self>
+    where
+        B: SparseAlgebraOps,
+    {
+        Self::strided(backend, rows, 1)
+    }
+
+    /// One vector of `rows` entries, 1 on every `stride`-th row from row 0 and 0 elsewhere,
+    /// made on the backend: the constant mode of a modal basis of `stride` functions per
+    /// block of rows (the HDG trace system's faces).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a stride of 0; [`Error::ResourceLimit`] when it does
+    /// not fit; device errors.
+    pub fn strided(backend: &B, rows: usize, stride: usize) -> Result<Self>
+    where
+        B: SparseAlgebraOps,
+    {
+        if stride == 0 {
+            return Err(Error::invalid(
+                "NearNullSpace::strided",
+                "stride",
+                "0: must be at least 1",
+            ));
+        }
         Ok(NearNullSpace {
             rows,
             k: 1,
-            data: backend.upload(&vec![1.0; rows])?,
+            data: backend.strided_ones(rows, stride)?,
             backend: backend.clone(),
         })
     }
@@ -224,6 +247,10 @@ pub trait SparseAlgebraOps: BackendCore + VectorOps + SparseOps + Sealed {
     /// `x[i] = hash32(i + seed) / 2³² + 1/2`: a fixed start vector in `[1/2, 3/2)`.
     #[doc(hidden)]
     fn hash_vector(&self, n: usize, seed: u32) -> Result<Self::Buffer<f64>>;
+
+    /// `x[i] = 1` where `i` is a multiple of `step` (at least 1), else 0, made where it lives.
+    #[doc(hidden)]
+    fn strided_ones(&self, n: usize, step: usize) -> Result<Self::Buffer<f64>>;
 }
 
 /// The start vector of [`SparseAlgebraOps::hash_vector`], entry `i`.
@@ -488,6 +515,15 @@ impl SparseAlgebraOps for Cpu {
         Ok(x.par_iter()
             .filter(|&&d| d.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
             .count())
+    }
+
+    fn strided_ones(&self, n: usize, step: usize) -> Result<Vec<f64>> {
+        crate::limits::check_host_items("a near-null vector", n as u64, 8)?;
+        let step = step.max(1);
+        Ok((0..n)
+            .into_par_iter()
+            .map(|i| if i % step == 0 { 1.0 } else { 0.0 })
+            .collect())
     }
 
     fn hash_vector(&self, n: usize, seed: u32) -> Result<Vec<f64>> {

@@ -3,7 +3,7 @@
 //! the f32 hierarchy inside an f64 solve.
 
 use galerkin::solver::{
-    pcg, Amg, AmgCycle, AmgParams, AmgSmoother, MixedPrecision, Preconditioner,
+    pcg, Amg, AmgCycle, AmgParams, AmgSmoother, MixedPrecision, NearNull, Preconditioner,
 };
 use galerkin::sparse::generate::poisson3d_7pt;
 use galerkin::sparse::Csr;
@@ -149,6 +149,69 @@ fn f32_hierarchy_in_an_f64_solve<B: Backend, T: Scalar>(b: &B) {
         "f64 PCG + f32 AMG",
     );
     assert!(report.iterations <= 40, "{report}");
+    // The finest level an f32 SELL copy the hierarchy owns (its fused passes on devices):
+    // the same preconditioner up to rounding, so the same count within one.
+    let sell = galerkin::sparse::SparseMatrix::from_csr(
+        b,
+        &a64.convert::<f32>(),
+        galerkin::sparse::Format::Sell,
+        &galerkin::sparse::FormatOptions::default(),
+    )
+    .unwrap();
+    let owned = MixedPrecision::new(
+        Amg::<B, f32>::with_owned_operator(b, &a64, Box::new(sell), &AmgParams::default())
+            .unwrap(),
+    );
+    let mut x = Vector::from_slice(b, &vec![f64::NAN; a64.nrows()]).unwrap();
+    x.fill(0.0).unwrap();
+    let again = pcg(&a, Some(&owned), &bv, &mut x, &params).unwrap();
+    check_report(&again, &a64, &rhs, &x.to_vec().unwrap(), "owned SELL finest level");
+    assert!(
+        again.iterations.abs_diff(report.iterations) <= 1,
+        "{again} against {report}"
+    );
+}
+
+/// A strided near-null space made on the backend (`NearNull::Strided`) is the explicit
+/// vector it stands for (`NearNull::Vectors`), and a stride of 1 the constants: the same
+/// hierarchy, the same cycle to the last bit.
+fn near_null_made_on_the_backend<B: Backend, T: Scalar>(b: &B) {
+    let (a, _) = galerkin::sparse::generate::hdg_trace(3, 8, 5, 2).unwrap();
+    let n = a.nrows();
+    let r: Vec<T> = random_vec::<f64>(n, 23)
+        .iter()
+        .map(|&v| T::from_f64(v))
+        .collect();
+    let rv = Vector::from_slice(b, &r).unwrap();
+    let apply = |near_null: NearNull| -> Vec<T> {
+        let params = AmgParams {
+            near_null,
+            max_coarse: 30,
+            ..AmgParams::default()
+        };
+        let amg = Amg::<B, T>::new(b, &a, &params).unwrap();
+        assert!(amg.info().levels.len() >= 2);
+        let mut z = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); n]).unwrap();
+        amg.precondition(&rv, &mut z).unwrap();
+        z.to_vec().unwrap()
+    };
+    let strided = apply(NearNull::Strided(4));
+    let explicit = apply(NearNull::Vectors(vec![galerkin::hdg::trace_constants(n, 4)]));
+    assert!(strided.iter().all(|v| v.as_f64().is_finite()));
+    assert_eq!(strided, explicit, "Strided(4) against the explicit vector");
+    assert_eq!(
+        apply(NearNull::Strided(1)),
+        apply(NearNull::Constants),
+        "Strided(1) against the constants"
+    );
+    let zero = AmgParams {
+        near_null: NearNull::Strided(0),
+        ..AmgParams::default()
+    };
+    assert!(matches!(
+        Amg::<B, T>::new(b, &a, &zero),
+        Err(galerkin::Error::InvalidArgument { .. })
+    ));
 }
 
 /// PCG iterations with AMG (CPU; the hierarchy is the same on every backend) on the data
@@ -215,5 +278,6 @@ fn amg_iterations_against_pyamg_on_real_matrices() {
 backend_tests!(
     amg_cycle_matches_the_cpu_reference,
     pcg_amg_iterations_do_not_grow,
-    f32_hierarchy_in_an_f64_solve
+    f32_hierarchy_in_an_f64_solve,
+    near_null_made_on_the_backend
 );

@@ -298,6 +298,19 @@ pub(super) fn hash_vector_kernel(x: &mut Array<f64>, seed: u32, n: usize) {
     }
 }
 
+/// `x[i] = 1` where `i` is a multiple of `step`, else 0 (`is_multiple_of` is not available
+/// to `#[cube]` code).
+#[allow(clippy::manual_is_multiple_of)]
+#[cube(launch_unchecked)]
+pub(super) fn strided_ones_kernel(x: &mut Array<f64>, step: usize, n: usize) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        x[i] = select(i % step == 0, 1.0f64, 0.0f64);
+        i += stride;
+    }
+}
+
 #[cube(launch_unchecked)]
 pub(super) fn fill_u32_kernel(x: &mut Array<u32>, value: u32, n: usize) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;

@@ -448,6 +448,25 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
         Ok(self.download(&flag)?[0] as usize)
     }
 
+    fn strided_ones(&self, n: usize, step: usize) -> Result<CubeBuffer<f64>> {
+        let x = self.alloc_uninit::<f64>(n)?;
+        let (count, dim) = self.config().grid(n);
+        self.launch::<()>((), || {
+            // SAFETY: x has n values; step >= 1 (checked by NearNullSpace::strided).
+            unsafe {
+                strided_ones_kernel::launch_unchecked::<R>(
+                    self.client(),
+                    count,
+                    dim,
+                    x.arg(),
+                    step.max(1),
+                    n,
+                )
+            }
+        })?;
+        Ok(x)
+    }
+
     fn hash_vector(&self, n: usize, seed: u32) -> Result<CubeBuffer<f64>> {
         let x = self.alloc_uninit::<f64>(n)?;
         let (count, dim) = self.config().grid(n);
