@@ -159,13 +159,18 @@ fn f32_hierarchy_in_an_f64_solve<B: Backend, T: Scalar>(b: &B) {
     )
     .unwrap();
     let owned = MixedPrecision::new(
-        Amg::<B, f32>::with_owned_operator(b, &a64, Box::new(sell), &AmgParams::default())
-            .unwrap(),
+        Amg::<B, f32>::with_owned_operator(b, &a64, Box::new(sell), &AmgParams::default()).unwrap(),
     );
     let mut x = Vector::from_slice(b, &vec![f64::NAN; a64.nrows()]).unwrap();
     x.fill(0.0).unwrap();
     let again = pcg(&a, Some(&owned), &bv, &mut x, &params).unwrap();
-    check_report(&again, &a64, &rhs, &x.to_vec().unwrap(), "owned SELL finest level");
+    check_report(
+        &again,
+        &a64,
+        &rhs,
+        &x.to_vec().unwrap(),
+        "owned SELL finest level",
+    );
     assert!(
         again.iterations.abs_diff(report.iterations) <= 1,
         "{again} against {report}"
@@ -196,7 +201,9 @@ fn near_null_made_on_the_backend<B: Backend, T: Scalar>(b: &B) {
         z.to_vec().unwrap()
     };
     let strided = apply(NearNull::Strided(4));
-    let explicit = apply(NearNull::Vectors(vec![galerkin::hdg::trace_constants(n, 4)]));
+    let explicit = apply(NearNull::Vectors(vec![galerkin::hdg::trace_constants(
+        n, 4,
+    )]));
     assert!(strided.iter().all(|v| v.as_f64().is_finite()));
     assert_eq!(strided, explicit, "Strided(4) against the explicit vector");
     assert_eq!(
