@@ -1,8 +1,9 @@
 //! The fused smoothing passes of the sparse formats: `r = b − A x` (with `d = s ∘ r`), and
 //! one step of a diagonally scaled polynomial smoother, `r −= A d; e = α s ∘ r + β d;
-//! x += e + γ d`, each one pass over the matrix where the format fuses them (CSR and
-//! block-ELL), behind [`LinearOperator::residual`](crate::operator::LinearOperator::residual)
-//! and [`LinearOperator::smoothing_step`](crate::operator::LinearOperator::smoothing_step).
+//! x += e + γ d`, each one pass over the matrix where the format fuses them (CSR,
+//! block-ELL's direct kernel and DIA on every backend, SELL-C-σ on devices), behind
+//! [`LinearOperator::residual`](crate::operator::LinearOperator::residual) and
+//! [`LinearOperator::smoothing_step`](crate::operator::LinearOperator::smoothing_step).
 //! A format's kernel computes its row's product `(A v)ᵢ` as in its SpMV and ends the row
 //! with [`smooth_row`] (devices) or [`smooth_rows_cpu`] (the CPU) instead of storing `yᵢ`.
 //! Every row reads the gathered vector `v` (`x`, or `d`) and writes only its own entries of

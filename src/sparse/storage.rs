@@ -173,8 +173,8 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized + sealed::Format {
     }
 
     /// `r = b − A x` and, with `scaled = Some((s, d))`, `d = s ∘ r`, for a square matrix:
-    /// one pass where the format fuses it (CSR, block-ELL), else the SpMV and the vector
-    /// operations (also for vectors split into parts).
+    /// one pass where the format fuses it (CSR, block-ELL, DIA; SELL-C-σ on devices), else the
+    /// SpMV and the vector operations (also for vectors split into parts).
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the matrix is
@@ -224,7 +224,8 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized + sealed::Format {
 
     /// One step of a diagonally scaled polynomial smoother for a square matrix,
     /// `r −= A d; e = α s ∘ r + β d; x += e + γ d` with `[α, β, γ] = coefficients`: one pass
-    /// where the format fuses it (CSR, block-ELL), else the SpMV and the vector operations.
+    /// where the format fuses it (as for `spmv_residual`), else the SpMV and the vector
+    /// operations.
     ///
     /// # Errors
     /// As [`spmv_residual`](Self::spmv_residual).
