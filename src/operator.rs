@@ -75,9 +75,9 @@ pub trait LinearOperator<B: VectorOps, S: Scalar> {
     }
 
     /// `r = b − A x` and, with `scaled = Some((s, d))`, `d = s ∘ r` (square operators): the
-    /// start of a smoothing step, one pass where the format fuses it (CSR, block-ELL and DIA
-    /// on every backend, SELL-C-σ on devices), else the SpMV and vector operations it stands
-    /// for.
+    /// start of a smoothing step, one pass where the format fuses it (CSR, block-ELL's direct
+    /// kernel and DIA on every backend, SELL-C-σ on devices), else the SpMV and vector
+    /// operations it stands for.
     ///
     /// # Errors
     /// As [`apply_add`](Self::apply_add), and
@@ -99,7 +99,7 @@ pub trait LinearOperator<B: VectorOps, S: Scalar> {
     /// `r −= A d`, then `e = α s ∘ r + β d`, then `x += e + γ d`
     ///
     /// (`γ = 1` adds an update `d` that a [`residual`](Self::residual) start left to this
-    /// step). One pass where the format fuses it (as for `residual`), else the SpMV and the
+    /// step; with `γ = 0` the last term is not added, as BLAS's `β = 0`). One pass where the format fuses it (as for `residual`), else the SpMV and the
     /// vector operations it stands for.
     ///
     /// # Errors

@@ -215,8 +215,9 @@ impl<B: Backend + HdgOps, V: Element> HdgMesh<B, V> {
         // SAFETY: the buffers belong to this backend; gather bounds its indices.
         unsafe { b.gather(&values, self.diag_index.buffer(), &mut diagonal)? };
         // SAFETY: every free-edge index of elem_dofs is below nfree or PAD (checked in new),
-        // so the assembly kernel writes neighbours below nfree or PAD; values hold the
-        // block-ELL layout of nfree nl rows and 5 slots of nl.
+        // so the assembly kernel writes neighbours below nfree or PAD, distinct in a block row
+        // (an edge and the other edges of its two elements, which share only it); values
+        // hold the block-ELL layout of nfree nl rows and 5 slots of nl.
         let k = unsafe {
             BlockEll::from_raw_parts(b, nfree, nl, TRACE_SLOTS, neighbours, values, self.blocks)
         };

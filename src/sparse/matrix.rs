@@ -430,7 +430,8 @@ impl<B: SparseOps, V: Element> SparseMatrix<B, V> {
 }
 
 /// Formats whose fused products work in another numbering (Staircase SELL) and split
-/// matrices use the plain SpMV and a dot; the other formats use their own.
+/// matrices use the plain SpMV and a dot, and the composed smoothing passes; the other
+/// formats use their own.
 impl<B: SparseOps, V: Element, S: Scalar> LinearOperator<B, S> for SparseMatrix<B, V> {
     fn nrows(&self) -> usize {
         SparseMatrix::nrows(self)

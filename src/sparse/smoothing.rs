@@ -57,7 +57,13 @@ pub(crate) fn smooth_row<T: Float>(
         let d = v[row];
         let e = c.beta.get::<T>() * d + c.alpha.get::<T>() * (a1[row] * r);
         a2[row] = e;
-        a3[row] = a3[row] + e + c.gamma.get::<T>() * d;
+        let gamma = c.gamma.get::<T>();
+        let mut xi = a3[row] + e;
+        // γ = 0: `d` adds nothing, not even a NaN (as the composed path, and BLAS's β = 0).
+        if gamma != T::new(0.0) {
+            xi += gamma * d;
+        }
+        a3[row] = xi;
     } else {
         let r = a0[row] - av;
         a1[row] = r;
@@ -240,7 +246,10 @@ pub(crate) fn smooth_rows_cpu<T: Scalar>(
                     let i = c * ROWS + k;
                     *ri -= av(i);
                     *ei = beta * d[i] + alpha * (s[i] * *ri);
-                    *xi = *xi + *ei + gamma * d[i];
+                    *xi += *ei;
+                    if gamma != T::ZERO {
+                        *xi += gamma * d[i];
+                    }
                 }
             }),
     }

@@ -173,8 +173,8 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized + sealed::Format {
     }
 
     /// `r = b − A x` and, with `scaled = Some((s, d))`, `d = s ∘ r`, for a square matrix:
-    /// one pass where the format fuses it (CSR, block-ELL, DIA; SELL-C-σ on devices), else the
-    /// SpMV and the vector operations (also for vectors split into parts).
+    /// one pass where the format fuses it (CSR, block-ELL's direct kernel, DIA; SELL-C-σ on
+    /// devices), else the SpMV and the vector operations (also for vectors split into parts).
     ///
     /// # Errors
     /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the matrix is

@@ -103,9 +103,14 @@ pub enum NearNull {
 }
 
 impl From<Vec<Vec<f64>>> for NearNull {
-    /// [`NearNull::Vectors`].
+    /// [`NearNull::Vectors`], or [`NearNull::Constants`] for no vectors (what an empty list
+    /// meant before `NearNull`).
     fn from(vectors: Vec<Vec<f64>>) -> Self {
-        NearNull::Vectors(vectors)
+        if vectors.is_empty() {
+            NearNull::Constants
+        } else {
+            NearNull::Vectors(vectors)
+        }
     }
 }
 
@@ -150,6 +155,15 @@ impl AmgParams {
             NearNull::Constants => {}
             NearNull::Strided(0) => {
                 return bad("near_null", "a stride of 0: must be at least 1".into())
+            }
+            NearNull::Strided(stride) if n > 1 && *stride >= n => {
+                return bad(
+                    "near_null",
+                    format!(
+                        "a stride of {stride} for {n} rows gives one unit vector, not a \
+                         near-null space"
+                    ),
+                )
             }
             NearNull::Strided(_) => {}
             NearNull::Vectors(vectors) => {
@@ -389,7 +403,8 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         fine: &'a dyn LinearOperator<B, T>,
         params: &AmgParams,
     ) -> Result<Self> {
-        Amg::host_with_fine(backend, a, LevelOp::Borrowed(fine), params)
+        let op = "Amg::with_operator";
+        Amg::host_with_fine(op, backend, a, LevelOp::Borrowed(fine), params)
     }
 
     /// As [`with_operator`](Amg::with_operator), the hierarchy owning `fine` (e.g. an f32
@@ -404,17 +419,18 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         fine: Box<dyn LinearOperator<B, T> + 'a>,
         params: &AmgParams,
     ) -> Result<Self> {
-        Amg::host_with_fine(backend, a, LevelOp::Given(fine), params)
+        let op = "Amg::with_owned_operator";
+        Amg::host_with_fine(op, backend, a, LevelOp::Given(fine), params)
     }
 
     /// The setup of a host matrix with the finest level's operator `fine`.
     fn host_with_fine(
+        op: &'static str,
         backend: &B,
         a: &Csr<Cpu, f64>,
         fine: LevelOp<'a, B, T>,
         params: &AmgParams,
     ) -> Result<Self> {
-        let op = "Amg::with_operator";
         check_len(op, "fine.nrows()", a.nrows(), fine.get().nrows())?;
         check_len(op, "fine.ncols()", a.ncols(), fine.get().ncols())?;
         let start = Instant::now();

@@ -224,7 +224,8 @@ impl<B: BackendCore, V: Element> BlockEll<B, V> {
     /// the [module docs](self), with `blocks` non-empty blocks.
     ///
     /// # Safety
-    /// `neighbours` holds `r · slots` entries, each below `r` or [`PAD`]; `values` holds
+    /// `neighbours` holds `r · slots` entries, each below `r` or [`PAD`], the block columns
+    /// of a block row distinct (in any slot order); `values` holds
     /// `r m · slots m` values; both belong to `backend`. (The SpMV kernels index `x` through
     /// the neighbour table without checking it.)
     pub(crate) unsafe fn from_raw_parts(

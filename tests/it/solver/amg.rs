@@ -177,9 +177,9 @@ fn f32_hierarchy_in_an_f64_solve<B: Backend, T: Scalar>(b: &B) {
     );
 }
 
-/// A strided near-null space made on the backend (`NearNull::Strided`) is the explicit
-/// vector it stands for (`NearNull::Vectors`), and a stride of 1 the constants: the same
-/// hierarchy, the same cycle to the last bit.
+/// A near-null space made on the backend (`NearNull::Strided`, `NearNull::Constants`) is the
+/// explicit vector it stands for (`NearNull::Vectors`): the same hierarchy, the same cycle
+/// to the last bit.
 fn near_null_made_on_the_backend<B: Backend, T: Scalar>(b: &B) {
     let (a, _) = galerkin::sparse::generate::hdg_trace(3, 8, 5, 2).unwrap();
     let n = a.nrows();
@@ -206,19 +206,25 @@ fn near_null_made_on_the_backend<B: Backend, T: Scalar>(b: &B) {
     )]));
     assert!(strided.iter().all(|v| v.as_f64().is_finite()));
     assert_eq!(strided, explicit, "Strided(4) against the explicit vector");
-    assert_eq!(
-        apply(NearNull::Strided(1)),
-        apply(NearNull::Constants),
-        "Strided(1) against the constants"
-    );
-    let zero = AmgParams {
-        near_null: NearNull::Strided(0),
-        ..AmgParams::default()
-    };
-    assert!(matches!(
-        Amg::<B, T>::new(b, &a, &zero),
-        Err(galerkin::Error::InvalidArgument { .. })
-    ));
+    let ones = apply(NearNull::Vectors(vec![vec![1.0; n]]));
+    assert_eq!(apply(NearNull::Strided(1)), ones, "Strided(1) against ones");
+    assert_eq!(apply(NearNull::Constants), ones, "Constants against ones");
+    // A stride of 0, or one that leaves a single unit vector, is refused.
+    for stride in [0, n] {
+        let bad = AmgParams {
+            near_null: NearNull::Strided(stride),
+            ..AmgParams::default()
+        };
+        assert!(
+            matches!(
+                Amg::<B, T>::new(b, &a, &bad),
+                Err(galerkin::Error::InvalidArgument { .. })
+            ),
+            "stride {stride}"
+        );
+    }
+    // No vectors mean the constants.
+    assert_eq!(NearNull::from(Vec::new()), NearNull::Constants);
 }
 
 /// PCG iterations with AMG (CPU; the hierarchy is the same on every backend) on the data

@@ -15,9 +15,9 @@ use crate::sparse::PAD;
 use crate::vector::VectorOps;
 
 /// The nonzero entries of row `i`'s blocks inside the matrix: counted, or (`fill`) written
-/// at `row_ptr[i]` in increasing column order — the slots visited by increasing block column
-/// (ties by slot, so a repeated block column keeps its entries in slot order, as a stable
-/// sort would), each block's columns in order — so the rows need no sort. The block of slot
+/// at `row_ptr[i]` in increasing column order — the block columns (distinct in a block row)
+/// visited in increasing order, each one's columns in order, as [`BlockEll::to_csr`] sorts
+/// them — so the rows need no sort. The block of slot
 /// `t`, column `q` of row `i` is `values[i + big_m (t m + q)]`.
 #[allow(clippy::collapsible_if, clippy::too_many_arguments)]
 #[cube(launch_unchecked)]
@@ -41,35 +41,36 @@ fn block_ell_rows_kernel<V: Float>(
         let l = i / m;
         if fill {
             let mut at = row_ptr[i];
-            // The last slot emitted, (block column, slot); `started` once there is one.
+            // The last block column emitted; `started` once there is one.
             let mut last_bc = 0u32;
-            let mut last_t = 0usize;
             let mut started = false;
             for _pass in 0..slots {
                 let mut best_bc = PAD.runtime();
-                let mut best_t = 0usize;
                 for t in 0..slots {
                     let bc = neighbours[l * slots + t];
-                    let after = !started || bc > last_bc || (bc == last_bc && t > last_t);
-                    if bc != PAD && after && bc < best_bc {
+                    if bc != PAD && (!started || bc > last_bc) && bc < best_bc {
                         best_bc = bc;
-                        best_t = t;
                     }
                 }
                 if best_bc != PAD {
+                    // Column by column (the block columns of a block row are distinct; were
+                    // one held by several slots, its entries would come in slot order).
                     for q in 0..m {
                         let c = best_bc as usize * m + q;
                         if c < ncols {
-                            let v = values[i + big_m * (best_t * m + q)];
-                            if v != V::new(0.0) {
-                                cols[at as usize] = c as u32;
-                                vals[at as usize] = v;
-                                at += 1;
+                            for t in 0..slots {
+                                if neighbours[l * slots + t] == best_bc {
+                                    let v = values[i + big_m * (t * m + q)];
+                                    if v != V::new(0.0) {
+                                        cols[at as usize] = c as u32;
+                                        vals[at as usize] = v;
+                                        at += 1;
+                                    }
+                                }
                             }
                         }
                     }
                     last_bc = best_bc;
-                    last_t = best_t;
                     started = true;
                 }
             }
@@ -146,5 +147,40 @@ impl<R: CubeRuntime> Cube<R> {
         // SAFETY: both value buffers hold nnz entries of this backend.
         unsafe { self.convert(&vals, &mut values)? };
         Ok(self.csr_from((n, a.ncols), row_ptr, cols, values, stats))
+    }
+}
+
+#[cfg(all(test, feature = "wgpu"))]
+mod tests {
+    use crate::backend::Cpu;
+    use crate::sparse::block_ell::BlockEll;
+    use crate::sparse::PAD;
+
+    /// Block rows whose slots hold their block columns in any order (as the HDG assembly
+    /// leaves them; `from_csr` puts the diagonal first, then increasing): the device's rows
+    /// are the host's, entry for entry.
+    #[test]
+    fn unordered_slots_give_sorted_rows() {
+        let Ok(wgpu) = crate::Wgpu::new() else {
+            eprintln!("[galerkin tests] skipping: no wgpu adapter");
+            return;
+        };
+        let (r, m, slots) = (3usize, 2usize, 4usize);
+        // Block row 0: columns 2, 0, PAD, 1; row 1: PAD, 1, 0, PAD; row 2: 1, PAD, 2, 0.
+        let neighbours = vec![2, 0, PAD, 1, PAD, 1, 0, PAD, 1, PAD, 2, 0];
+        let values: Vec<f64> = (0..r * m * slots * m).map(|k| 1.0 + k as f64).collect();
+        // SAFETY: 3 · 4 neighbours below 3 or PAD, distinct in each block row; 6 · 8
+        // values; both on the host.
+        let host =
+            unsafe { BlockEll::from_raw_parts(&Cpu::new(), r, m, slots, neighbours, values, 8) };
+        let want = host.to_csr().unwrap();
+        let dev = host.to_backend(&wgpu).unwrap();
+        let got = crate::sparse::algebra::block_ell_to_csr(&dev)
+            .unwrap()
+            .to_host()
+            .unwrap();
+        assert_eq!(got.row_ptr(), want.row_ptr());
+        assert_eq!(got.col_idx(), want.col_idx());
+        assert_eq!(got.values(), want.values());
     }
 }
