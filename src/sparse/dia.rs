@@ -36,8 +36,8 @@ use crate::sparse::ops::{
 };
 use crate::sparse::options::{FormatLimits, FormatOptions};
 use crate::sparse::smoothing::{
-    smooth_row, smooth_rows_cpu, with_smooth_launch, CpuSmooth, SmoothCoefficients, SmoothMode,
-    SmoothOperands,
+    fused_smoothing_cpu, fused_smoothing_cube, smooth_row, with_smooth_launch, SmoothCoefficients,
+    SmoothMode, SmoothOperands,
 };
 use crate::sparse::storage::{sparse_operator, SparseStorage};
 use crate::sparse::{to_u32, RowStats};
@@ -369,14 +369,14 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
     a: &Dia<Cube<R>, V>,
     v: &CubeBuffer<T>,
     operands: SmoothOperands<'_, T>,
-) -> Result<()> {
+) -> Result<bool> {
     if a.nrows == 0 {
-        return Ok(());
+        return Ok(true);
     }
     let (count, dim) = b.config().grid(a.nrows);
     let unrolled = unrolled(b, a.offsets.len());
     // SAFETY: the caller's contract and the DIA invariants (as for the SpMV).
-    unsafe {
+    let launched = unsafe {
         with_smooth_launch(b, operands, |args| {
             let [a0, a1, a2, a3] = args.arrays;
             let mode = args.mode;
@@ -397,7 +397,8 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
                 )
             })
         })
-    }
+    };
+    launched.map(|()| true)
 }
 
 /// `(A v)_r` on the CPU, the diagonals in order.
@@ -521,76 +522,6 @@ impl FormatKernels for DiaFormat {
         rows_cpu(y, alpha, beta, |r| row_product(a, x, r));
     }
 
-    fn residual_cpu<V: Element, T: Scalar>(
-        a: &Dia<Cpu, V>,
-        b: &[T],
-        x: &[T],
-        r: &mut [T],
-        scaled: Option<(&[T], &mut [T])>,
-    ) -> bool {
-        smooth_rows_cpu(CpuSmooth::Residual { b, r, scaled }, |i| {
-            row_product(a, x, i)
-        });
-        true
-    }
-
-    fn smoothing_step_cpu<V: Element, T: Scalar>(
-        a: &Dia<Cpu, V>,
-        d: &[T],
-        r: &mut [T],
-        s: &[T],
-        e: &mut [T],
-        x: &mut [T],
-        coefficients: [T; 3],
-    ) -> bool {
-        let operands = CpuSmooth::Step {
-            d,
-            r,
-            s,
-            e,
-            x,
-            coefficients,
-        };
-        smooth_rows_cpu(operands, |i| row_product(a, d, i));
-        true
-    }
-
-    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Dia<Cube<R>, V>,
-        rhs: &CubeBuffer<T>,
-        x: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
-    ) -> Result<bool> {
-        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
-        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
-        unsafe { smooth_cube(b, a, x, operands)? };
-        Ok(true)
-    }
-
-    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Dia<Cube<R>, V>,
-        d: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        s: &CubeBuffer<T>,
-        e: &mut CubeBuffer<T>,
-        x: &mut CubeBuffer<T>,
-        coefficients: [T; 3],
-    ) -> Result<bool> {
-        let operands = SmoothOperands::Step {
-            r,
-            s,
-            e,
-            x,
-            coefficients,
-        };
-        // SAFETY: the caller's contract.
-        unsafe { smooth_cube(b, a, d, operands)? };
-        Ok(true)
-    }
-
     unsafe fn spmv_cube<R: CubeRuntime, V: Element, T: Scalar>(
         b: &Cube<R>,
         a: &Dia<Cube<R>, V>,
@@ -635,6 +566,10 @@ impl FormatKernels for DiaFormat {
         // SAFETY: the caller's contract.
         unsafe { spmv_dot_partials(b, a, x, y).map(Some) }
     }
+
+    fused_smoothing_cpu!(row_product);
+
+    fused_smoothing_cube!(smooth_cube);
 }
 
 impl FormatConversion for DiaFormat {

@@ -5,7 +5,9 @@
 //! [`LinearOperator::residual`](crate::operator::LinearOperator::residual) and
 //! [`LinearOperator::smoothing_step`](crate::operator::LinearOperator::smoothing_step).
 //! A format's kernel computes its row's product `(A v)ᵢ` as in its SpMV and ends the row
-//! with [`smooth_row`] (devices) or [`smooth_rows_cpu`] (the CPU) instead of storing `yᵢ`.
+//! with [`smooth_row`] (devices) or [`smooth_rows_cpu`] (the CPU) instead of storing `yᵢ`;
+//! `fused_smoothing_cpu!(row_product)` and `fused_smoothing_cube!(smooth_cube)` in its
+//! `impl FormatKernels` write the four trait methods around those two functions.
 //! Every row reads the gathered vector `v` (`x`, or `d`) and writes only its own entries of
 //! the others, so one kernel computes the whole pass.
 
@@ -254,3 +256,100 @@ pub(crate) fn smooth_rows_cpu<T: Scalar>(
             }),
     }
 }
+
+/// The CPU side of a format's fused passes, inside its `impl FormatKernels`:
+/// `residual_cpu` and `smoothing_step_cpu` by [`smooth_rows_cpu`] over the format's
+/// `$row(a, v, i)`, the product `(A v)ᵢ` of row `i`.
+macro_rules! fused_smoothing_cpu {
+    ($row:path) => {
+        fn residual_cpu<V: $crate::scalar::Element, T: $crate::scalar::Scalar>(
+            a: &Self::Matrix<$crate::backend::cpu::Cpu, V>,
+            b: &[T],
+            x: &[T],
+            r: &mut [T],
+            scaled: Option<(&[T], &mut [T])>,
+        ) -> bool {
+            let operands = $crate::sparse::smoothing::CpuSmooth::Residual { b, r, scaled };
+            $crate::sparse::smoothing::smooth_rows_cpu(operands, |i| $row(a, x, i));
+            true
+        }
+
+        fn smoothing_step_cpu<V: $crate::scalar::Element, T: $crate::scalar::Scalar>(
+            a: &Self::Matrix<$crate::backend::cpu::Cpu, V>,
+            d: &[T],
+            r: &mut [T],
+            s: &[T],
+            e: &mut [T],
+            x: &mut [T],
+            coefficients: [T; 3],
+        ) -> bool {
+            let operands = $crate::sparse::smoothing::CpuSmooth::Step {
+                d,
+                r,
+                s,
+                e,
+                x,
+                coefficients,
+            };
+            $crate::sparse::smoothing::smooth_rows_cpu(operands, |i| $row(a, d, i));
+            true
+        }
+    };
+}
+pub(crate) use fused_smoothing_cpu;
+
+/// The device side of a format's fused passes, inside its `impl FormatKernels`:
+/// `residual_cube` and `smoothing_step_cube` by the format's
+/// `unsafe fn $smooth(backend, a, v, operands) -> Result<bool>`, which launches its kernel
+/// with the gathered vector `v` (or returns `false`, launching nothing, where the matrix's
+/// kernel choice has no fused pass).
+macro_rules! fused_smoothing_cube {
+    ($smooth:path) => {
+        unsafe fn residual_cube<
+            R: $crate::backend::cube::CubeRuntime,
+            V: $crate::scalar::Element,
+            T: $crate::scalar::Scalar,
+        >(
+            b: &$crate::backend::cube::Cube<R>,
+            a: &Self::Matrix<$crate::backend::cube::Cube<R>, V>,
+            rhs: &$crate::backend::cube::CubeBuffer<T>,
+            x: &$crate::backend::cube::CubeBuffer<T>,
+            r: &mut $crate::backend::cube::CubeBuffer<T>,
+            scaled: Option<(
+                &$crate::backend::cube::CubeBuffer<T>,
+                &mut $crate::backend::cube::CubeBuffer<T>,
+            )>,
+        ) -> $crate::error::Result<bool> {
+            let operands =
+                $crate::sparse::smoothing::SmoothOperands::Residual { b: rhs, r, scaled };
+            // SAFETY: the caller's contract (a square matrix, every buffer of its size).
+            unsafe { $smooth(b, a, x, operands) }
+        }
+
+        unsafe fn smoothing_step_cube<
+            R: $crate::backend::cube::CubeRuntime,
+            V: $crate::scalar::Element,
+            T: $crate::scalar::Scalar,
+        >(
+            b: &$crate::backend::cube::Cube<R>,
+            a: &Self::Matrix<$crate::backend::cube::Cube<R>, V>,
+            d: &$crate::backend::cube::CubeBuffer<T>,
+            r: &mut $crate::backend::cube::CubeBuffer<T>,
+            s: &$crate::backend::cube::CubeBuffer<T>,
+            e: &mut $crate::backend::cube::CubeBuffer<T>,
+            x: &mut $crate::backend::cube::CubeBuffer<T>,
+            coefficients: [T; 3],
+        ) -> $crate::error::Result<bool> {
+            let operands = $crate::sparse::smoothing::SmoothOperands::Step {
+                r,
+                s,
+                e,
+                x,
+                coefficients,
+            };
+            // SAFETY: the caller's contract.
+            unsafe { $smooth(b, a, d, operands) }
+        }
+    };
+}
+pub(crate) use fused_smoothing_cube;

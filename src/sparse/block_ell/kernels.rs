@@ -17,8 +17,8 @@ use crate::sparse::ops::{
 };
 use crate::sparse::options::FormatOptions;
 use crate::sparse::smoothing::{
-    smooth_row, smooth_rows_cpu, with_smooth_launch, CpuSmooth, SmoothCoefficients, SmoothMode,
-    SmoothOperands,
+    fused_smoothing_cpu, fused_smoothing_cube, smooth_row, with_smooth_launch, SmoothCoefficients,
+    SmoothMode, SmoothOperands,
 };
 use crate::sparse::PAD;
 
@@ -364,81 +364,9 @@ impl FormatKernels for BlockEllFormat {
         }
     }
 
-    fn residual_cpu<V: Element, T: Scalar>(
-        a: &BlockEll<Cpu, V>,
-        b: &[T],
-        x: &[T],
-        r: &mut [T],
-        scaled: Option<(&[T], &mut [T])>,
-    ) -> bool {
-        smooth_rows_cpu(CpuSmooth::Residual { b, r, scaled }, |u| {
-            row_product(a, x, u)
-        });
-        true
-    }
+    fused_smoothing_cpu!(row_product);
 
-    fn smoothing_step_cpu<V: Element, T: Scalar>(
-        a: &BlockEll<Cpu, V>,
-        d: &[T],
-        r: &mut [T],
-        s: &[T],
-        e: &mut [T],
-        x: &mut [T],
-        coefficients: [T; 3],
-    ) -> bool {
-        let operands = CpuSmooth::Step {
-            d,
-            r,
-            s,
-            e,
-            x,
-            coefficients,
-        };
-        smooth_rows_cpu(operands, |u| row_product(a, d, u));
-        true
-    }
-
-    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &BlockEll<Cube<R>, V>,
-        rhs: &CubeBuffer<T>,
-        x: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
-    ) -> Result<bool> {
-        if a.kernel != BlockEllKernel::Direct {
-            return Ok(false);
-        }
-        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
-        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
-        unsafe { smooth_cube(b, a, x, operands)? };
-        Ok(true)
-    }
-
-    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &BlockEll<Cube<R>, V>,
-        d: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        s: &CubeBuffer<T>,
-        e: &mut CubeBuffer<T>,
-        x: &mut CubeBuffer<T>,
-        coefficients: [T; 3],
-    ) -> Result<bool> {
-        if a.kernel != BlockEllKernel::Direct {
-            return Ok(false);
-        }
-        let operands = SmoothOperands::Step {
-            r,
-            s,
-            e,
-            x,
-            coefficients,
-        };
-        // SAFETY: the caller's contract.
-        unsafe { smooth_cube(b, a, d, operands)? };
-        Ok(true)
-    }
+    fused_smoothing_cube!(smooth_cube);
 }
 
 /// `(A v)ᵤ`, accumulated in `T` block slot by block slot (as [`BlockEllFormat::spmv_cpu`]).
@@ -472,9 +400,12 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
     a: &BlockEll<Cube<R>, V>,
     v: &CubeBuffer<T>,
     operands: SmoothOperands<'_, T>,
-) -> Result<()> {
+) -> Result<bool> {
+    if a.kernel != BlockEllKernel::Direct {
+        return Ok(false); // the inflate-contract form has no fused pass
+    }
     if a.nrows == 0 {
-        return Ok(());
+        return Ok(true);
     }
     let m = a.block_size;
     let padded_rows = a.nrows.div_ceil(m) * m;
@@ -487,7 +418,7 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
     let (count, dim) = b.config().grid(padded_rows);
     // SAFETY: the caller's contract and the block-ELL invariants (as for the direct SpMV);
     // rows past nrows only compute.
-    unsafe {
+    let launched = unsafe {
         with_smooth_launch(b, operands, |args| {
             let [a0, a1, a2, a3] = args.arrays;
             let mode = args.mode;
@@ -508,7 +439,8 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
                 )
             })
         })
-    }
+    };
+    launched.map(|()| true)
 }
 
 impl FormatConversion for BlockEllFormat {

@@ -15,8 +15,8 @@ use crate::sparse::ops::{axpby_row, AlphaBeta, AlphaBetaLaunch, Scaling};
 use crate::sparse::ops::{sealed, FormatKernels, Mover, SparseOps};
 use crate::sparse::options::FormatOptions;
 use crate::sparse::smoothing::{
-    smooth_row, smooth_rows_cpu, with_smooth_launch, CpuSmooth, SmoothCoefficients, SmoothMode,
-    SmoothOperands,
+    fused_smoothing_cpu, fused_smoothing_cube, smooth_row, with_smooth_launch, SmoothCoefficients,
+    SmoothMode, SmoothOperands,
 };
 
 /// The CSR arrays, as one kernel argument.
@@ -304,75 +304,9 @@ impl FormatKernels for CsrFormat {
         }
     }
 
-    fn residual_cpu<V: Element, T: Scalar>(
-        a: &Csr<Cpu, V>,
-        b: &[T],
-        x: &[T],
-        r: &mut [T],
-        scaled: Option<(&[T], &mut [T])>,
-    ) -> bool {
-        smooth_rows_cpu(CpuSmooth::Residual { b, r, scaled }, |i| {
-            row_product(a, x, i)
-        });
-        true
-    }
+    fused_smoothing_cpu!(row_product);
 
-    fn smoothing_step_cpu<V: Element, T: Scalar>(
-        a: &Csr<Cpu, V>,
-        d: &[T],
-        r: &mut [T],
-        s: &[T],
-        e: &mut [T],
-        x: &mut [T],
-        coefficients: [T; 3],
-    ) -> bool {
-        let operands = CpuSmooth::Step {
-            d,
-            r,
-            s,
-            e,
-            x,
-            coefficients,
-        };
-        smooth_rows_cpu(operands, |i| row_product(a, d, i));
-        true
-    }
-
-    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Csr<Cube<R>, V>,
-        rhs: &CubeBuffer<T>,
-        x: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
-    ) -> Result<bool> {
-        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
-        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
-        unsafe { smooth_cube(b, a, x, operands)? };
-        Ok(true)
-    }
-
-    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Csr<Cube<R>, V>,
-        d: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        s: &CubeBuffer<T>,
-        e: &mut CubeBuffer<T>,
-        x: &mut CubeBuffer<T>,
-        coefficients: [T; 3],
-    ) -> Result<bool> {
-        let operands = SmoothOperands::Step {
-            r,
-            s,
-            e,
-            x,
-            coefficients,
-        };
-        // SAFETY: the caller's contract.
-        unsafe { smooth_cube(b, a, d, operands)? };
-        Ok(true)
-    }
+    fused_smoothing_cube!(smooth_cube);
 }
 
 /// `(A v)ᵢ`, accumulated in `T` in the order of the stored entries (as [`CsrFormat::spmv_cpu`]).
@@ -395,9 +329,9 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
     a: &Csr<Cube<R>, V>,
     v: &CubeBuffer<T>,
     operands: SmoothOperands<'_, T>,
-) -> Result<()> {
+) -> Result<bool> {
     if a.nrows == 0 {
-        return Ok(());
+        return Ok(true);
     }
     let group = match a.kernel.resolve(&a.stats) {
         CsrKernel::Vector { group } => group,
@@ -413,7 +347,7 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
     };
     // SAFETY: the caller's contract; the CSR invariants keep every offset below nnz and every
     // column below ncols = nrows; the group size is a power of two in 1..=32.
-    unsafe {
+    let launched = unsafe {
         with_smooth_launch(b, operands, |args| {
             let [a0, a1, a2, a3] = args.arrays;
             let mode = args.mode;
@@ -435,7 +369,8 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
                 )
             })
         })
-    }
+    };
+    launched.map(|()| true)
 }
 
 impl FormatConversion for CsrFormat {

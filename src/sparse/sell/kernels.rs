@@ -18,7 +18,8 @@ use crate::sparse::ops::{
 use crate::sparse::options::FormatOptions;
 use crate::sparse::sell::{Sell, SellParams};
 use crate::sparse::smoothing::{
-    smooth_row, with_smooth_launch, SmoothCoefficients, SmoothMode, SmoothOperands,
+    fused_smoothing_cube, smooth_row, with_smooth_launch, SmoothCoefficients, SmoothMode,
+    SmoothOperands,
 };
 use crate::sparse::PAD;
 use crate::vector::cube::reduce::{cube_sum_to, partials};
@@ -140,9 +141,9 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
     a: &Sell<Cube<R>, V>,
     v: &CubeBuffer<T>,
     operands: SmoothOperands<'_, T>,
-) -> Result<()> {
+) -> Result<bool> {
     if a.nrows == 0 {
-        return Ok(());
+        return Ok(true);
     }
     let (count, dim) = b.config().grid(a.nrows);
     let cfg = SellConfig {
@@ -153,7 +154,7 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
     };
     // SAFETY: the caller's contract and the SELL invariants (as for the SpMV); row_perm is
     // a permutation, so every original row is ended by one unit.
-    unsafe {
+    let launched = unsafe {
         with_smooth_launch(b, operands, |args| {
             let [a0, a1, a2, a3] = args.arrays;
             let mode = args.mode;
@@ -174,7 +175,8 @@ unsafe fn smooth_cube<R: CubeRuntime, V: Element, T: Scalar>(
                 )
             })
         })
-    }
+    };
+    launched.map(|()| true)
 }
 
 /// `y = A x` and partial sums of `x · y`, one per cube (square matrices): the SpMV and the
@@ -386,41 +388,7 @@ impl FormatKernels for SellFormat {
         unsafe { spmv_dot_partials(b, a, x, y).map(Some) }
     }
 
-    unsafe fn residual_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Sell<Cube<R>, V>,
-        rhs: &CubeBuffer<T>,
-        x: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        scaled: Option<(&CubeBuffer<T>, &mut CubeBuffer<T>)>,
-    ) -> Result<bool> {
-        let operands = SmoothOperands::Residual { b: rhs, r, scaled };
-        // SAFETY: the caller's contract (a square matrix, every buffer of its size).
-        unsafe { smooth_cube(b, a, x, operands)? };
-        Ok(true)
-    }
-
-    unsafe fn smoothing_step_cube<R: CubeRuntime, V: Element, T: Scalar>(
-        b: &Cube<R>,
-        a: &Sell<Cube<R>, V>,
-        d: &CubeBuffer<T>,
-        r: &mut CubeBuffer<T>,
-        s: &CubeBuffer<T>,
-        e: &mut CubeBuffer<T>,
-        x: &mut CubeBuffer<T>,
-        coefficients: [T; 3],
-    ) -> Result<bool> {
-        let operands = SmoothOperands::Step {
-            r,
-            s,
-            e,
-            x,
-            coefficients,
-        };
-        // SAFETY: the caller's contract.
-        unsafe { smooth_cube(b, a, d, operands)? };
-        Ok(true)
-    }
+    fused_smoothing_cube!(smooth_cube);
 }
 
 impl FormatConversion for SellFormat {
