@@ -94,6 +94,12 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(300, 400, 65, 90),
             RandomPattern::uniform(400, 50, 1, 3),
         ),
+        // Rows of 130..300 entries: on 32-lane plane devices, pieces of 128 (a plane each),
+        // then summed (lavapipe takes such rows to the host).
+        (
+            RandomPattern::uniform(200, 600, 130, 300),
+            RandomPattern::uniform(600, 80, 1, 4),
+        ),
         // Transposes with rows of ~100 and ~225 entries: two and three merge passes.
         (
             RandomPattern::uniform(1000, 100, 8, 12),
@@ -102,6 +108,12 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
         (
             RandomPattern::uniform(3000, 100, 5, 10),
             RandomPattern::uniform(100, 50, 0, 5),
+        ),
+        // A transpose with rows of ~1500 entries, above the rank sort's 1024: sorted by
+        // merging runs (on a GPU; lavapipe takes such rows to the host).
+        (
+            RandomPattern::uniform(3000, 3, 1, 2),
+            RandomPattern::uniform(3, 7, 1, 3),
         ),
     ];
     for (seed, (pa, pb)) in cases.iter().enumerate() {

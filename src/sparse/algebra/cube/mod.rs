@@ -3,11 +3,12 @@
 //!
 //! Each kernel makes the CPU reference's choices in the CPU's order (see the
 //! [module docs](super)): SpGEMM merges the selected rows of `B` by their sorted columns
-//! with one cursor per entry of `A`'s row (cursor slots laid out per unit, so a plane's
-//! accesses coalesce), so each output entry sums its terms in the order of `A`'s row, as the
-//! CPU does (a row above 64 entries in pieces of 32: a unit per piece, then the pieces
-//! summed in order by a second product); transposes and aggregate member lists are filled
-//! through 32-bit atomic cursors and then sorted per row (long rows by merging runs). The
+//! with one cursor per entry of `A`'s row (the cursors in shared memory, each unit its own
+//! slots), so each output entry sums its terms in the order of `A`'s row, as the CPU does
+//! (a row above 64 entries in pieces of 32: a unit per piece, then the pieces summed in
+//! order by a second product); transposes and aggregate member lists are filled through
+//! 32-bit atomic cursors and then sorted per row (a transpose's rows up to 1024 entries by
+//! rank, a unit per entry; longer rows by merging runs). The
 //! kernels are in [`kernels`] and [`aggregate_kernels`]; their host side is this file,
 //! `spgemm.rs` and `aggregate.rs`.
 
@@ -67,11 +68,13 @@ impl<R: CubeRuntime> Cube<R> {
                 )
             }
         })?;
+        // The three reads started together, then waited for (one round trip, not three).
         let (sums_h, stats_h, squares_h) = (
-            self.download(&sums)?,
-            self.download(&stats)?,
-            self.download(&squares)?,
+            self.download_later(&sums)?,
+            self.download_later(&stats)?,
+            self.download_later(&squares)?,
         );
+        let (sums_h, stats_h, squares_h) = (sums_h.wait()?, stats_h.wait()?, squares_h.wait()?);
         drop((sums, stats, squares));
         let mut offsets = Vec::with_capacity(tiles);
         let mut total = 0u64;
@@ -334,11 +337,18 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
         }
         let mut cursor = counts;
         self.fill_u32(&mut cursor, 0)?;
+        // Filled in any order with each entry's row, then sorted out of place a unit per
+        // entry (L comparisons each for a row of L), where the rows are at most
+        // RANK_SORT_MAX long or their comparisons (Σ L² = m (mean² + σ²)) stay within
+        // RANK_SORT_WORK; else sorted in place by merging runs.
+        let work = m as f64 * (stats.mean * stats.mean + stats.std_dev * stats.std_dev);
+        let rank = stats.max <= RANK_SORT_MAX || work <= RANK_SORT_WORK;
         let mut cols = self.alloc_uninit::<u32>(nnz)?;
         let mut vals = self.alloc_uninit::<V>(nnz)?;
-        self.launch::<V>((), || {
+        let rows = self.alloc_uninit::<u32>(if rank { nnz } else { 1 })?;
+        self.launch::<V>(rank, || {
             // SAFETY: each column's entries land in its row of the transpose (t_ptr, cursor
-            // counting up to the column's count).
+            // counting up to the column's count); with `rank`, rows has a slot per entry.
             unsafe {
                 transpose_fill_kernel::launch_unchecked::<V, R>(
                     self.client(),
@@ -351,12 +361,39 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
                     cursor.arg(),
                     cols.arg(),
                     vals.arg(),
+                    rows.arg(),
                     n,
+                    rank,
                 )
             }
         })?;
         drop(cursor);
-        self.sort_rows(&t_ptr, &mut cols, &mut vals, m, stats.max)?;
+        if rank {
+            let sorted_cols = self.alloc_uninit::<u32>(nnz)?;
+            let sorted_vals = self.alloc_uninit::<V>(nnz)?;
+            let (count, dim) = self.config().grid(nnz);
+            self.launch::<V>((), || {
+                // SAFETY: rows names each entry's row of t_ptr (m + 1 offsets); ranks are
+                // distinct within a row, below its length.
+                unsafe {
+                    rank_sort_kernel::launch_unchecked::<V, R>(
+                        self.client(),
+                        count,
+                        dim,
+                        t_ptr.arg(),
+                        rows.arg(),
+                        cols.arg(),
+                        vals.arg(),
+                        sorted_cols.arg(),
+                        sorted_vals.arg(),
+                        nnz,
+                    )
+                }
+            })?;
+            (cols, vals) = (sorted_cols, sorted_vals);
+        } else {
+            self.sort_rows(&t_ptr, &mut cols, &mut vals, m, stats.max)?;
+        }
         Ok(self.csr_from((m, n), t_ptr, cols, vals, stats))
     }
 

@@ -27,23 +27,37 @@ impl<R: CubeRuntime> Cube<R> {
             let c = crate::sparse::algebra::host::spgemm(&a.to_host()?, &b.to_host()?)?;
             return c.to_backend(self);
         }
-        if la > SPGEMM_SPLIT_ABOVE && n > 0 {
-            return self.spgemm_split(a, b);
+        // With 32-lane plane operations, rows above SPGEMM_PLANE_ABOVE take a plane each
+        // (cursors in registers, up to SPGEMM_PLANE_MAX entries, longer rows in pieces of
+        // that many); else rows above SPGEMM_SPLIT_ABOVE are cut into pieces of SPGEMM_PIECE.
+        let info = self.info();
+        let planes = info.plane_ops && info.plane_size == (32, 32) && la > SPGEMM_PLANE_ABOVE;
+        let (limit, piece) = if planes {
+            (SPGEMM_PLANE_MAX, SPGEMM_PLANE_MAX)
+        } else {
+            (SPGEMM_SPLIT_ABOVE, SPGEMM_PIECE)
+        };
+        if la > limit && n > 0 {
+            return self.spgemm_split(a, b, piece);
         }
-        // Units: enough for every row, but at most SPGEMM_SLOTS cursor slots in all (a unit
-        // has a slot per entry of A's longest row) and the grid's most cubes.
+        // Without planes: a unit per row, each with `slots` cursor slots in shared memory (a
+        // power of two from 8, at least A's longest row), as many units per cube as
+        // SPGEMM_CUBE_SLOTS slots allow. With planes: a plane per row, `per_lane` cursors a
+        // lane, 8 planes a cube.
+        let slots = la.next_power_of_two().max(8);
+        let per_lane = la.div_ceil(32).next_power_of_two();
+        let (dim, rows_per_cube) = if planes {
+            (256, 8)
+        } else {
+            let dim = SPGEMM_CUBE_SLOTS / slots;
+            (dim, dim)
+        };
         let cubes = n
-            .min(SPGEMM_SLOTS / la.max(1))
-            .max(1)
-            .div_ceil(SPGEMM_DIM)
-            .min(self.config().max_cubes as usize);
-        let units = cubes * SPGEMM_DIM;
-        let slots = units * la.max(1);
-        let cur = self.alloc_uninit::<u32>(slots)?;
-        let col = self.alloc_uninit::<u32>(slots)?;
-        let (count, dim) = (
+            .div_ceil(rows_per_cube)
+            .clamp(1, self.config().max_cubes as usize);
+        let (count, cube_dim) = (
             CubeCount::Static(cubes as u32, 1, 1),
-            CubeDim::new_1d(SPGEMM_DIM as u32),
+            CubeDim::new_1d(dim as u32),
         );
         let counts = self.alloc_uninit::<u32>(n)?;
         let dummy_u = self.alloc::<u32>(1)?;
@@ -56,29 +70,57 @@ impl<R: CubeRuntime> Cube<R> {
                     vals: &CubeBuffer<V>,
                     counts: &CubeBuffer<u32>,
                     fill: bool| {
-            self.launch::<V>(fill, || {
-                // SAFETY: the CSR invariants of A and B (A's columns index B's rows); cur
-                // and col have a slot per unit for each entry of the longest row of A,
-                // counts one per row; with `fill`, c_ptr offsets each row's count, which
-                // the numeric pass reproduces.
+            if planes {
+                return self.launch::<V>((fill, planes, per_lane), || {
+                    // SAFETY: the CSR invariants of A and B (A's columns index B's rows);
+                    // 32 per_lane ≥ A's longest row; counts has one slot per row; with
+                    // `fill`, c_ptr offsets each row's count, which the numeric pass
+                    // reproduces.
+                    unsafe {
+                        spgemm_plane_kernel::launch_unchecked::<V, R>(
+                            self.client(),
+                            count.clone(),
+                            cube_dim,
+                            a.row_ptr.arg(),
+                            a.col_idx.arg(),
+                            a.values.arg(),
+                            b.row_ptr.arg(),
+                            b.col_idx.arg(),
+                            b.values.arg(),
+                            c_ptr.arg(),
+                            cols.arg(),
+                            vals.arg(),
+                            counts.arg(),
+                            n,
+                            per_lane,
+                            fill,
+                        )
+                    }
+                });
+            }
+            self.launch::<V>((fill, planes, slots), || {
+                // SAFETY: the CSR invariants of A and B (A's columns index B's rows); each
+                // unit has `slots` ≥ A's longest row cursor slots in shared memory, counts
+                // has one per row; with `fill`, c_ptr offsets each row's count, which the
+                // numeric pass reproduces.
                 unsafe {
                     spgemm_kernel::launch_unchecked::<V, R>(
                         self.client(),
                         count.clone(),
-                        dim,
+                        cube_dim,
                         a.row_ptr.arg(),
                         a.col_idx.arg(),
                         a.values.arg(),
                         b.row_ptr.arg(),
                         b.col_idx.arg(),
                         b.values.arg(),
-                        cur.arg(),
-                        col.arg(),
                         c_ptr.arg(),
                         cols.arg(),
                         vals.arg(),
                         counts.arg(),
                         n,
+                        slots,
+                        dim,
                         fill,
                     )
                 }
@@ -93,8 +135,8 @@ impl<R: CubeRuntime> Cube<R> {
         Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
     }
 
-    /// `A·B` for an `A` with long rows: each row cut into pieces of [`SPGEMM_PIECE`]
-    /// entries (a matrix `A_s` of the pieces, sharing `A`'s entries), `C_s = A_s·B` (a unit
+    /// `A·B` for an `A` with long rows: each row cut into pieces of `piece` entries (a
+    /// matrix `A_s` of the pieces, sharing `A`'s entries), `C_s = A_s·B` (a unit or a plane
     /// per piece), then `C = S·C_s` with `S` the 0/1 matrix that sums each row's pieces in
     /// order. Each entry of `C` is the sum, in piece order, of its pieces' sums, each in `A`'s
     /// order (the CPU sums every term in `A`'s order: the results differ by rounding).
@@ -102,9 +144,10 @@ impl<R: CubeRuntime> Cube<R> {
         &self,
         a: &Csr<Self, V>,
         b: &Csr<Self, V>,
+        piece: usize,
     ) -> Result<Csr<Self, V>> {
         let n = a.nrows;
-        let piece = SPGEMM_PIECE as u32;
+        let chunk = piece as u32;
         let counts = self.alloc_uninit::<u32>(n)?;
         let (count, dim) = self.config().grid(n);
         self.launch::<()>((), || {
@@ -117,7 +160,7 @@ impl<R: CubeRuntime> Cube<R> {
                     a.row_ptr.arg(),
                     counts.arg(),
                     n,
-                    piece,
+                    chunk,
                 )
             }
         })?;
@@ -138,7 +181,7 @@ impl<R: CubeRuntime> Cube<R> {
                     split_ptr.arg(),
                     sel_cols.arg(),
                     n,
-                    piece,
+                    chunk,
                 )
             }
         })?;
@@ -152,7 +195,7 @@ impl<R: CubeRuntime> Cube<R> {
             ncols: a.ncols,
             nnz,
             min: 0,
-            max: SPGEMM_PIECE.min(a.stats.max),
+            max: piece.min(a.stats.max),
             mean: nnz as f64 / pieces.max(1) as f64,
             std_dev: 0.0,
             empty_rows: 0,
