@@ -45,6 +45,12 @@ import json,sys
 d=json.load(sys.stdin); a=d.get('amg') or {}; p=a.get('phases') or {}
 ph=' '.join('%s %.3f' % (k[:5], v) for k, v in p.items() if v >= 0.0005)
 print('%-5s %-14s %5s %-5s setup %7.3f (amg %s) solve %7.3f | %s' % (d['backend'][:5], d['matrix'][-14:], d['iterations'], d['converged'], d['setup_s'], ('%.3f' % a['setup_seconds']) if a else '-', d['time_s'], ph))"; }
+# VARIANTS=1: also the f32 hierarchy and the fourth-kind Chebyshev smoother of degree 2.
+variants=("--amg-degree 3")
+[ -n "${VARIANTS:-}" ] && variants+=("--amg-degree 3 --amg-precision f32" "--amg-smoother chebyshev4 --amg-degree 2")
 for m in poisson7:256 fvm-tet:120; do
-  timeout 120 $bin/solve --matrix $m --backend cuda --precond amg --amg-degree 3 --tol 1e-8 --warmup --max-iter 5000 --json 2> "$out/err.txt" | row || tail -2 "$out/err.txt"
+  for v in "${variants[@]}"; do
+    echo "# $m $v"
+    timeout 120 $bin/solve --matrix $m --backend cuda --precond amg $v --tol 1e-8 --warmup --max-iter 5000 --json 2> "$out/err.txt" | row || tail -2 "$out/err.txt"
+  done
 done

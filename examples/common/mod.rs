@@ -308,6 +308,8 @@ pub enum PrecisionArg {
 pub enum AmgSmootherArg {
     /// Chebyshev polynomial of the Jacobi-scaled operator (--amg-degree SpMVs)
     Chebyshev,
+    /// fourth-kind Chebyshev polynomial (Lottes), no lower interval end (--amg-degree SpMVs)
+    Chebyshev4,
     /// l1-Jacobi (--amg-degree sweeps)
     L1Jacobi,
 }
@@ -382,6 +384,9 @@ impl AmgArgs {
             theta,
             smoother: match self.amg_smoother {
                 AmgSmootherArg::Chebyshev => AmgSmoother::Chebyshev {
+                    degree: self.amg_degree,
+                },
+                AmgSmootherArg::Chebyshev4 => AmgSmoother::ChebyshevFourthKind {
                     degree: self.amg_degree,
                 },
                 AmgSmootherArg::L1Jacobi => AmgSmoother::L1Jacobi {

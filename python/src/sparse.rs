@@ -254,10 +254,11 @@ fn time_spmv<'py>(
 fn parse_smoother(name: &str, degree: usize) -> PyResult<AmgSmoother> {
     match name.to_ascii_lowercase().replace('_', "-").as_str() {
         "chebyshev" => Ok(AmgSmoother::Chebyshev { degree }),
+        "chebyshev4" => Ok(AmgSmoother::ChebyshevFourthKind { degree }),
         "l1-jacobi" | "jacobi" => Ok(AmgSmoother::L1Jacobi { sweeps: degree }),
         _ => Err(value_error(
             "amg_smoother",
-            format!("unknown smoother `{name}`: expected chebyshev or l1-jacobi"),
+            format!("unknown smoother `{name}`: expected chebyshev, chebyshev4 or l1-jacobi"),
         )),
     }
 }

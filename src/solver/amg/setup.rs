@@ -261,7 +261,9 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
             ));
         }
         let (rho_smoother, scale) = match params.smoother {
-            AmgSmoother::Chebyshev { .. } => (rho, jacobi),
+            AmgSmoother::Chebyshev { .. } | AmgSmoother::ChebyshevFourthKind { .. } => {
+                (rho, jacobi)
+            }
             AmgSmoother::L1Jacobi { .. } => {
                 // SAFETY: the buffer was allocated by this backend.
                 let sums =

@@ -161,6 +161,7 @@ fn the_cycle_is_symmetric() {
         (AmgSmoother::Chebyshev { degree: 3 }, AmgCycle::V),
         (AmgSmoother::L1Jacobi { sweeps: 2 }, AmgCycle::V),
         (AmgSmoother::Chebyshev { degree: 2 }, AmgCycle::W),
+        (AmgSmoother::ChebyshevFourthKind { degree: 3 }, AmgCycle::V),
     ] {
         let params = AmgParams {
             smoother,
@@ -257,6 +258,88 @@ fn fused_chebyshev_matches_the_plain_recurrence() {
                     "degree {degree} level {l} zero {zero}: {err:e} against {scale:e}"
                 );
             }
+        }
+    }
+}
+
+/// The fourth-kind Chebyshev smoother against its definition: on the 1D Laplacian, whose
+/// Jacobi-scaled eigenpairs are known (`λⱼ = 1 − cos(jπ/(n+1))`, `vⱼ[k] = sin(j(k+1)π/(n+1))`),
+/// smoothing `A x = A vⱼ` from zero gives `(1 − e(λⱼ)) vⱼ`, with `e` the error polynomial of
+/// the scalar recurrence of Lottes (2023) on `[0, λmax]`; and that polynomial has its defining
+/// bound, `max √(λ/λmax) |e(λ)| = 1/(2k + 1)` on `[0, λmax]`.
+#[test]
+fn fourth_kind_chebyshev_has_its_error_polynomial() {
+    let n = 50;
+    let mut row_ptr = vec![0u32];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        for (j, v) in [(i as i64 - 1, -1.0), (i as i64, 2.0), (i as i64 + 1, -1.0)] {
+            if (0..n as i64).contains(&j) {
+                cols.push(j as u32);
+                vals.push(v);
+            }
+        }
+        row_ptr.push(cols.len() as u32);
+    }
+    let a = Csr::new(n, n, row_ptr, cols, vals).unwrap();
+    let cpu = Cpu::new();
+    // The error polynomial e(λ) = 1 − λ p(λ) of the recurrence, for D⁻¹A = λ.
+    let error = |lambda: f64, k: usize, lmax: f64| {
+        let (mut x, mut r) = (0.0, 1.0);
+        let mut d = 4.0 / (3.0 * lmax) * r;
+        for i in 1..k {
+            let i = i as f64;
+            x += d;
+            r -= lambda * d;
+            d = (2.0 * i - 1.0) / (2.0 * i + 3.0) * d
+                + (8.0 * i + 4.0) / (2.0 * i + 3.0) / lmax * r;
+        }
+        x += d;
+        1.0 - lambda * x
+    };
+    for degree in 1..=4 {
+        let bound = (0..=4000)
+            .map(|s| {
+                let t = s as f64 / 4000.0;
+                t.sqrt() * error(t, degree, 1.0).abs()
+            })
+            .fold(0.0, f64::max);
+        let want = 1.0 / (2.0 * degree as f64 + 1.0);
+        assert!(
+            (bound - want).abs() < 1e-9,
+            "degree {degree}: {bound} against {want}"
+        );
+
+        let params = AmgParams {
+            smoother: AmgSmoother::ChebyshevFourthKind { degree },
+            max_coarse: 10,
+            ..AmgParams::default()
+        };
+        let amg = Amg::<Cpu, f64>::new(&cpu, &a, &params).unwrap();
+        let lmax = amg.levels[0].lambda.1;
+        for j in [1, 10, 25, 40, 50] {
+            let lambda = 1.0 - (j as f64 * std::f64::consts::PI / (n + 1) as f64).cos();
+            let v: Vec<f64> = (0..n)
+                .map(|k| (j as f64 * (k + 1) as f64 * std::f64::consts::PI / (n + 1) as f64).sin())
+                .collect();
+            let vv = Vector::from_slice(&cpu, &v).unwrap();
+            let mut b = Vector::zeros(&cpu, n).unwrap();
+            a.spmv(1.0, &vv, 0.0, &mut b).unwrap();
+            let mut x = Vector::from_slice(&cpu, &vec![f64::NAN; n]).unwrap();
+            let mut work = amg.work.borrow_mut();
+            amg.smooth(0, &b, &mut x, true, &mut work[0]).unwrap();
+            let factor = 1.0 - error(lambda, degree, lmax);
+            let err = x
+                .to_vec()
+                .unwrap()
+                .iter()
+                .zip(&v)
+                .map(|(x, v)| (x - factor * v).abs())
+                .fold(0.0, f64::max);
+            assert!(
+                err <= 1e-12,
+                "degree {degree}, eigenvector {j} (λ = {lambda}, λmax {lmax}): {err:e}"
+            );
         }
     }
 }

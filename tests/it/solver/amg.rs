@@ -30,6 +30,7 @@ fn amg_cycle_matches_the_cpu_reference<B: Backend, T: Scalar>(b: &B) {
     for (smoother, cycle) in [
         (AmgSmoother::Chebyshev { degree: 2 }, AmgCycle::V),
         (AmgSmoother::L1Jacobi { sweeps: 2 }, AmgCycle::W),
+        (AmgSmoother::ChebyshevFourthKind { degree: 3 }, AmgCycle::V),
     ] {
         let params = AmgParams {
             smoother,
