@@ -150,7 +150,7 @@ def solve(
     backend : ``"cpu"``, ``"wgpu"`` or ``"cuda"``.
     **options : ``format`` (``"auto"``), ``restart`` (30), ``block_size`` (4), ``inner_tol``
         (1e-3), ``inner_max_iter`` (200), ``amg_theta`` (0.0), ``amg_smoother``
-        (``"chebyshev"`` or ``"l1-jacobi"``), ``amg_degree`` (3), ``amg_cycle`` (``"v"`` or
+        (``"chebyshev"``, ``"chebyshev4"`` — the fourth kind — or ``"l1-jacobi"``), ``amg_degree`` (3), ``amg_cycle`` (``"v"`` or
         ``"w"``), ``amg_max_coarse`` (500), ``amg_precision`` (``"same"`` or ``"f32"``),
         ``warmup`` (False: solve once untimed first).
 

@@ -89,7 +89,7 @@ def solve(
     inner_tol: float = 1e-3,
     inner_max_iter: int = 200,
     amg_theta: float = 0.0,
-    amg_smoother: Literal["chebyshev", "l1-jacobi"] = "chebyshev",
+    amg_smoother: Literal["chebyshev", "chebyshev4", "l1-jacobi"] = "chebyshev",
     amg_degree: int = 3,
     amg_cycle: Literal["v", "w"] = "v",
     amg_max_coarse: int = 500,

@@ -14,7 +14,8 @@
 //! `T` on the backend.
 //!
 //! **Cycle** (on the backend, every operation a checked vector or SpMV kernel): V or W, with
-//! Chebyshev-over-Jacobi (degree `d` on `[1.1 ρ/30, 1.1 ρ]`) or l1-Jacobi smoothing, the same
+//! Chebyshev-over-Jacobi (degree `d` on `[1.1 ρ/30, 1.1 ρ]`; or the fourth kind on
+//! `[0, 1.1 ρ]`) or l1-Jacobi smoothing, the same
 //! before and after the coarse correction, so the cycle is symmetric and PCG can take it.
 //! For the f32 hierarchy inside an f64 solve, wrap it in
 //! [`MixedPrecision`](crate::solver::MixedPrecision) and use flexible PCG or FGMRES.
@@ -299,7 +300,8 @@ struct Level<'a, B: Backend, T: Scalar> {
     a: LevelOp<'a, B, T>,
     /// Prolongation to this level from the next, restriction from this level to the next.
     transfer: Option<(Csr<B, T>, Csr<B, T>)>,
-    /// The smoother's scaling, divided by the Chebyshev centre `θ` (l1-Jacobi: as is).
+    /// The smoother's scaling, divided by the Chebyshev centre `θ` (the fourth kind: by
+    /// `3λmax/4`; l1-Jacobi: as is).
     scaling: Vector<B, T>,
     /// Chebyshev interval.
     lambda: (f64, f64),

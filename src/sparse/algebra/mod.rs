@@ -15,11 +15,12 @@
 //!
 //! Every operation runs where its matrices live: on the CPU with rayon (the reference,
 //! products accumulated in f64), on CubeCL devices with kernels that make the same choices
-//! in the same order — a unit per row, the terms of each output entry summed in the order of
-//! the left factor's row (a row longer than 64 entries in pieces of 32, summed piece after
-//! piece), ties between aggregation candidates broken by the same hash of the row index — so
-//! a hierarchy built on a device is the CPU's up to rounding (the device contracts products
-//! into fused multiply-adds; f32 values accumulate in f32 there).
+//! in the same order — the terms of each output entry of a product summed in the order of the
+//! left factor's row (a unit per row; on devices with 32-lane planes, a plane per row for rows
+//! above 32 entries, which adds its lanes' sums by a fixed tree; rows above the kernel's limit
+//! in pieces, summed piece after piece), ties between aggregation candidates broken by the same
+//! hash of the row index — so a hierarchy built on a device is the CPU's up to rounding (the
+//! device contracts products into fused multiply-adds; f32 values accumulate in f32 there).
 //! No device kernel uses floating-point atomics (absent on wgpu); 32-bit integer atomics
 //! count entries, and the orders they leave are sorted away.
 //!
@@ -277,8 +278,11 @@ fn check_square<B: BackendCore, V: Element>(op: &'static str, a: &Csr<B, V>) -> 
 /// `C = A·B` in CSR: for each row, the union of the rows of `B` that `A`'s row selects
 /// (symbolic), then the products summed in the order of `A`'s row (numeric). Columns come
 /// out sorted; entries that cancel to zero are kept (the pattern is structural). The CPU
-/// accumulates in f64 and rounds once to `V`; a device accumulates in `V`, and sums a row of
-/// `A` longer than 64 entries in pieces of 32 (each piece's sum, then the pieces in order).
+/// accumulates in f64 and rounds once to `V`; a device accumulates in `V` — in `A`'s order a
+/// unit per row, or (32-lane planes, a matrix with a row above 32 entries) a plane per row,
+/// each lane in order and the lanes by a fixed tree — and sums rows above the kernel's limit
+/// (64 entries for the unit kernel, 128 for the plane kernel) in pieces of 32 or 128 (each
+/// piece's sum, then the pieces in order).
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`] if `a.ncols() != b.nrows()`; [`Error::DeviceMismatch`] for

@@ -89,7 +89,8 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(5000, 700, 3, 12),
             RandomPattern::uniform(700, 900, 0, 30),
         ),
-        // Rows of 65..90 entries: the product in pieces of 32 (a unit each), then summed.
+        // Rows of 65..90 entries: in pieces of 32 (a unit each), then summed, or (32-lane
+        // plane devices) a plane per row.
         (
             RandomPattern::uniform(300, 400, 65, 90),
             RandomPattern::uniform(400, 50, 1, 3),
@@ -100,7 +101,7 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(200, 600, 130, 300),
             RandomPattern::uniform(600, 80, 1, 4),
         ),
-        // Transposes with rows of ~100 and ~225 entries: two and three merge passes.
+        // Transposes with rows of ~100 and ~225 entries: sorted by rank.
         (
             RandomPattern::uniform(1000, 100, 8, 12),
             RandomPattern::uniform(100, 30, 1, 3),
@@ -109,11 +110,17 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(3000, 100, 5, 10),
             RandomPattern::uniform(100, 50, 0, 5),
         ),
-        // A transpose with rows of ~1500 entries, above the rank sort's 1024: sorted by
-        // merging runs (on a GPU; lavapipe takes such rows to the host).
+        // A transpose with rows of ~1500 entries, above the rank sort's 1024 but within its
+        // Σ L² budget: sorted by rank.
         (
             RandomPattern::uniform(3000, 3, 1, 2),
             RandomPattern::uniform(3, 7, 1, 3),
+        ),
+        // A transpose with a row of 70,000 entries (Σ L² = 4.9e9 > 2³²): sorted by merging
+        // runs (on a GPU; lavapipe takes such rows to the host).
+        (
+            RandomPattern::uniform(70_000, 1, 1, 1),
+            RandomPattern::uniform(1, 5, 1, 3),
         ),
     ];
     for (seed, (pa, pb)) in cases.iter().enumerate() {

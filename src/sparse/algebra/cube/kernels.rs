@@ -12,15 +12,17 @@ pub(super) const TILE: usize = SCAN_UNITS * PER_UNIT;
 /// "No aggregate yet".
 pub(super) const NONE: u32 = u32::MAX;
 /// SpGEMM's cursor slots per cube (each of three u32 arrays in shared memory: 24 KiB in
-/// all, within lavapipe's 32 KiB and wgpu's 48 KiB).
+/// all, within lavapipe's 32 KiB and NVIDIA's wgpu 48 KiB; a device that offers less gets
+/// fewer units per cube, see `spgemm_on_device`).
 pub(super) const SPGEMM_CUBE_SLOTS: usize = 2048;
 /// SpGEMM splits the rows of `A` into pieces of this many entries when a row is longer than
 /// [`SPGEMM_SPLIT_ABOVE`] (a transposed prolongator's rows: hundreds of entries).
 pub(super) const SPGEMM_PIECE: usize = 32;
 pub(super) const SPGEMM_SPLIT_ABOVE: usize = 64;
-/// With plane operations (32 lanes), rows of `A` above [`SPGEMM_PLANE_ABOVE`] entries take a
-/// plane each ([`spgemm_plane_kernel`], up to [`SPGEMM_PLANE_MAX`] entries: four cursors a
-/// lane), and longer rows are split into pieces of that many.
+/// With plane operations (32 lanes), a matrix `A` with a row above [`SPGEMM_PLANE_ABOVE`]
+/// entries takes a plane per row ([`spgemm_plane_kernel`], every row, up to
+/// [`SPGEMM_PLANE_MAX`] entries: four cursors a lane), and longer rows are split into pieces
+/// of that many.
 pub(super) const SPGEMM_PLANE_ABOVE: usize = 32;
 pub(super) const SPGEMM_PLANE_MAX: usize = 128;
 
@@ -426,7 +428,7 @@ pub(super) fn spgemm_kernel<V: Float>(
 }
 
 /// Row `i` of `A·B` by the same merge as [`spgemm_kernel`], a plane of 32 lanes per row
-/// (for rows of `A` longer than 32 entries, on devices with plane operations): lane `l`
+/// (for a matrix `A` with a row above 32 entries, on devices with plane operations): lane `l`
 /// holds, in registers, the cursors of the row's entries `l, l + 32, …` (`per_lane` of
 /// them, so rows up to `32 per_lane` entries). Each step takes the plane's smallest shown
 /// column (`plane_min`), each lane sums its products on it in `A`'s order, and the plane
@@ -471,12 +473,14 @@ pub(super) fn spgemm_plane_kernel<V: Float>(
         let mut low = comptime![NONE].runtime();
         #[unroll]
         for m in 0..per_lane {
-            let k = s + m * width + lane;
+            // The offset within the row first: `s + offset` cannot wrap past a row's end.
+            let offset = m * width + lane;
+            let k = s + offset;
             cur[m] = 0;
             end[m] = 0;
             col[m] = comptime![NONE].runtime();
             av[m] = V::new(0.0);
-            if k < e {
+            if offset < e - s {
                 let j = a_cols[k] as usize;
                 let c = b_ptr[j];
                 let f = b_ptr[j + 1];
@@ -641,8 +645,8 @@ pub(super) fn transpose_fill_kernel<V: Float>(
 /// goes to the row's start plus its rank, the number of the row's entries before it in
 /// (column, position) order (a row's columns need not be distinct). `L²` comparisons for a
 /// row of `L` entries, but the units of a plane mostly share a row and read the same
-/// column at once: for the rows up to [`RANK_SORT_MAX`] long, far quicker than a unit per
-/// row sorting in global memory.
+/// column at once: far quicker than a unit per row sorting in global memory, where the rows
+/// are at most [`RANK_SORT_MAX`] long or their `Σ L²` is at most [`RANK_SORT_WORK`].
 #[cube(launch_unchecked)]
 pub(super) fn rank_sort_kernel<V: Float>(
     row_ptr: &Array<u32>,

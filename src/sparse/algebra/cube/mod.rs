@@ -1,14 +1,19 @@
-//! The sparse algebra on CubeCL devices: a unit per row (or per aggregate) everywhere, an
-//! exclusive scan that also measures the rows it offsets, and no floating-point atomics.
+//! The sparse algebra on CubeCL devices: a unit per row (or per aggregate; SpGEMM: a plane per
+//! row of long rows), an exclusive scan that also measures the rows it offsets, and no
+//! floating-point atomics.
 //!
 //! Each kernel makes the CPU reference's choices in the CPU's order (see the
 //! [module docs](super)): SpGEMM merges the selected rows of `B` by their sorted columns
-//! with one cursor per entry of `A`'s row (the cursors in shared memory, each unit its own
-//! slots), so each output entry sums its terms in the order of `A`'s row, as the CPU does
-//! (a row above 64 entries in pieces of 32: a unit per piece, then the pieces summed in
-//! order by a second product); transposes and aggregate member lists are filled through
-//! 32-bit atomic cursors and then sorted per row (a transpose's rows up to 1024 entries by
-//! rank, a unit per entry; longer rows by merging runs). The
+//! with one cursor per entry of `A`'s row: a unit per row with its cursors in shared memory,
+//! summing each output entry's terms in the order of `A`'s row as the CPU does; or, on
+//! devices with 32-lane planes and for a matrix with a row above 32 entries, a plane per row
+//! with the cursors in registers, each lane summing its terms in order and the plane adding
+//! the lanes by a fixed tree (deterministic, rounded differently). Rows above the kernel's
+//! limit (64 and 128 entries) are cut into pieces (32 and 128), a unit or plane each, then
+//! summed in order by a second product. Transposes and aggregate member lists are filled
+//! through 32-bit atomic cursors and then sorted per row (a transpose's rows by rank, a unit
+//! per entry, unless rows above 1024 entries make `Σ L²` exceed 2³²: then by merging runs).
+//! The
 //! kernels are in [`kernels`] and [`aggregate_kernels`]; their host side is this file,
 //! `spgemm.rs` and `aggregate.rs`.
 

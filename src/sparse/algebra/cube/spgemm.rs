@@ -46,10 +46,17 @@ impl<R: CubeRuntime> Cube<R> {
         // lane, 8 planes a cube.
         let slots = la.next_power_of_two().max(8);
         let per_lane = la.div_ceil(32).next_power_of_two();
+        // The unit kernel's shared memory: three u32 arrays of SPGEMM_CUBE_SLOTS, or as many
+        // slots (a power of two) as the device's shared memory holds.
+        let cube_slots = SPGEMM_CUBE_SLOTS.min(prev_power_of_two(info.max_shared_bytes / 12));
+        if !planes && cube_slots < slots {
+            let c = crate::sparse::algebra::host::spgemm(&a.to_host()?, &b.to_host()?)?;
+            return c.to_backend(self);
+        }
         let (dim, rows_per_cube) = if planes {
             (256, 8)
         } else {
-            let dim = SPGEMM_CUBE_SLOTS / slots;
+            let dim = cube_slots / slots;
             (dim, dim)
         };
         let cubes = n
@@ -217,5 +224,14 @@ impl<R: CubeRuntime> Cube<R> {
             },
         );
         self.csr_spgemm(&sel, &c_s)
+    }
+}
+
+/// The largest power of two at most `n` (0 for 0).
+fn prev_power_of_two(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        1 << (usize::BITS - 1 - n.leading_zeros())
     }
 }
