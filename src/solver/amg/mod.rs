@@ -680,50 +680,15 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let level = &self.levels[l];
         let a = level.a.get();
         match self.smoother {
-            AmgSmoother::Chebyshev { degree } => {
+            AmgSmoother::Chebyshev { degree } | AmgSmoother::ChebyshevFourthKind { degree } => {
+                let fourth = matches!(self.smoother, AmgSmoother::ChebyshevFourthKind { .. });
                 let (lmin, lmax) = level.lambda;
                 let (theta, delta) = (0.5 * (lmax + lmin), 0.5 * (lmax - lmin));
                 let sigma = theta / delta;
                 let mut rho = 1.0 / sigma;
-                // The first update `d` (the scaling holds D⁻¹/θ: d = D⁻¹ res / θ). From a
-                // nonzero x, `x += d` is left to the first step (γ = 1): the residual pass
-                // reads x.
-                let mut pending = if zero {
-                    w.res.copy_from(b)?;
-                    x.pointwise_mul(&level.scaling, b)?;
-                    w.d.copy_from(x)?;
-                    false
-                } else {
-                    a.residual(b, x, &mut w.res, Some((&level.scaling, &mut w.d)))?;
-                    true
-                };
-                for _ in 1..degree {
-                    let rho_new = 1.0 / (2.0 * sigma - rho);
-                    // res −= A d; w = 2ρ'/δ D⁻¹ res + ρ'ρ d; x += w (+ d pending).
-                    a.smoothing_step(
-                        &w.d,
-                        &mut w.res,
-                        &level.scaling,
-                        &mut w.w,
-                        x,
-                        [
-                            T::from_f64(2.0 * rho_new * theta / delta),
-                            T::from_f64(rho_new * rho),
-                            if pending { T::ONE } else { T::ZERO },
-                        ],
-                    )?;
-                    std::mem::swap(&mut w.d, &mut w.w);
-                    pending = false;
-                    rho = rho_new;
-                }
-                if pending {
-                    x.axpy(T::ONE, &w.d)?;
-                }
-            }
-            AmgSmoother::ChebyshevFourthKind { degree } => {
-                // The scaling holds 4/(3λmax) D⁻¹: d₀ = scaling ∘ r₀. Step i: r −= A d;
-                // d = (2i−1)/(2i+3) d + (8i+4)/(2i+3) λmax⁻¹ D⁻¹ r; x += d. As above, from a
-                // nonzero x the first `x += d` is left to the first step.
+                // The first update `d` = scaling ∘ res: the scaling holds D⁻¹/θ (first kind)
+                // or 4/(3λmax) D⁻¹ (fourth kind). From a nonzero x, `x += d` is left to the
+                // first step (γ = 1): the residual pass reads x.
                 let mut pending = if zero {
                     w.res.copy_from(b)?;
                     x.pointwise_mul(&level.scaling, b)?;
@@ -734,7 +699,16 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                     true
                 };
                 for i in 1..degree {
-                    let (alpha, beta) = fourth_kind(i);
+                    // res −= A d; w = α scaling ∘ res + β d; x += w (+ d pending). First
+                    // kind: α = 2ρ'θ/δ, β = ρ'ρ; fourth kind: `fourth_kind(i)`.
+                    let (alpha, beta) = if fourth {
+                        fourth_kind(i)
+                    } else {
+                        let rho_new = 1.0 / (2.0 * sigma - rho);
+                        let step = (2.0 * rho_new * theta / delta, rho_new * rho);
+                        rho = rho_new;
+                        step
+                    };
                     a.smoothing_step(
                         &w.d,
                         &mut w.res,
