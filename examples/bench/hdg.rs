@@ -205,6 +205,7 @@ fn amg_profile<B: FullBackend, V: Scalar, S: Scalar>(
         cycle,
         max_coarse,
         near_null: galerkin::solver::NearNull::Strided(system.k.block_size()),
+        improve_candidates: 0,
         ..galerkin::solver::AmgParams::default()
     };
     let k = galerkin::sparse::algebra::block_ell_to_csr(&system.k)?;

@@ -360,6 +360,11 @@ pub struct AmgArgs {
     /// the constant vector.
     #[arg(long, value_name = "N")]
     pub amg_near_null_stride: Option<usize>,
+    /// AMG: smoothing steps applied to the near-null vector on the finest level before the
+    /// tentative prolongator (PyAMG's `improve_candidates`); default 2, or 0 with
+    /// `--amg-near-null-stride` (smoothing would fill the strided vector's zero rows).
+    #[arg(long, value_name = "STEPS")]
+    pub amg_improve_candidates: Option<usize>,
 }
 
 impl AmgArgs {
@@ -399,6 +404,13 @@ impl AmgArgs {
             },
             max_coarse: self.amg_max_coarse,
             near_null: self.near_null(),
+            improve_candidates: self.amg_improve_candidates.unwrap_or(
+                if self.amg_near_null_stride.is_some() {
+                    0
+                } else {
+                    AmgParams::default().improve_candidates
+                },
+            ),
             ..AmgParams::default()
         })
     }

@@ -152,7 +152,9 @@ def solve(
         (1e-3), ``inner_max_iter`` (200), ``amg_theta`` (0.0), ``amg_smoother``
         (``"chebyshev"``, ``"chebyshev4"`` — the fourth kind — or ``"l1-jacobi"``), ``amg_degree`` (3), ``amg_cycle`` (``"v"`` or
         ``"w"``), ``amg_max_coarse`` (500), ``amg_precision`` (``"same"`` or ``"f32"``),
-        ``warmup`` (False: solve once untimed first).
+        ``amg_improve_candidates`` (2: smoothing steps applied to the constant near-null
+        vector before the tentative prolongator, as PyAMG's ``improve_candidates``; 0 uses
+        it as given), ``warmup`` (False: solve once untimed first).
 
     Returns
     -------
@@ -171,6 +173,10 @@ def solve(
     for name in ("restart", "block_size", "inner_max_iter", "amg_degree", "amg_max_coarse"):
         if name in options and int(options[name]) < 1:
             raise ValueError(f"{name}: {options[name]}: must be at least 1")
+    if "amg_improve_candidates" in options and int(options["amg_improve_candidates"]) < 0:
+        raise ValueError(
+            f"amg_improve_candidates: {options['amg_improve_candidates']}: must be at least 0"
+        )
     indptr, indices, data, shape = _csr_arrays(A)
     return _galerkin.solve(
         indptr,

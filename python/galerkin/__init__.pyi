@@ -94,6 +94,7 @@ def solve(
     amg_cycle: Literal["v", "w"] = "v",
     amg_max_coarse: int = 500,
     amg_precision: Literal["same", "f32"] = "same",
+    amg_improve_candidates: int = 2,
     warmup: bool = False,
 ) -> Tuple[npt.NDArray[np.float64], dict[str, Any]]: ...
 def hdg_poisson(

@@ -316,7 +316,8 @@ impl BackendTask for SolveTask<'_> {
     indptr, indices, data, shape, b, *, solver="cg", precond="jacobi", precision="f64",
     tol=1e-8, max_iter=1000, backend="cpu", format="auto", restart=30, block_size=4,
     inner_tol=1e-3, inner_max_iter=200, amg_theta=0.0, amg_smoother="chebyshev",
-    amg_degree=3, amg_cycle="v", amg_max_coarse=500, amg_precision="same", warmup=false
+    amg_degree=3, amg_cycle="v", amg_max_coarse=500, amg_precision="same",
+    amg_improve_candidates=2, warmup=false
 ))]
 #[allow(clippy::too_many_arguments)]
 fn solve<'py>(
@@ -343,6 +344,7 @@ fn solve<'py>(
     amg_cycle: &str,
     amg_max_coarse: usize,
     amg_precision: &str,
+    amg_improve_candidates: usize,
     warmup: bool,
 ) -> PyResult<(Bound<'py, PyArray1<f64>>, Bound<'py, PyDict>)> {
     let t0 = Instant::now();
@@ -356,6 +358,7 @@ fn solve<'py>(
             smoother: amg_smoother_checked(amg_smoother, amg_degree)?,
             cycle: parse_cycle(amg_cycle)?,
             max_coarse: amg_max_coarse,
+            improve_candidates: amg_improve_candidates,
             ..Default::default()
         },
         amg_precision: amg_precision.parse::<AmgPrecision>().map_err(to_py)?,

@@ -184,6 +184,19 @@ def test_solve_spd_matches_scipy(backend, precond, precision):
         assert info["amg"] is None
 
 
+@pytest.mark.parametrize("steps", [0, 2, 5])
+def test_amg_improve_candidates(steps):
+    # Dirichlet 2-D Laplacian: the option is accepted at every count, and each solve reaches
+    # the tolerance against an independent residual.
+    n = 24
+    t = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+    a = (sp.kron(sp.identity(n), t) + sp.kron(t, sp.identity(n))).tocsr()
+    b = np.random.default_rng(3).standard_normal(a.shape[0])
+    x, info = galerkin.solve(a, b, precond="amg", tol=1e-10, amg_improve_candidates=steps)
+    assert info["converged"], info
+    assert np.linalg.norm(b - a @ x) <= 1e-10 * np.linalg.norm(b) * 1.01
+
+
 @pytest.mark.parametrize("backend", ALL)
 @pytest.mark.parametrize("solver", ["gmres", "bicgstab", "fgmres"])
 def test_solve_nonsymmetric(backend, solver):
@@ -258,6 +271,8 @@ def test_solve_refuses_bad_input():
         galerkin.solve(a, [1.0, 1.0, np.nan, 1.0, 1.0])
     with pytest.raises(ValueError, match="amg_theta"):
         galerkin.solve(a, b, precond="amg", amg_theta=2.0)
+    with pytest.raises(ValueError, match="amg_improve_candidates"):
+        galerkin.solve(a, b, precond="amg", amg_improve_candidates=-1)
     with pytest.raises(ValueError, match="no f32 value"):
         galerkin.solve(a * 1e300, b, precision="f32")
     with pytest.raises(TypeError):

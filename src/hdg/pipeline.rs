@@ -378,6 +378,7 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                     cycle,
                     max_coarse,
                     near_null: NearNull::Strided(system.k.block_size()),
+                    improve_candidates: 0,
                     ..AmgParams::default()
                 };
                 // K as CSR in f64 for the setup, made on the device (freed after it); the

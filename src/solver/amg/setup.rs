@@ -249,7 +249,14 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
         let diag = unsafe { Vector::from_buffer(backend, diag) };
         let mut jacobi = Vector::full(backend, n, 1.0)?;
         jacobi.pointwise_div(&Vector::full(backend, n, 1.0)?, &diag)?;
-        let rho = spectral_radius(current, &jacobi, 20)?;
+        let last = n <= params.max_coarse || level + 1 >= params.max_levels;
+        // A last level inverted densely is never smoothed: no estimate (its Cholesky
+        // checks definiteness).
+        let rho = if last && n <= DENSE_COARSE_LIMIT {
+            1.0
+        } else {
+            spectral_radius(current, &jacobi, 20)?
+        };
         if rho.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !rho.is_finite() {
             return Err(Error::invalid(
                 "Amg::new",
@@ -273,11 +280,15 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
             }
         };
         phases.spectral += lap(backend, t0)?;
+        if level == 0 && params.improve_candidates > 0 {
+            let t = Instant::now();
+            b = improve_candidates(current, &scale, rho_smoother, params, b)?;
+            phases.tentative += lap(backend, t)?;
+        }
         info.push(AmgLevelInfo {
             rows: n,
             nnz: current.nnz(),
         });
-        let last = n <= params.max_coarse || level + 1 >= params.max_levels;
         let next = if last {
             None
         } else {
@@ -350,6 +361,96 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
             }
         }
     }
+}
+
+/// The near-null vectors `b` after `params.improve_candidates` steps of the finest level's
+/// smoother on `A x = 0` from each (PyAMG's `improve_candidates`): what the smoother cannot
+/// reduce is what the coarse levels must represent, so the vectors take on the matrix's
+/// boundary conditions. `scaling` is the level's `D⁻¹` (Chebyshev) or `D₁⁻¹` (l1-Jacobi),
+/// `rho` its `λmax(D⁻¹A)` estimate; the steps are those of the cycle's smoother (`Amg::smooth`
+/// with `b = 0`, in f64), by plain vector operations.
+fn improve_candidates<B: Backend>(
+    a: &Csr<B, f64>,
+    scaling: &Vector<B, f64>,
+    rho: f64,
+    params: &AmgParams,
+    b: NearNullSpace<B>,
+) -> Result<NearNullSpace<B>> {
+    let backend = a.backend();
+    let n = a.nrows();
+    let (rows, k) = (b.rows, b.k);
+    let mut columns = if k == 1 {
+        // SAFETY: the buffer was allocated by this backend.
+        vec![unsafe { Vector::from_buffer(backend, b.data) }]
+    } else {
+        let host = b.to_vec()?;
+        host.chunks(rows)
+            .map(|c| Vector::from_slice(backend, c))
+            .collect::<Result<Vec<_>>>()?
+    };
+    // The Chebyshev interval and centre, as the cycle's (`Amg::build`).
+    let (degree, fourth, lmin, lmax, centre) = match params.smoother {
+        AmgSmoother::Chebyshev { degree } => {
+            let (lmin, lmax) = (1.1 * rho / 30.0, 1.1 * rho);
+            (degree, false, lmin, lmax, 0.5 * (lmin + lmax))
+        }
+        AmgSmoother::ChebyshevFourthKind { degree } => {
+            (degree, true, 0.0, 1.1 * rho, 0.75 * 1.1 * rho)
+        }
+        AmgSmoother::L1Jacobi { sweeps } => (sweeps, false, 1.0, 1.0, 1.0),
+    };
+    let l1 = matches!(params.smoother, AmgSmoother::L1Jacobi { .. });
+    let (theta, delta) = (0.5 * (lmax + lmin), 0.5 * (lmax - lmin));
+    let mut scaled = scaling.try_clone()?;
+    scaled.scale(1.0 / centre)?;
+    let (mut res, mut d, mut w) = (
+        Vector::zeros(backend, n)?,
+        Vector::zeros(backend, n)?,
+        Vector::zeros(backend, n)?,
+    );
+    for x in &mut columns {
+        for _ in 0..params.improve_candidates {
+            // res = −A x; d = scaled ∘ res; x += d; then the recurrence's further steps.
+            a.apply_add(-1.0, x, 0.0, &mut res)?;
+            d.pointwise_mul(&scaled, &res)?;
+            x.axpy(1.0, &d)?;
+            let mut r = delta / theta;
+            for i in 1..degree {
+                if l1 {
+                    a.apply_add(-1.0, x, 0.0, &mut res)?;
+                    d.pointwise_mul(&scaled, &res)?;
+                    x.axpy(1.0, &d)?;
+                    continue;
+                }
+                let (alpha, beta) = if fourth {
+                    super::fourth_kind(i)
+                } else {
+                    let r_new = 1.0 / (2.0 * theta / delta - r);
+                    let step = (2.0 * r_new * theta / delta, r_new * r);
+                    r = r_new;
+                    step
+                };
+                a.apply_add(-1.0, &d, 1.0, &mut res)?;
+                w.pointwise_mul(&scaled, &res)?;
+                d.axpby(alpha, &w, beta)?;
+                x.axpy(1.0, &d)?;
+            }
+        }
+    }
+    if k == 1 {
+        let x = columns.pop().expect("one column");
+        return Ok(NearNullSpace {
+            rows,
+            k,
+            data: x.into_buffer()?,
+            backend: backend.clone(),
+        });
+    }
+    let host = columns
+        .iter()
+        .map(Vector::to_vec)
+        .collect::<Result<Vec<_>>>()?;
+    NearNullSpace::new(backend, &host)
 }
 
 /// Checks a host matrix before its move to the backend: square and finite (the entry

@@ -344,6 +344,94 @@ fn fourth_kind_chebyshev_has_its_error_polynomial() {
     }
 }
 
+/// The near-null vectors' improvement against the cycle's own smoother: the hierarchy built
+/// with `improve_candidates = s` equals the one built from the vectors smoothed `s` times
+/// by `Amg::smooth` on `A x = 0` (the fused passes, an independent code path) and given as
+/// they are; for one vector and for two, with each smoother.
+#[test]
+fn improved_candidates_are_the_smoothed_vectors() {
+    let a = poisson2d_5pt(24).unwrap();
+    let cpu = Cpu::new();
+    let n = a.nrows();
+    let linear: Vec<f64> = (0..n).map(|i| (i % 24) as f64 / 23.0 - 0.5).collect();
+    for smoother in [
+        AmgSmoother::Chebyshev { degree: 3 },
+        AmgSmoother::ChebyshevFourthKind { degree: 2 },
+        AmgSmoother::L1Jacobi { sweeps: 2 },
+    ] {
+        for given in [vec![vec![1.0; n]], vec![vec![1.0; n], linear.clone()]] {
+            let steps = 3;
+            let base = AmgParams {
+                smoother,
+                max_coarse: 30,
+                near_null: NearNull::Vectors(given.clone()),
+                improve_candidates: 0,
+                ..AmgParams::default()
+            };
+            let amg = Amg::<Cpu, f64>::new(&cpu, &a, &base).unwrap();
+            let zero = Vector::zeros(&cpu, n).unwrap();
+            let smoothed: Vec<Vec<f64>> = given
+                .iter()
+                .map(|v| {
+                    let mut x = Vector::from_slice(&cpu, v).unwrap();
+                    let mut work = amg.work.borrow_mut();
+                    for _ in 0..steps {
+                        amg.smooth(0, &zero, &mut x, false, &mut work[0]).unwrap();
+                    }
+                    x.to_vec().unwrap()
+                })
+                .collect();
+            // The smoothing changed the vectors (Dirichlet rows pull them down) ...
+            let change = smoothed[0]
+                .iter()
+                .zip(&given[0])
+                .map(|(s, g)| (s - g).abs())
+                .fold(0.0, f64::max);
+            assert!(change > 0.1, "{smoother:?}: the vector moved by {change}");
+            let improved = build(
+                &a,
+                &AmgParams {
+                    improve_candidates: steps,
+                    ..base.clone()
+                },
+            )
+            .unwrap();
+            let from_smoothed = build(
+                &a,
+                &AmgParams {
+                    near_null: NearNull::Vectors(smoothed),
+                    ..base.clone()
+                },
+            )
+            .unwrap();
+            // ... and the first coarse operators agree to rounding (deeper levels may differ
+            // by entries that cancel to rounding in one and to zero in the other).
+            let k = given.len();
+            assert_eq!(
+                improved.info[..2],
+                from_smoothed.info[..2],
+                "{smoother:?}, {k}"
+            );
+            {
+                let l = 1;
+                let (x, y) = (
+                    dense(improved.levels[l].a.as_ref().unwrap()),
+                    dense(from_smoothed.levels[l].a.as_ref().unwrap()),
+                );
+                let scale = x.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()));
+                for (i, (xr, yr)) in x.iter().zip(&y).enumerate() {
+                    for (j, (u, v)) in xr.iter().zip(yr).enumerate() {
+                        assert!(
+                            (u - v).abs() <= 1e-10 * scale,
+                            "{smoother:?}, {k} vectors, level {l}, ({i}, {j}): {u} against {v}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn iterations_do_not_grow_with_the_mesh() {
     let p = AmgParams::default();
