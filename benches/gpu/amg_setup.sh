@@ -14,7 +14,8 @@ dump=${DUMP:-/tmp/amg-levels}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader | tee "$out/gpu.txt"
 it=$(ls $bin/it-* | head -1)
-GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" sparse::algebra solver::amg hdg:: --test-threads 4 > "$out/tests.txt" 2>&1
+# TESTS="...": other test filters (default: the algebra, AMG and HDG tests).
+GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" ${TESTS:-sparse::algebra solver::amg hdg::} --test-threads 4 > "$out/tests.txt" 2>&1
 echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
 # NO_VENDOR=1: our rows only (no dump, no cuSPARSE).
 timeout 300 $bin/bench --suite amg --backend cuda --amg-matrix ${AMG_MATRICES:-poisson7:256,fvm-tet:120} --reps 3 $([ -z "${NO_VENDOR:-}" ] && echo --dump "$dump") > "$out/amg.txt" 2>&1
@@ -48,9 +49,22 @@ print('%-5s %-14s %5s %-5s setup %7.3f (amg %s) solve %7.3f | %s' % (d['backend'
 # VARIANTS=1: also the f32 hierarchy and the fourth-kind Chebyshev smoother of degree 2.
 variants=("--amg-degree 3")
 [ -n "${VARIANTS:-}" ] && variants+=("--amg-degree 3 --amg-precision f32" "--amg-smoother chebyshev4 --amg-degree 2")
+# WGPU_SOLVE=1: also the default AMG solve on wgpu; CG=1: also the example's default PCG-Jacobi
+# (the baseline of the setup + solve target), each with the process's wall time.
 for m in poisson7:256 fvm-tet:120; do
   for v in "${variants[@]}"; do
     echo "# $m $v"
     timeout 120 $bin/solve --matrix $m --backend cuda --precond amg $v --tol 1e-8 --warmup --max-iter 5000 --json 2> "$out/err.txt" | row || tail -2 "$out/err.txt"
   done
+  if [ -n "${WGPU_SOLVE:-}" ]; then
+    echo "# $m wgpu"
+    timeout 120 $bin/solve --matrix $m --backend wgpu --precond amg --tol 1e-8 --warmup --max-iter 5000 --json 2> "$out/err.txt" | row || tail -2 "$out/err.txt"
+  fi
+  if [ -n "${CG:-}" ]; then
+    echo "# $m CG (PCG-Jacobi), then AMG cold (no --warmup), whole process"
+    timeout 120 $bin/solve --matrix $m --backend cuda --tol 1e-8 --warmup --max-iter 5000 --json 2> "$out/err.txt" | row || tail -2 "$out/err.txt"
+    t0=$(date +%s.%N)
+    timeout 120 $bin/solve --matrix $m --backend cuda --precond amg --tol 1e-8 --max-iter 5000 --json 2> "$out/err.txt" | row || tail -2 "$out/err.txt"
+    echo "wall $(python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 3))" $t0 $(date +%s.%N)) s"
+  fi
 done

@@ -415,7 +415,22 @@ fn downloads_every_length<B: Backend, T: Scalar>(b: &B) {
             "{what}: download_later"
         );
     }
-    for n in [0, 1, 2, 3, 5, 31, 1000, (1 << 16) + 3] {
+    // Up to and past 1 MiB: CUDA copies uploads from 1 MiB on by its own copy (padded
+    // tails zeroed on the device), smaller ones through cubecl.
+    for n in [
+        0,
+        1,
+        2,
+        3,
+        5,
+        31,
+        1000,
+        (1 << 16) + 3,
+        (1 << 18) - 1,
+        1 << 18,
+        (1 << 18) + 1,
+        (1 << 20) + 3,
+    ] {
         let xs = random_vec::<T>(n, 71 + n as u64);
         round_trip(b, &xs, &format!("{} n={n}", T::DTYPE));
         let words: Vec<u32> = (0..n as u32)

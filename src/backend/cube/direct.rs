@@ -42,6 +42,20 @@ pub(super) trait DirectIoImpl: Send + Sync {
     /// does not submit uploads still staged for the next submission (they run before any
     /// later work).
     fn wait_idle(&self) -> Result<(), String>;
+
+    /// Whether [`write`](Self::write) takes an upload of `bytes` bytes.
+    fn writes(&self, bytes: usize) -> bool {
+        let _ = bytes;
+        false
+    }
+
+    /// Copies `bytes` to the start of `handle`'s memory from the slice itself and returns
+    /// when the copy is done; called with the device idle, for sizes [`writes`](Self::writes)
+    /// takes.
+    fn write(&self, handle: Handle, bytes: &[u8]) -> Result<(), String> {
+        let _ = (handle, bytes);
+        Err("the runtime has no direct upload".to_string())
+    }
 }
 
 /// A read under way ([`DirectIoImpl::start_read`]).
@@ -177,7 +191,42 @@ mod wgpu_io {
         fn wait_idle(&self) -> Result<(), String> {
             poll_until(&self.device, self.spin, |status| status.is_queue_empty())
         }
+
+        fn writes(&self, bytes: usize) -> bool {
+            bytes.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT as usize)
+        }
+
+        fn write(&self, handle: Handle, bytes: &[u8]) -> Result<(), String> {
+            let target = self
+                .client
+                .get_resource(handle)
+                .map_err(|e| format!("{e:?}"))?;
+            let resource = target.resource();
+            if bytes.len() as u64 > resource.size
+                || !resource.offset.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            {
+                return Err(format!(
+                    "an upload of {} bytes into a buffer of {} at offset {}",
+                    bytes.len(),
+                    resource.size,
+                    resource.offset
+                ));
+            }
+            // In pieces of WRITE_PIECE, each waited for: wgpu stages a write in host memory
+            // of its own, which the next piece then reuses instead of a fresh allocation of
+            // the whole upload.
+            for (k, piece) in bytes.chunks(WRITE_PIECE).enumerate() {
+                let at = resource.offset + (k * WRITE_PIECE) as u64;
+                self.queue.write_buffer(&resource.buffer, at, piece);
+                self.queue.submit([]);
+                poll_until(&self.device, self.spin, |status| status.is_queue_empty())?;
+            }
+            Ok(())
+        }
     }
+
+    /// The piece of a direct upload ([`WgpuIo::write`]): a multiple of 4 bytes.
+    const WRITE_PIECE: usize = 32 << 20;
 
     /// A read of nothing.
     struct Nothing;

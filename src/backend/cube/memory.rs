@@ -67,6 +67,11 @@ impl cubecl::bytes::AllocationController for BorrowedBytes {
     }
 }
 
+/// The smallest upload that takes the runtime's own copy where it has one (CUDA, wgpu):
+/// below, cubecl's `create` (asynchronous, one copy into fresh host memory) costs less than
+/// the direct copy's wait for an idle device.
+const DIRECT_WRITE_MIN: usize = 1 << 20;
+
 impl<R: CubeRuntime> Cube<R> {
     /// A handle holding a copy of `bytes`, made by cubecl's `create` from the slice itself
     /// (its one copy, no staging copy of ours).
@@ -84,6 +89,47 @@ impl<R: CubeRuntime> Cube<R> {
             )
         };
         self.inner.client.create(borrowed)
+    }
+
+    /// An upload by the runtime's own copy (wgpu's `DirectIoImpl::write`, else
+    /// [`CubeRuntime::write_direct`]): a buffer of
+    /// `padded` values of `T` (the tail zeroed on the device), `bytes` (`len` values) copied
+    /// into it from the slice once the device is idle.
+    fn upload_direct<T: Storable>(
+        &self,
+        bytes: &[u8],
+        len: usize,
+        padded: usize,
+    ) -> Result<CubeBuffer<T>> {
+        let buffer = self.wrap::<T>(
+            self.inner.client.empty(padded * std::mem::size_of::<T>()),
+            len,
+        );
+        if padded != len {
+            self.zero(&buffer)?;
+        }
+        let client = &self.inner.client;
+        let io = self.inner.direct_io.as_ref();
+        let handle = buffer.handle.clone();
+        self.on_device_thread(move || {
+            use super::transfer::Failed;
+            // Idle first: the memory may have belonged to a buffer that queued kernels still
+            // read, and the tail's zeroing must land before the copy.
+            client.flush()?;
+            match io {
+                Some(io) => {
+                    io.0.wait_idle().map_err(Failed::Direct)?;
+                    io.0.write(handle, bytes).map_err(Failed::Direct)
+                }
+                None => {
+                    cubecl::future::block_on(client.sync())?;
+                    R::write_direct(client, handle, bytes)
+                        .unwrap_or_else(|| Err("the runtime has no direct upload".to_string()))
+                        .map_err(Failed::Direct)
+                }
+            }
+        })?;
+        Ok(buffer)
     }
 
     /// Checks that `buffer` belongs to this device.
@@ -165,6 +211,13 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         let padded = padded_len(data.len());
         self.check_size::<T>(padded)?;
         let bytes = T::as_bytes(data);
+        let direct = match self.inner.direct_io.as_ref() {
+            Some(io) => io.0.writes(bytes.len()),
+            None => R::DIRECT_WRITE,
+        };
+        if direct && bytes.len() >= DIRECT_WRITE_MIN {
+            return self.upload_direct(bytes, data.len(), padded);
+        }
         if padded == data.len() {
             return Ok(self.wrap(self.create_borrowed(bytes), data.len()));
         }

@@ -240,6 +240,37 @@ mod cuda_runtime {
             })
         }
 
+        const DIRECT_WRITE: bool = true;
+
+        fn write_direct(
+            client: &ComputeClient<Self>,
+            handle: cubecl::server::Handle,
+            bytes: &[u8],
+        ) -> Option<std::result::Result<(), String>> {
+            let copy = || {
+                let managed = client
+                    .get_resource(handle)
+                    .map_err(|e| format!("the upload's device address: {e:?}"))?;
+                let resource = managed.resource();
+                if bytes.len() as u64 > resource.size {
+                    return Err(format!(
+                        "an upload of {} bytes into a buffer of {}",
+                        bytes.len(),
+                        resource.size
+                    ));
+                }
+                // SAFETY: `resource.ptr` addresses at least `bytes.len()` bytes of device
+                // memory (checked above) that nothing else uses: the caller allocated it
+                // for this upload and waited for the device to be idle.
+                unsafe { cudarc::driver::result::memcpy_htod_sync(resource.ptr, bytes) }
+                    .map_err(|e| format!("cuMemcpyHtoD: {e:?}"))?;
+                // From pageable memory the call may return before the DMA has landed.
+                cudarc::driver::result::ctx::synchronize()
+                    .map_err(|e| format!("cuCtxSynchronize after an upload: {e:?}"))
+            };
+            Some(copy())
+        }
+
         fn dtypes(_client: &ComputeClient<Self>) -> Vec<DType> {
             // cubecl 0.10 does not list f64 among CUDA's types, yet f64 kernels compile and
             // run (gpu/CAPABILITIES.md): every CUDA device since sm_13 has binary64.
