@@ -45,57 +45,80 @@ pub(crate) const DENSE_COARSE_LIMIT: usize = 2000;
 /// The largest eigenvalue of `D⁻¹A` (`jacobi` = `D⁻¹`) by `steps` Lanczos steps in the
 /// `D` inner product (in which `D⁻¹A` is self-adjoint), from a fixed start vector: the
 /// largest Ritz value, computed by bisection on the tridiagonal's Sturm sequence. Runs on
-/// the matrix's backend.
+/// the matrix's backend as PCG with the Jacobi preconditioner on `A x = v₀` from zero, whose
+/// coefficients give the Lanczos tridiagonal of `D⁻¹A` (`T₀₀ = 1/α₀`,
+/// `Tⱼⱼ = 1/αⱼ + βⱼ₋₁/αⱼ₋₁`, `Tⱼ,ⱼ₊₁ = √βⱼ/αⱼ`): its scalars stay on the device (the fused
+/// PCG-Jacobi passes), each step's `p·Ap` and `r·z` recorded there and read once at the end.
 pub(crate) fn spectral_radius<B: Backend>(
     a: &Csr<B, f64>,
     jacobi: &Vector<B, f64>,
     steps: usize,
 ) -> Result<f64> {
+    use crate::vector::{cg_scalars, dot_into, jacobi_xpay_device, pcg_jacobi_update_device};
     let n = a.nrows();
     let backend = a.backend();
-    // SAFETY: the buffer was allocated by this backend.
-    let mut v = unsafe { Vector::from_buffer(backend, backend.hash_vector(n, 0x1a2c)?) };
-    let mut dv = Vector::zeros(backend, n)?;
-    // ‖v‖_D = √(v · D v), D v = v / jacobi.
-    dv.pointwise_div(&v, jacobi)?;
-    let norm = v.dot(&dv)?.sqrt();
-    if n == 0 || norm.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+    let steps = steps.min(n);
+    if n == 0 || steps == 0 {
         return Ok(1.0); // an empty matrix: no spectrum, any positive bound will do
     }
-    v.scale(1.0 / norm)?;
-    let mut prev = Vector::zeros(backend, n)?;
-    let mut av = Vector::zeros(backend, n)?;
-    let mut w = Vector::zeros(backend, n)?;
+    // SAFETY: the buffer was allocated by this backend.
+    let mut r = unsafe { Vector::from_buffer(backend, backend.hash_vector(n, 0x1a2c)?) };
+    let mut p = Vector::zeros(backend, n)?;
+    p.pointwise_mul(jacobi, &r)?;
+    let mut s = Vector::zeros(backend, cg_scalars::PCG_LEN)?;
+    // history[0] = r₀·z₀; history[2j + 1] = pⱼ·Apⱼ; history[2j + 2] = rⱼ₊₁·zⱼ₊₁.
+    let mut history = Vector::zeros(backend, 2 * steps + 1)?;
+    dot_into(&r, &p, &mut s, cg_scalars::RR)?;
+    dot_into(&r, &p, &mut s, cg_scalars::RZ)?;
+    dot_into(&r, &p, &mut history, 0)?;
+    let unit = |slot: usize| {
+        let mut e = vec![0.0; cg_scalars::PCG_LEN];
+        e[slot] = 1.0;
+        Vector::from_slice(backend, &e)
+    };
+    let (e_pq, e_rz) = (unit(cg_scalars::PQ)?, unit(cg_scalars::RZ)?);
+    let mut q = Vector::zeros(backend, n)?;
+    let mut x = Vector::zeros(backend, n)?;
+    for j in 0..steps {
+        a.apply(&p, &mut q)?;
+        dot_into(&p, &q, &mut s, cg_scalars::PQ)?;
+        dot_into(&s, &e_pq, &mut history, 2 * j + 1)?;
+        pcg_jacobi_update_device(&mut s, jacobi, &p, &q, &mut x, &mut r)?;
+        dot_into(&s, &e_rz, &mut history, 2 * j + 2)?;
+        jacobi_xpay_device(&s, jacobi, &r, &mut p)?;
+    }
+    let h = history.to_vec()?;
+    // The tridiagonal, up to the first step whose coefficients are not usable (a residual
+    // reduced to rounding: the Krylov space is exhausted, or a non-positive curvature).
     let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    for _ in 0..steps.min(n) {
-        a.apply(&v, &mut av)?;
-        // w = D⁻¹ A v; α = (w, v)_D = (A v) · v.
-        w.pointwise_mul(&av, jacobi)?;
-        let al = av.dot(&v)?;
-        let be_prev = beta.last().copied().unwrap_or(0.0);
-        w.axpy(-al, &v)?;
-        if be_prev != 0.0 {
-            w.axpy(-be_prev, &prev)?;
+    let rz0 = h[0];
+    if !(rz0.is_finite() && rz0 > 0.0) {
+        return Ok(if rz0 == 0.0 { 1.0 } else { f64::NAN });
+    }
+    let mut prev: Option<(f64, f64)> = None; // (αⱼ₋₁, βⱼ₋₁)
+    for j in 0..steps {
+        let (rz, pq, rz_next) = (h[2 * j], h[2 * j + 1], h[2 * j + 2]);
+        if !(pq.is_finite() && rz.is_finite()) {
+            return Ok(f64::NAN);
         }
-        alpha.push(al);
-        dv.pointwise_div(&w, jacobi)?;
-        let be = w.dot(&dv)?.max(0.0).sqrt();
-        if be.partial_cmp(&(1e-12 * al.abs())) != Some(std::cmp::Ordering::Greater) {
+        if pq <= 0.0 {
+            // A is not positive definite along p: the estimate so far, or a non-positive one.
+            if alpha.is_empty() {
+                return Ok(pq);
+            }
             break;
         }
-        beta.push(be);
-        std::mem::swap(&mut prev, &mut v);
-        v.copy_from(&w)?;
-        v.scale(1.0 / be)?;
+        let al = rz / pq;
+        alpha.push(1.0 / al + prev.map_or(0.0, |(a, b)| b / a));
+        let be = rz_next / rz;
+        if !(be.is_finite() && rz_next > 1e-24 * rz0) {
+            break;
+        }
+        beta.push(be.sqrt() / al);
+        prev = Some((al, be));
     }
     let m = alpha.len();
-    if m == 0 {
-        return Ok(1.0);
-    }
     beta.truncate(m.saturating_sub(1));
-    if alpha.iter().chain(&beta).any(|x| !x.is_finite()) {
-        return Ok(f64::NAN);
-    }
     // Gershgorin bounds, then bisection on the count of eigenvalues below x.
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for i in 0..m {

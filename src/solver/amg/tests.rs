@@ -51,6 +51,62 @@ fn lanczos_estimates_the_largest_eigenvalue_from_below() {
     }
 }
 
+/// The estimate is one of `D⁻¹A`, not of `A`: a symmetric diagonal scaling `S A S` (same
+/// spectrum of `D⁻¹A`) leaves it where it was; and a matrix no larger than the steps is
+/// resolved exactly (the PCG behind the Lanczos steps ends when its residual vanishes).
+#[test]
+fn lanczos_is_invariant_under_diagonal_scaling_and_exact_on_small_matrices() {
+    let cpu = Cpu::new();
+    let estimate = |a: &Csr<Cpu, f64>, steps: usize| {
+        let inv: Vec<f64> = a.diagonal().iter().map(|d| 1.0 / d).collect();
+        spectral_radius(a, &Vector::from_slice(&cpu, &inv).unwrap(), steps).unwrap()
+    };
+    let n = 20;
+    let a = poisson2d_5pt(n).unwrap();
+    let scale = random_vec::<f64>(a.nrows(), 5)
+        .iter()
+        .map(|v| 0.1 + 10.0 * v.abs())
+        .collect::<Vec<_>>();
+    let mut scaled = poisson2d_5pt(n).unwrap();
+    for i in 0..a.nrows() {
+        let (c, v) = a.row(i);
+        let row: Vec<f64> = c
+            .iter()
+            .zip(v)
+            .map(|(&j, &x)| scale[i] * x * scale[j as usize])
+            .collect();
+        let start = a.row_ptr()[i] as usize;
+        scaled.values_mut()[start..start + row.len()].copy_from_slice(&row);
+    }
+    let exact = 1.0 + (std::f64::consts::PI / (n as f64 + 1.0)).cos();
+    for (what, m) in [("plain", &a), ("scaled", &scaled)] {
+        let rho = estimate(m, 20);
+        assert!(
+            rho <= exact * (1.0 + 1e-10) && rho > 0.95 * exact,
+            "{what}: {rho} vs {exact}"
+        );
+    }
+    // The 1D Laplacian of 6 rows: λmax(D⁻¹A) = 1 + cos(π/7), found in 6 steps of 20 asked.
+    let lap = poisson1d(6);
+    let rho = estimate(&lap, 20);
+    let exact = 1.0 + (std::f64::consts::PI / 7.0).cos();
+    assert!((rho - exact).abs() <= 1e-10 * exact, "{rho} vs {exact}");
+}
+
+/// The 1D Laplacian `[-1 2 -1]` of `n` rows (Dirichlet).
+fn poisson1d(n: usize) -> Csr<Cpu, f64> {
+    let mut row_ptr = vec![0u32];
+    let (mut cols, mut vals) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        for j in i.saturating_sub(1)..(i + 2).min(n) {
+            cols.push(j as u32);
+            vals.push(if i == j { 2.0 } else { -1.0 });
+        }
+        row_ptr.push(cols.len() as u32);
+    }
+    Csr::new(n, n, row_ptr, cols, vals).unwrap()
+}
+
 #[test]
 fn the_tentative_prolongator_is_orthonormal_and_reproduces_the_near_null_space() {
     // 3 random vectors on 200 rows in 37 aggregates, two of them singletons (rank 1).
@@ -270,18 +326,7 @@ fn fused_chebyshev_matches_the_plain_recurrence() {
 #[test]
 fn fourth_kind_chebyshev_has_its_error_polynomial() {
     let n = 50;
-    let mut row_ptr = vec![0u32];
-    let (mut cols, mut vals) = (Vec::new(), Vec::new());
-    for i in 0..n {
-        for (j, v) in [(i as i64 - 1, -1.0), (i as i64, 2.0), (i as i64 + 1, -1.0)] {
-            if (0..n as i64).contains(&j) {
-                cols.push(j as u32);
-                vals.push(v);
-            }
-        }
-        row_ptr.push(cols.len() as u32);
-    }
-    let a = Csr::new(n, n, row_ptr, cols, vals).unwrap();
+    let a = poisson1d(n);
     let cpu = Cpu::new();
     // The error polynomial e(λ) = 1 − λ p(λ) of the recurrence, for D⁻¹A = λ.
     let error = |lambda: f64, k: usize, lmax: f64| {
