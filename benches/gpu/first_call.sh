@@ -27,7 +27,8 @@ try:
         work = sum(v for k, v in s.items() if k not in ("compile", "total"))
     else:
         compile, work = d.get("compile_seconds", 0), s + d.get("setup_seconds", 0)
-    print("%-34s rc=%s wall %6.2f s  compile %6.3f  work %6.3f  its %s" % (label, rc, float(t1) - float(t0), compile, work, d.get("iterations", d.get("steps"))))
+    solve = s.get("solve") if isinstance(s, dict) else None
+    print("%-34s rc=%s wall %6.2f s  compile %6.3f  work %6.3f  its %s%s" % (label, rc, float(t1) - float(t0), compile, work, d.get("iterations", d.get("steps")), "  solve %.3f" % solve if solve is not None else ""))
 except Exception as e:
     print("%-34s rc=%s wall %6.2f s  (no JSON: %s)" % (label, rc, float(t1) - float(t0), e))
 PY
@@ -41,12 +42,14 @@ rm -rf /tmp/kc
 hdg="$bin/hdg_poisson --mesh square:80 --degree 3 --json"
 mg="$bin/poisson_mg --dim 3 --degree 3 --levels 6 --json"
 mx="$bin/maxwell --mesh box:8 --order 3 --final-time 0.2 --json"
+# ONLY_HDG=1: the HDG rows alone (fresh, warm, no compile-ahead), then stop.
 for be in cuda wgpu; do
   rm -rf /tmp/kc ~/.nv/ComputeCache ~/.cache/nvidia
   row "hdg 80² $be first" $hdg --backend $be
   row "hdg 80² $be warm" $hdg --backend $be
   row "hdg 80² $be warm" $hdg --backend $be
   row "hdg 80² $be warm, no compile-ahead" $hdg --backend $be --no-compile-ahead
+  [ -n "${ONLY_HDG:-}" ] && continue
   row "mg 3D Q3 L6 $be first" $mg --backend $be
   row "mg 3D Q3 L6 $be warm" $mg --backend $be
   row "mg 3D Q3 L6 $be warm" $mg --backend $be
@@ -57,6 +60,7 @@ for be in cuda wgpu; do
   GALERKIN_KERNEL_CACHE=off row "hdg 80² $be cache off" $hdg --backend $be
   GALERKIN_KERNEL_CACHE=off row "mg 3D Q3 L6 $be cache off" $mg --backend $be
 done
+[ -n "${ONLY_HDG:-}" ] && exit 0
 du -sh /tmp/kc; find /tmp/kc -maxdepth 3 | head
 # Four processes fill one fresh cache at once, then four read it: same answers.
 rm -rf /tmp/kc4

@@ -124,6 +124,10 @@ fn hdg_poisson_bad_input() {
             "--amg-near-null-stride",
         ),
         (&["--amg-precision", "f32"], "--amg-precision"),
+        (
+            &["--amg-improve-candidates", "2"],
+            "--amg-improve-candidates",
+        ),
     ] {
         let out = run("hdg_poisson", args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -439,6 +443,26 @@ fn amg_json_and_bad_input() {
         ],
     ));
     assert_eq!(strided["converged"], true, "{strided}");
+    // The near-null vector improved or not: both converge (the option is parsed and used).
+    for steps in ["0", "3"] {
+        let improved = json(&run(
+            "solve",
+            &[
+                "--matrix",
+                "poisson2d:64",
+                "--precond",
+                "amg",
+                "--amg-improve-candidates",
+                steps,
+                "--json",
+            ],
+        ));
+        assert_eq!(improved["converged"], true, "{steps}: {improved}");
+        assert!(
+            number(&improved, "true_relative_residual") <= 1e-8,
+            "{steps}: {improved}"
+        );
+    }
     assert!(
         number(&strided, "true_relative_residual") <= 1e-8,
         "{strided}"
