@@ -230,6 +230,13 @@ fn solve<B: FullBackend, V: Scalar, S: Scalar>(b: &B, task: &Task<'_>) -> Result
         };
         let n = if amg { 8 } else { 2 };
         if amg {
+            if small.preconditioner == PreconditionerArg::Auto {
+                // What `Auto` resolves to: `TracePreconditioner::amg()`, the library's AMG.
+                small.amg.amg_theta = None;
+                small.amg.amg_smoother = common::AmgSmootherArg::Chebyshev;
+                small.amg.amg_degree = 3;
+                small.amg.amg_cycle = common::AmgCycleArg::V;
+            }
             small.preconditioner = PreconditionerArg::Amg;
             small.amg.amg_max_coarse = 16;
         }

@@ -303,7 +303,7 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
             }
         };
         phases.spectral += lap(backend, t0)?;
-        if level == 0 && params.improve_candidates > 0 {
+        if level == 0 && !last && params.improve_candidates > 0 {
             let t = Instant::now();
             b = improve_candidates(current, &scale, rho_smoother, params, b)?;
             phases.tentative += lap(backend, t)?;
