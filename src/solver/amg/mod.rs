@@ -68,6 +68,25 @@ pub enum AmgSmoother {
     },
 }
 
+impl AmgSmoother {
+    /// The Chebyshev interval `(λmin, λmax)` for the estimate `rho` of `λmax(D⁻¹A)`, and the
+    /// centre the scaling `D⁻¹` is divided by (the fourth kind: `3λmax/4`, so that the first
+    /// update is `4/(3λmax) D⁻¹ r`; l1-Jacobi: unused, and 1).
+    pub(crate) fn interval(self, rho: f64) -> (f64, f64, f64) {
+        match self {
+            AmgSmoother::Chebyshev { .. } => {
+                let (lmin, lmax) = (1.1 * rho / 30.0, 1.1 * rho);
+                (lmin, lmax, 0.5 * (lmin + lmax))
+            }
+            AmgSmoother::ChebyshevFourthKind { .. } => {
+                let lmax = 1.1 * rho;
+                (0.0, lmax, 0.75 * lmax)
+            }
+            AmgSmoother::L1Jacobi { .. } => (1.0, 1.0, 1.0),
+        }
+    }
+}
+
 /// The shape of the cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AmgCycle {
@@ -536,20 +555,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let mut work = Vec::with_capacity(hierarchy.levels.len());
         let n = hierarchy.levels.len();
         for (l, h) in hierarchy.levels.into_iter().enumerate() {
-            // The Chebyshev interval and what the scaling D⁻¹ is divided by: its centre θ
-            // (the fourth kind: 3λmax/4, so that the first update is 4/(3λmax) D⁻¹ r;
-            // l1-Jacobi: unused, and 1).
-            let (lmin, lmax, centre) = match params.smoother {
-                AmgSmoother::Chebyshev { .. } => {
-                    let (lmin, lmax) = (1.1 * h.rho / 30.0, 1.1 * h.rho);
-                    (lmin, lmax, 0.5 * (lmin + lmax))
-                }
-                AmgSmoother::ChebyshevFourthKind { .. } => {
-                    let lmax = 1.1 * h.rho;
-                    (0.0, lmax, 0.75 * lmax)
-                }
-                AmgSmoother::L1Jacobi { .. } => (1.0, 1.0, 1.0),
-            };
+            let (lmin, lmax, centre) = params.smoother.interval(h.rho);
             let mut scaling = h.scaling;
             scaling.scale(1.0 / centre)?;
             let transfer = match (h.p, h.r) {

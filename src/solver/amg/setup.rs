@@ -412,16 +412,12 @@ fn improve_candidates<B: Backend>(
             .collect::<Result<Vec<_>>>()?
     };
     // The Chebyshev interval and centre, as the cycle's (`Amg::build`).
-    let (degree, fourth, lmin, lmax, centre) = match params.smoother {
-        AmgSmoother::Chebyshev { degree } => {
-            let (lmin, lmax) = (1.1 * rho / 30.0, 1.1 * rho);
-            (degree, false, lmin, lmax, 0.5 * (lmin + lmax))
-        }
-        AmgSmoother::ChebyshevFourthKind { degree } => {
-            (degree, true, 0.0, 1.1 * rho, 0.75 * 1.1 * rho)
-        }
-        AmgSmoother::L1Jacobi { sweeps } => (sweeps, false, 1.0, 1.0, 1.0),
+    let (degree, fourth) = match params.smoother {
+        AmgSmoother::Chebyshev { degree } => (degree, false),
+        AmgSmoother::ChebyshevFourthKind { degree } => (degree, true),
+        AmgSmoother::L1Jacobi { sweeps } => (sweeps, false),
     };
+    let (lmin, lmax, centre) = params.smoother.interval(rho);
     let l1 = matches!(params.smoother, AmgSmoother::L1Jacobi { .. });
     let (theta, delta) = (0.5 * (lmax + lmin), 0.5 * (lmax - lmin));
     let mut scaled = scaling.try_clone()?;
