@@ -210,29 +210,7 @@ fn amg_profile<B: FullBackend, V: Scalar, S: Scalar>(
     };
     let k = galerkin::sparse::algebra::block_ell_to_csr(&system.k)?;
     let amg = galerkin::solver::Amg::<B, S>::from_device_with_operator(k, &system.k, &params)?;
-    let times = amg.profile(&system.rhs, 10)?;
-    let info = amg.info();
-    let ms = |s: f64| s * 1e3 / 10.0;
-    println!("  AMG cycle profile (ms per cycle; every operation timed between synchronisations):");
-    println!(
-        "  {:>2} {:>9} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}",
-        "l", "rows", "nnz", "smooth", "resid", "restrict", "prolong", "coarse", "total"
-    );
-    for (l, t) in times.iter().enumerate() {
-        let lv = info.levels[l];
-        println!(
-            "  {l:>2} {:>9} {:>10} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
-            lv.rows,
-            lv.nnz,
-            ms(t.smooth),
-            ms(t.residual),
-            ms(t.restrict),
-            ms(t.prolong),
-            ms(t.coarse),
-            ms(t.total())
-        );
-    }
-    Ok(())
+    crate::amg::print_cycle_profile(&amg, &system.rhs)
 }
 
 /// The trace SpMV on the assembled `K`: block-ELL against CSR on the device; `--dump`

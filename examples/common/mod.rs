@@ -438,6 +438,7 @@ pub fn amg_json(info: &galerkin::solver::AmgInfo, precision: &str) -> serde_json
         "coarse_solver": info.coarse_solver,
         "level_rows": info.levels.iter().map(|l| l.rows).collect::<Vec<_>>(),
         "level_nnz": info.levels.iter().map(|l| l.nnz).collect::<Vec<_>>(),
+        "level_formats": info.levels.iter().map(|l| l.format).collect::<Vec<_>>(),
         "phases": {
             "spectral": p.spectral, "strength": p.strength, "aggregation": p.aggregation,
             "tentative": p.tentative, "prolongator": p.prolongator, "galerkin": p.galerkin,
@@ -454,18 +455,20 @@ pub fn amg_table(info: &galerkin::solver::AmgInfo) {
         info.coarse_solver
     );
     say!(
-        "  {:>5} {:>12} {:>14} {:>8}",
+        "  {:>5} {:>12} {:>14} {:>8} {:>9}",
         "level",
         "rows",
         "nonzeros",
-        "nnz/row"
+        "nnz/row",
+        "format"
     );
     for (l, lv) in info.levels.iter().enumerate() {
         say!(
-            "  {l:>5} {:>12} {:>14} {:>8.1}",
+            "  {l:>5} {:>12} {:>14} {:>8.1} {:>9}",
             lv.rows,
             lv.nnz,
-            lv.nnz as f64 / lv.rows.max(1) as f64
+            lv.nnz as f64 / lv.rows.max(1) as f64,
+            lv.format
         );
     }
     let p = &info.phases;

@@ -164,7 +164,7 @@ def solve(
         the system as given), ``solver_relative_residual`` (what the method saw),
         ``reason``, ``seconds`` (the iterations), ``setup_seconds`` (the preconditioner),
         ``total_seconds``, ``format``, ``solver``, ``precond``, ``precision``, ``backend``
-        and ``amg`` (``None``, or levels, complexities, rows and nonzeros per level).
+        and ``amg`` (``None``, or levels, complexities, rows, nonzeros and format per level).
 
     A solve that does not converge returns normally with ``info["converged"] == False``.
     """

@@ -293,6 +293,10 @@ pub(crate) fn amg_dict<'py>(
         "nonzeros",
         info.levels.iter().map(|l| l.nnz).collect::<Vec<_>>(),
     )?;
+    d.set_item(
+        "formats",
+        info.levels.iter().map(|l| l.format).collect::<Vec<_>>(),
+    )?;
     d.set_item("precision", precision)?;
     Ok(d)
 }

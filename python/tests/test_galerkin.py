@@ -180,6 +180,7 @@ def test_solve_spd_matches_scipy(backend, precond, precision):
         amg = info["amg"]
         assert amg["levels"] >= 2 and amg["operator_complexity"] >= 1.0
         assert amg["rows"][0] == a.shape[0] and len(amg["nonzeros"]) == amg["levels"]
+        assert len(amg["formats"]) == amg["levels"] and amg["formats"][1:] == ["csr"] * (amg["levels"] - 1)
     else:
         assert info["amg"] is None
 

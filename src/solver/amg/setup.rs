@@ -311,6 +311,7 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
         info.push(AmgLevelInfo {
             rows: n,
             nnz: current.nnz(),
+            format: "csr",
         });
         let next = if last {
             None
@@ -411,15 +412,12 @@ fn improve_candidates<B: Backend>(
             .map(|c| Vector::from_slice(backend, c))
             .collect::<Result<Vec<_>>>()?
     };
-    // The Chebyshev interval and centre, as the cycle's (`Amg::build`).
-    let (degree, fourth) = match params.smoother {
-        AmgSmoother::Chebyshev { degree } => (degree, false),
-        AmgSmoother::ChebyshevFourthKind { degree } => (degree, true),
-        AmgSmoother::L1Jacobi { sweeps } => (sweeps, false),
+    // The Chebyshev interval, centre and steps, as the cycle's (`Amg::build`, `Amg::smooth`).
+    let sweeps = match params.smoother {
+        AmgSmoother::L1Jacobi { sweeps } => sweeps,
+        _ => 1,
     };
     let (lmin, lmax, centre) = params.smoother.interval(rho);
-    let l1 = matches!(params.smoother, AmgSmoother::L1Jacobi { .. });
-    let (theta, delta) = (0.5 * (lmax + lmin), 0.5 * (lmax - lmin));
     let mut scaled = scaling.try_clone()?;
     scaled.scale(1.0 / centre)?;
     let (mut res, mut d, mut w) = (
@@ -429,26 +427,14 @@ fn improve_candidates<B: Backend>(
     );
     for x in &mut columns {
         for _ in 0..params.improve_candidates {
-            // res = −A x; d = scaled ∘ res; x += d; then the recurrence's further steps.
-            a.apply_add(-1.0, x, 0.0, &mut res)?;
-            d.pointwise_mul(&scaled, &res)?;
-            x.axpy(1.0, &d)?;
-            let mut r = delta / theta;
-            for i in 1..degree {
-                if l1 {
-                    a.apply_add(-1.0, x, 0.0, &mut res)?;
-                    d.pointwise_mul(&scaled, &res)?;
-                    x.axpy(1.0, &d)?;
-                    continue;
-                }
-                let (alpha, beta) = if fourth {
-                    super::fourth_kind(i)
-                } else {
-                    let r_new = 1.0 / (2.0 * theta / delta - r);
-                    let step = (2.0 * r_new * theta / delta, r_new * r);
-                    r = r_new;
-                    step
-                };
+            // res = −A x; d = scaled ∘ res; x += d (l1-Jacobi: `sweeps` times); then the
+            // Chebyshev recurrence's further steps.
+            for _ in 0..sweeps {
+                a.apply_add(-1.0, x, 0.0, &mut res)?;
+                d.pointwise_mul(&scaled, &res)?;
+                x.axpy(1.0, &d)?;
+            }
+            for (alpha, beta) in params.smoother.steps((lmin, lmax)) {
                 a.apply_add(-1.0, &d, 1.0, &mut res)?;
                 w.pointwise_mul(&scaled, &res)?;
                 d.axpby(alpha, &w, beta)?;

@@ -12,6 +12,7 @@
 //! | [`tentative`] | the tentative prolongator of aggregates and a near-null space (QR per aggregate) |
 //! | [`smooth_prolongator`] | `P = T − ω D⁻¹ A T` |
 //! | [`convert`] | the matrix with values of another precision |
+//! | [`to_sell`] | the matrix in SELL-C (σ = 1), converted where it lives |
 //!
 //! Every operation runs where its matrices live: on the CPU with rayon (the reference,
 //! products accumulated in f64), on CubeCL devices with kernels that make the same choices
@@ -46,7 +47,8 @@ use crate::error::{check_len, Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::block_ell::BlockEll;
 use crate::sparse::csr::Csr;
-use crate::sparse::SparseOps;
+use crate::sparse::sell::{Sell, SellParams};
+use crate::sparse::{FormatLimits, SparseOps};
 use crate::vector::{Vector, VectorOps};
 
 pub(crate) mod aggregate;
@@ -217,6 +219,15 @@ pub trait SparseAlgebraOps: BackendCore + VectorOps + SparseOps + Sealed {
     /// The values converted to `W`.
     #[doc(hidden)]
     fn csr_convert<V: Scalar, W: Scalar>(&self, a: &Csr<Self, V>) -> Result<Csr<Self, W>>;
+
+    /// The matrix in SELL-C (slice height `slice_height`, σ = 1), padding checked against
+    /// `limits` before the arrays are allocated.
+    fn csr_to_sell<V: Scalar>(
+        &self,
+        a: &Csr<Self, V>,
+        slice_height: u32,
+        limits: &FormatLimits,
+    ) -> Result<Sell<Self, V>>;
 
     /// The MIS-2 aggregates of a square matrix's pattern.
     #[doc(hidden)]
@@ -408,6 +419,41 @@ pub fn convert<B: SparseAlgebraOps, V: Scalar, W: Scalar>(a: &Csr<B, V>) -> Resu
     a.backend().csr_convert::<V, W>(a)
 }
 
+/// `a` in SELL-C-σ with σ = 1 (rows kept in order, cut into slices of `slice_height`
+/// rows, each padded to its longest row: see [`Sell`]), converted on `a`'s backend — on a
+/// device by two kernels around a scan of the slices' widths, never through the host — the
+/// arrays equal to [`Sell::from_csr`]'s. For an operator built on the device (a Galerkin
+/// product) that is applied many times: SELL's SpMV reads whole slices coalesced where a
+/// CSR row's group of units reads a few entries each.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for a slice height that is not a power of two in 1..=1024;
+/// [`Error::Padding`] when the stored slots exceed `limits` (checked before the arrays
+/// are allocated); [`Error::ResourceLimit`] for 2³² or more slots; device errors.
+///
+/// ```
+/// use galerkin::sparse::algebra::to_sell;
+/// use galerkin::sparse::generate::poisson2d_5pt;
+/// use galerkin::sparse::FormatLimits;
+///
+/// let a = poisson2d_5pt(16)?;
+/// let s = to_sell(&a, 32, &FormatLimits::default())?;
+/// assert_eq!(s.to_csr()?.values(), a.values());
+/// # Ok::<(), galerkin::Error>(())
+/// ```
+pub fn to_sell<B: SparseAlgebraOps, V: Scalar>(
+    a: &Csr<B, V>,
+    slice_height: u32,
+    limits: &FormatLimits,
+) -> Result<Sell<B, V>> {
+    SellParams {
+        slice_height,
+        sigma: 1,
+    }
+    .validate()?;
+    a.backend().csr_to_sell(a, slice_height, limits)
+}
+
 /// Checks that `diag` (of `a`) is positive; the error names the first row that is not:
 /// empty, or with its diagonal. `level` (AMG's) words the reason for a coarse operator.
 pub(crate) fn positive_diagonal<B: SparseAlgebraOps>(
@@ -476,6 +522,19 @@ impl SparseAlgebraOps for Cpu {
 
     fn csr_convert<V: Scalar, W: Scalar>(&self, a: &Csr<Cpu, V>) -> Result<Csr<Cpu, W>> {
         Ok(a.convert())
+    }
+
+    fn csr_to_sell<V: Scalar>(
+        &self,
+        a: &Csr<Cpu, V>,
+        slice_height: u32,
+        limits: &FormatLimits,
+    ) -> Result<Sell<Cpu, V>> {
+        let params = SellParams {
+            slice_height,
+            sigma: 1,
+        };
+        Sell::from_csr(a, params, limits)
     }
 
     fn csr_aggregate<V: Scalar>(&self, s: &Csr<Cpu, V>) -> Result<Aggregates<Cpu>> {

@@ -277,8 +277,106 @@ fn block_ell_to_csr_matches_the_host<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// SELL-C (σ = 1) converted where the matrix lives: the host conversion's slots, the CSR
+/// it came from when converted back (the padding marked as such), and an SpMV with it
+/// against the CPU's with the pool poisoned (a padding slot left unwritten would read NaN);
+/// for slice heights 1, 8 and 32, a last slice cut short, empty rows and an empty matrix;
+/// too much padding refused before anything is allocated.
+fn csr_to_sell_matches_the_host<B: Backend, T: Scalar>(b: &B) {
+    use galerkin::sparse::algebra::to_sell;
+    use galerkin::sparse::{FormatLimits, Sell, SellParams};
+    let mut cases: Vec<Csr<Cpu, f64>> = vec![
+        random_csr(&RandomPattern::uniform(1000, 1000, 0, 40), 3).unwrap(),
+        random_csr(&RandomPattern::uniform(77, 130, 1, 9), 4).unwrap(),
+        poisson3d_7pt(9).unwrap(),
+        Csr::new(0, 0, vec![0], vec![], vec![]).unwrap(),
+    ];
+    cases.push(galerkin::sparse::generate::hdg_trace(3, 6, 5, 2).unwrap().0);
+    for (i, a) in cases.iter().enumerate() {
+        let (ta, back) = in_t::<T>(a);
+        let dev = ta.to_backend(b).unwrap();
+        for c in [1u32, 8, 32] {
+            let what = format!("case {i} ({}x{}), C = {c}", a.nrows(), a.ncols());
+            let host = Sell::from_csr(
+                &ta,
+                SellParams {
+                    slice_height: c,
+                    sigma: 1,
+                },
+                &FormatLimits::unlimited(),
+            )
+            .unwrap();
+            poison_pool::<B, T>(b, 2 * host.stored() + 64);
+            // Column slots too (u32 blocks of the same pool sizes): 2³²−1 is PAD, so a
+            // slot left unwritten reads as garbage, not as padding.
+            drop(Vector::<B, T>::from_slice(
+                b,
+                &vec![T::from_f64(3.0); host.stored() + 64],
+            ));
+            let got = to_sell(&dev, c, &FormatLimits::unlimited()).unwrap();
+            assert_eq!(got.stored(), host.stored(), "{what}: slots");
+            assert_eq!(got.params(), host.params(), "{what}");
+            let csr: Csr<Cpu, f64> = got.to_host().unwrap().to_csr().unwrap().convert();
+            assert_same(&csr, &back, 0.0, &what);
+            assert_eq!(csr.values(), back.values(), "{what}: values");
+            if a.nrows() == 0 {
+                continue;
+            }
+            let xh: Vec<T> = random_vec(a.ncols(), 11 + i as u64);
+            let x = Vector::from_slice(b, &xh).unwrap();
+            poison_pool::<B, T>(b, a.nrows());
+            let mut y = Vector::<B, T>::zeros(b, a.nrows()).unwrap();
+            y.fill(T::from_f64(f64::NAN)).unwrap();
+            got.spmv(T::ONE, &x, T::ZERO, &mut y).unwrap();
+            let cpu = Cpu::new();
+            let mut want = Vector::<Cpu, T>::zeros(&cpu, a.nrows()).unwrap();
+            ta.spmv(
+                T::ONE,
+                &Vector::from_slice(&cpu, &xh).unwrap(),
+                T::ZERO,
+                &mut want,
+            )
+            .unwrap();
+            let want = want.to_vec().unwrap();
+            let y = y.to_vec().unwrap();
+            for r in 0..a.nrows() {
+                let scale = back
+                    .row(r)
+                    .1
+                    .iter()
+                    .map(|v| v.abs())
+                    .sum::<f64>()
+                    .max(1e-30);
+                let (g, w) = (y[r].as_f64(), want[r].as_f64());
+                assert!(
+                    (g - w).abs() <= tol::<T>() * scale,
+                    "{what}: row {r}: {g} against {w}"
+                );
+            }
+        }
+    }
+    // Rows of 1 and 40 entries in one slice pad to 40 x 32 slots: over a limit of 2.
+    let uneven = random_csr(&RandomPattern::uniform(64, 64, 1, 40), 5).unwrap();
+    let (tu, _) = in_t::<T>(&uneven);
+    let e = to_sell(
+        &tu.to_backend(b).unwrap(),
+        32,
+        &FormatLimits {
+            max_padding_ratio: 1.0,
+        },
+    )
+    .err()
+    .expect("refused");
+    assert!(matches!(e, galerkin::Error::Padding { .. }), "{e}");
+    let e = to_sell(&tu.to_backend(b).unwrap(), 3, &FormatLimits::default())
+        .err()
+        .expect("refused");
+    assert!(e.to_string().contains("power of two"), "{e}");
+}
+
 backend_tests!(
     products_transposes_and_filters_match_the_cpu,
     aggregation_and_prolongators_match_the_cpu,
-    block_ell_to_csr_matches_the_host
+    block_ell_to_csr_matches_the_host,
+    csr_to_sell_matches_the_host
 );

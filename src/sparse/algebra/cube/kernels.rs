@@ -819,3 +819,73 @@ pub(super) fn sort_rows_kernel<V: Float>(
         i += stride;
     }
 }
+
+/// `widths[s]` = the slots of slice `s` of `c` rows: `c` times its longest row (rows past
+/// `n` count as empty).
+#[cube(launch_unchecked)]
+pub(super) fn sell_widths_kernel(
+    row_ptr: &Array<u32>,
+    widths: &mut Array<u32>,
+    n: usize,
+    nslices: usize,
+    #[comptime] c: u32,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut s = ABSOLUTE_POS;
+    while s < nslices {
+        let first = s * c as usize;
+        let mut width = 0u32;
+        for j in 0..c as usize {
+            let r = first + j;
+            if r < n {
+                let len = row_ptr[r + 1] - row_ptr[r];
+                width = select(len > width, len, width);
+            }
+        }
+        widths[s] = width * c;
+        s += stride;
+    }
+}
+
+/// Position `p` (lane `p % c` of slice `p / c`: row `p`, or padding past `n`) of SELL-C:
+/// its row's entries at slots `slice_ptr[s] + k c + lane`, then the padding (column
+/// [`PAD`](crate::sparse::PAD), value 0) up to the slice's width.
+#[cube(launch_unchecked)]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn sell_fill_kernel<V: Float>(
+    row_ptr: &Array<u32>,
+    col_idx: &Array<u32>,
+    values: &Array<V>,
+    slice_ptr: &Array<u32>,
+    sell_cols: &mut Array<u32>,
+    sell_vals: &mut Array<V>,
+    n: usize,
+    positions: usize,
+    #[comptime] c: u32,
+) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut p = ABSOLUTE_POS;
+    while p < positions {
+        let s = p / c as usize;
+        let lane = p % c as usize;
+        let base = slice_ptr[s] as usize;
+        let width = (slice_ptr[s + 1] as usize - base) / c as usize;
+        let mut start = 0usize;
+        let mut len = 0usize;
+        if p < n {
+            start = row_ptr[p] as usize;
+            len = row_ptr[p + 1] as usize - start;
+        }
+        for k in 0..width {
+            let slot = base + k * c as usize + lane;
+            if k < len {
+                sell_cols[slot] = col_idx[start + k];
+                sell_vals[slot] = values[start + k];
+            } else {
+                sell_cols[slot] = u32::MAX;
+                sell_vals[slot] = V::new(0.0);
+            }
+        }
+        p += stride;
+    }
+}

@@ -25,7 +25,8 @@ use crate::backend::cube::{copy_words_kernel, scalar, Cube, CubeBuffer, CubeRunt
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
-use crate::sparse::{CsrKernel, RowStats};
+use crate::sparse::sell::{Sell, SellParams};
+use crate::sparse::{CsrKernel, FormatLimits, RowStats};
 use crate::vector::VectorOps;
 
 mod aggregate;
@@ -424,6 +425,81 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
             values,
             a.stats,
         ))
+    }
+
+    fn csr_to_sell<V: Scalar>(
+        &self,
+        a: &Csr<Self, V>,
+        slice_height: u32,
+        limits: &FormatLimits,
+    ) -> Result<Sell<Self, V>> {
+        let (n, c) = (a.nrows, slice_height as usize);
+        let nslices = n.div_ceil(c);
+        let widths = self.alloc_uninit::<u32>(nslices)?;
+        if nslices > 0 {
+            let (count, dim) = self.config().grid(nslices);
+            self.launch::<()>(slice_height, || {
+                // SAFETY: row_ptr has n + 1 offsets (rows past n are not read); widths has
+                // nslices slots.
+                unsafe {
+                    sell_widths_kernel::launch_unchecked::<R>(
+                        self.client(),
+                        count,
+                        dim,
+                        a.row_ptr.arg(),
+                        widths.arg(),
+                        n,
+                        nslices,
+                        slice_height,
+                    )
+                }
+            })?;
+        }
+        let (slice_ptr, stored, _) = self.exclusive_scan(&widths, nslices, 0, "SELL's slots")?;
+        drop(widths);
+        limits.check("SELL", stored as u64, a.nnz() as u64)?;
+        let cols = self.alloc_uninit::<u32>(stored)?;
+        let vals = self.alloc_uninit::<V>(stored)?;
+        let positions = nslices * c;
+        if stored > 0 {
+            let (count, dim) = self.config().grid(positions);
+            self.launch::<V>(slice_height, || {
+                // SAFETY: the CSR invariants of `a`; slice_ptr has nslices + 1 offsets whose
+                // last is `stored`, each slice's slots `c` times its width ≥ its rows'
+                // lengths, so every slot written is below `stored` and written once.
+                unsafe {
+                    sell_fill_kernel::launch_unchecked::<V, R>(
+                        self.client(),
+                        count,
+                        dim,
+                        a.row_ptr.arg(),
+                        a.col_idx.arg(),
+                        a.values.arg(),
+                        slice_ptr.arg(),
+                        cols.arg(),
+                        vals.arg(),
+                        n,
+                        positions,
+                        slice_height,
+                    )
+                }
+            })?;
+        }
+        Ok(Sell {
+            nrows: n,
+            ncols: a.ncols,
+            params: SellParams {
+                slice_height,
+                sigma: 1,
+            },
+            slice_ptr,
+            col_idx: cols,
+            values: vals,
+            row_perm: None,
+            stored,
+            stats: a.stats,
+            backend: self.clone(),
+        })
     }
 
     fn csr_aggregate<V: Scalar>(&self, s: &Csr<Self, V>) -> Result<Aggregates<Self>> {
