@@ -128,19 +128,27 @@ impl<V: Element> Dia<Cpu, V> {
         limits.check("DIA", slots, a.nnz() as u64)?;
         to_u32(slots as usize, "DIA", "diagonals * nrows")?;
         let mut values = vec![V::default(); slots as usize];
+        // Each diagonal in blocks of rows, all in parallel: a task per diagonal would leave
+        // all but `diagonals` threads idle (7 of 16 on a 7-point stencil, 1.3 s on 256³).
+        const ROWS: usize = 1 << 14;
         values
             .par_chunks_mut(n.max(1))
             .zip(&offsets)
             .for_each(|(diag, &off)| {
-                for (r, v) in diag.iter_mut().enumerate() {
-                    let c = r as i64 + off;
-                    if c >= 0 && (c as usize) < m {
-                        let (cols, vals) = a.row(r);
-                        if let Ok(k) = cols.binary_search(&(c as u32)) {
-                            *v = vals[k];
+                diag.par_chunks_mut(ROWS)
+                    .enumerate()
+                    .for_each(|(t, block)| {
+                        for (i, v) in block.iter_mut().enumerate() {
+                            let r = t * ROWS + i;
+                            let c = r as i64 + off;
+                            if c >= 0 && (c as usize) < m {
+                                let (cols, vals) = a.row(r);
+                                if let Ok(k) = cols.binary_search(&(c as u32)) {
+                                    *v = vals[k];
+                                }
+                            }
                         }
-                    }
-                }
+                    });
             });
         let offsets_dev = offsets.iter().map(|&o| o as i32 as u32).collect();
         Ok(Dia {

@@ -121,18 +121,18 @@ impl SellParams {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self, op: &'static str) -> Result<()> {
         let c = self.slice_height;
         if !(1..=1024).contains(&c) || !c.is_power_of_two() {
             return Err(Error::InvalidArgument {
-                op: "Sell::from_csr",
+                op,
                 name: "slice_height",
                 reason: format!("{c}: must be a power of two in 1..=1024"),
             });
         }
         if self.sigma == 0 || (self.sigma > 1 && !self.sigma.is_multiple_of(c)) {
             return Err(Error::InvalidArgument {
-                op: "Sell::from_csr",
+                op,
                 name: "sigma",
                 reason: format!(
                     "{}: must be 1 or a positive multiple of the slice height {c}",

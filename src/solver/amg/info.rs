@@ -27,7 +27,7 @@ pub struct AmgPhases {
     /// MIS-2 aggregation.
     pub aggregation: f64,
     /// Tentative prolongators (QR per aggregate), and the near-null vectors' improvement
-    /// ([`AmgParams::improve_candidates`]).
+    /// ([`AmgParams::improve_candidates`](super::AmgParams::improve_candidates)).
     pub tentative: f64,
     /// Prolongator smoothing (`A T`) and transposes.
     pub prolongator: f64,
@@ -40,9 +40,9 @@ pub struct AmgPhases {
     pub upload: f64,
 }
 
-/// Seconds one level spent in the cycles of [`Amg::profile`], each operation timed
-/// between two synchronisations of the backend (so the sums exceed an unprofiled cycle by
-/// the launch gaps the synchronisations expose).
+/// Seconds one level spent in the cycles of [`Amg::profile`](super::Amg::profile), each
+/// operation timed between two synchronisations of the backend (so the sums exceed an
+/// unprofiled cycle by the launch gaps the synchronisations expose).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct AmgLevelTimes {
     /// Pre- and post-smoothing.

@@ -143,21 +143,25 @@ const SELL_MAX_PADDING: f64 = 1.5;
 /// 2026-11-30: Poisson 256³'s second level 254 → 192 µs, fvm-tet:120's 206 → 133 µs, for
 /// 21–23% more bytes); else, or where the rows' lengths vary so much that SELL would pad
 /// more than [`SELL_MAX_PADDING`], the CSR matrix itself (small levels are launch-bound,
-/// and CSR was faster there: 9 against 14 µs).
+/// and CSR was faster there: 9 against 14 µs). With the format's name for the report.
 fn coarse_operator<'a, B: Backend, T: Scalar>(
     a: Csr<B, T>,
     params: &AmgParams,
-) -> Result<LevelOp<'a, B, T>> {
+) -> Result<(LevelOp<'a, B, T>, &'static str)> {
     if a.backend().kind() == crate::backend::BackendKind::Cpu || a.nrows() < params.coarse_sell_rows
     {
-        return Ok(LevelOp::Owned(a));
+        return Ok((LevelOp::Owned(a), "csr"));
     }
     let limits = crate::sparse::FormatLimits {
         max_padding_ratio: SELL_MAX_PADDING,
     };
     match crate::sparse::algebra::to_sell(&a, 32, &limits) {
-        Ok(sell) => Ok(LevelOp::Given(Box::new(sell))),
-        Err(crate::Error::Padding { .. }) => Ok(LevelOp::Owned(a)),
+        Ok(sell) => Ok((LevelOp::Given(Box::new(sell)), "sell-32")),
+        // Too much padding, or SELL's arrays (up to 1.5x CSR's slots, allocated while the CSR
+        // matrix lives) beyond the device's buffers where CSR itself fits: CSR is applied.
+        Err(crate::Error::Padding { .. } | crate::Error::ResourceLimit { .. }) => {
+            Ok((LevelOp::Owned(a), "csr"))
+        }
         Err(e) => Err(e),
     }
 }
@@ -315,7 +319,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let mut source = Some(source);
         let t = Instant::now();
         let mut levels = Vec::with_capacity(hierarchy.levels.len());
-        let mut formats = Vec::new();
+        let mut info_levels = hierarchy.info;
         let mut work = Vec::with_capacity(hierarchy.levels.len());
         let n = hierarchy.levels.len();
         for (l, h) in hierarchy.levels.into_iter().enumerate() {
@@ -335,25 +339,23 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                 d: v()?,
                 w: v()?,
             });
-            let op = match h.a {
+            let (op, format) = match h.a {
                 Some(coarse) => coarse_operator(in_precision(coarse)?, params)?,
                 None => match fine.take() {
-                    Some(f) => {
-                        formats.push((l, "operator"));
-                        f
-                    }
-                    None => LevelOp::Owned(match source.take() {
-                        Some(Source::Owned(m)) => in_precision(m)?,
-                        Some(Source::Borrowed(m)) => {
-                            crate::sparse::algebra::convert::<B, f64, T>(m)?
-                        }
-                        None => unreachable!("one finest level"),
-                    }),
+                    Some(f) => (f, "operator"),
+                    None => (
+                        LevelOp::Owned(match source.take() {
+                            Some(Source::Owned(m)) => in_precision(m)?,
+                            Some(Source::Borrowed(m)) => {
+                                crate::sparse::algebra::convert::<B, f64, T>(m)?
+                            }
+                            None => unreachable!("one finest level"),
+                        }),
+                        "csr",
+                    ),
                 },
             };
-            if matches!(op, LevelOp::Given(_)) && l > 0 {
-                formats.push((l, "sell-32"));
-            }
+            info_levels[l].format = format;
             levels.push(Level {
                 a: op,
                 transfer,
@@ -372,10 +374,6 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         phases.upload = t.elapsed().as_secs_f64();
         phases.check = check;
         phases.transfer += moved;
-        let mut info_levels = hierarchy.info;
-        for (l, format) in formats {
-            info_levels[l].format = format;
-        }
         let nnz0 = info_levels[0].nnz.max(1) as f64;
         let rows0 = info_levels[0].rows.max(1) as f64;
         let info = AmgInfo {

@@ -89,7 +89,7 @@ pub enum AmgCycle {
     W,
 }
 
-/// Parameters of [`Amg`].
+/// Parameters of [`Amg`](super::Amg).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AmgParams {
     /// Strength threshold `θ ∈ [0, 1]`: `aᵢⱼ` is a connection when

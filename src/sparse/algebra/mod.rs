@@ -429,7 +429,8 @@ pub fn convert<B: SparseAlgebraOps, V: Scalar, W: Scalar>(a: &Csr<B, V>) -> Resu
 /// # Errors
 /// [`Error::InvalidArgument`] for a slice height that is not a power of two in 1..=1024;
 /// [`Error::Padding`] when the stored slots exceed `limits` (checked before the arrays
-/// are allocated); [`Error::ResourceLimit`] for 2³² or more slots; device errors.
+/// are allocated); [`Error::InvalidMatrix`] for 2³² or more slots (32-bit offsets), as
+/// [`Sell::from_csr`]; device errors.
 ///
 /// ```
 /// use galerkin::sparse::algebra::to_sell;
@@ -450,7 +451,7 @@ pub fn to_sell<B: SparseAlgebraOps, V: Scalar>(
         slice_height,
         sigma: 1,
     }
-    .validate()?;
+    .validate("sparse::algebra::to_sell")?;
     a.backend().csr_to_sell(a, slice_height, limits)
 }
 

@@ -24,6 +24,7 @@ use crate::sparse::ops::SparseOps;
 pub use crate::sparse::options::CsrKernel;
 use crate::sparse::storage::{sparse_operator, SparseStorage};
 use crate::sparse::{to_u32, RowStats};
+use rayon::prelude::*;
 
 mod kernels;
 
@@ -163,7 +164,6 @@ impl<V: Element> Csr<Cpu, V> {
     /// [`Error::InvalidMatrix`] naming the first such entry (1-based row and column) and
     /// its value.
     pub fn check_finite(&self) -> Result<()> {
-        use rayon::prelude::*;
         // Chunks in parallel, each by a branch-free fold (vectorized), then the first bad
         // entry of the first bad chunk.
         const CHUNK: usize = 1 << 14;
@@ -240,7 +240,7 @@ impl<V: Element> Csr<Cpu, V> {
             ncols: self.ncols,
             row_ptr: self.row_ptr.clone(),
             col_idx: self.col_idx.clone(),
-            values: self.values.iter().map(|v| v.convert::<W>()).collect(),
+            values: self.values.par_iter().map(|v| v.convert::<W>()).collect(),
             stats: self.stats,
             kernel: self.kernel,
             backend: Cpu::new(),

@@ -65,7 +65,7 @@ impl<V: Element> Sell<Cpu, V> {
     /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for bad parameters; [`Error::Padding`](crate::error::Error::Padding) if the padding
     /// exceeds the limit.
     pub fn from_csr(a: &Csr<Cpu, V>, params: SellParams, limits: &FormatLimits) -> Result<Self> {
-        params.validate()?;
+        params.validate("Sell::from_csr")?;
         let (n, c) = (a.nrows, params.slice_height as usize);
         let order = window_order(&a.row_ptr, params.sigma as usize);
         let len =

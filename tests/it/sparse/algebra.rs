@@ -372,6 +372,34 @@ fn csr_to_sell_matches_the_host<B: Backend, T: Scalar>(b: &B) {
         .err()
         .expect("refused");
     assert!(e.to_string().contains("power of two"), "{e}");
+    assert!(e.to_string().contains("to_sell"), "names the call: {e}");
+    // One row of 2²² entries in a slice of 1024 rows: 2³² slots, which wrapped to 0 in a
+    // 32-bit count (an empty SELL, SpMV all zeros). Refused as the host refuses it: the
+    // padding first, then 32-bit offsets when the padding is allowed.
+    let long = 1usize << 22;
+    let row = Csr::<Cpu, T>::new(
+        1,
+        long,
+        vec![0, long as u32],
+        (0..long as u32).collect(),
+        (0..long)
+            .map(|k| T::from_f64(1.0 + (k % 7) as f64))
+            .collect(),
+    )
+    .unwrap()
+    .to_backend(b)
+    .unwrap();
+    let e = to_sell(&row, 1024, &FormatLimits::default())
+        .err()
+        .expect("refused");
+    assert!(matches!(e, galerkin::Error::Padding { .. }), "{e}");
+    let e = to_sell(&row, 1024, &FormatLimits::unlimited())
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(e, galerkin::Error::InvalidMatrix { .. }) && e.to_string().contains("4294967296"),
+        "{e}"
+    );
 }
 
 backend_tests!(

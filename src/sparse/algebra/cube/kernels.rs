@@ -317,6 +317,17 @@ pub(super) fn strided_ones_kernel(x: &mut Array<f64>, step: usize, n: usize) {
     }
 }
 
+/// `x[i] *= factor` (the caller knows no product passes `u32::MAX`).
+#[cube(launch_unchecked)]
+pub(super) fn scale_u32_kernel(x: &mut Array<u32>, factor: u32, n: usize) {
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < n {
+        x[i] *= factor;
+        i += stride;
+    }
+}
+
 #[cube(launch_unchecked)]
 pub(super) fn fill_u32_kernel(x: &mut Array<u32>, value: u32, n: usize) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
@@ -820,8 +831,9 @@ pub(super) fn sort_rows_kernel<V: Float>(
     }
 }
 
-/// `widths[s]` = the slots of slice `s` of `c` rows: `c` times its longest row (rows past
-/// `n` count as empty).
+/// `widths[s]` = the width of slice `s` of `c` rows: its longest row (rows past `n` count as
+/// empty). Unscaled: their sum is at most the nonzeros (no wrap in `u32`); the slots are `c`
+/// times it, counted in `u64` on the host.
 #[cube(launch_unchecked)]
 pub(super) fn sell_widths_kernel(
     row_ptr: &Array<u32>,
@@ -842,7 +854,7 @@ pub(super) fn sell_widths_kernel(
                 width = select(len > width, len, width);
             }
         }
-        widths[s] = width * c;
+        widths[s] = width;
         s += stride;
     }
 }

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
 use crate::sparse::sell::{Sell, SellParams};
-use crate::sparse::{CsrKernel, FormatLimits, RowStats};
+use crate::sparse::{to_u32, CsrKernel, FormatLimits, RowStats};
 use crate::vector::VectorOps;
 
 mod aggregate;
@@ -97,10 +97,13 @@ impl<R: CubeRuntime> Cube<R> {
             sq += f64::from(squares_h[t]);
         }
         if offsets.len() < tiles || total > u64::from(u32::MAX) {
+            // The scan stopped at the first tile past 2³² or whose own sum wrapped: the
+            // tiles' sum where it did not wrap, at least 2³² entries.
+            let entries = sums_h.iter().map(|&v| u64::from(v)).sum::<u64>();
             return Err(Error::ResourceLimit {
                 backend: self.info().to_string(),
                 what: format!("{what}: 2^32 or more entries (u32 offsets)"),
-                requested: total,
+                requested: entries.max(1 << 32),
                 limit: u64::from(u32::MAX),
             });
         }
@@ -455,9 +458,36 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
                 }
             })?;
         }
-        let (slice_ptr, stored, _) = self.exclusive_scan(&widths, nslices, 0, "SELL's slots")?;
+        // The widths' sum is at most the nonzeros (below 2³²); the slots, `c` times it, are
+        // checked against the padding limit first, then against 32-bit offsets, as the host
+        // conversion does.
+        let (slice_ptr, width_sum, _) =
+            self.exclusive_scan(&widths, nslices, 0, "SELL's slice widths")?;
         drop(widths);
-        limits.check("SELL", stored as u64, a.nnz() as u64)?;
+        let slots = width_sum as u64 * u64::from(slice_height);
+        limits.check("SELL", slots, a.nnz() as u64)?;
+        let stored = to_u32(
+            usize::try_from(slots).unwrap_or(usize::MAX),
+            "SELL",
+            "stored slots",
+        )? as usize;
+        if stored > 0 && slice_height > 1 {
+            let (count, dim) = self.config().grid(nslices + 1);
+            self.launch::<()>((), || {
+                // SAFETY: slice_ptr has nslices + 1 entries, each at most width_sum, so c
+                // times it is at most `stored` (< 2³²).
+                unsafe {
+                    scale_u32_kernel::launch_unchecked::<R>(
+                        self.client(),
+                        count,
+                        dim,
+                        slice_ptr.arg(),
+                        slice_height,
+                        nslices + 1,
+                    )
+                }
+            })?;
+        }
         let cols = self.alloc_uninit::<u32>(stored)?;
         let vals = self.alloc_uninit::<V>(stored)?;
         let positions = nslices * c;
