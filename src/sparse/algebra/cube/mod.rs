@@ -34,6 +34,7 @@ mod aggregate_kernels;
 mod from_block_ell;
 mod kernels;
 mod spgemm;
+mod spgemm_kernels;
 
 use aggregate_kernels::*;
 use kernels::*;

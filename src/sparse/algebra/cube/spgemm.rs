@@ -3,7 +3,7 @@
 
 use cubecl::prelude::*;
 
-use super::kernels::*;
+use super::spgemm_kernels::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
