@@ -99,13 +99,20 @@ fn row<B: FullBackend, T: galerkin::Scalar, C: CheckOn<B> + CheckOn<Cpu>>(
     }
 }
 
+/// Rows run, rows failed, and checks whose name `--only` matched, on one backend.
+struct Counts {
+    run: usize,
+    failed: usize,
+    matched: usize,
+}
+
 impl BackendTask for Conformance<'_> {
-    type Output = (usize, usize);
-    fn run<B: FullBackend>(self, backend: B) -> Result<(usize, usize)> {
+    type Output = Counts;
+    fn run<B: FullBackend>(self, backend: B) -> Result<Counts> {
         let args = self.0;
         let wants = |p: PrecisionArg| args.precisions.is_empty() || args.precisions.contains(&p);
         println!("\n{}", backend.info());
-        let (mut run, mut failed) = (0, 0);
+        let (mut run, mut failed, mut matched) = (0, 0, 0);
         let wanted = |c: &dyn Fn() -> String| {
             args.only.is_empty() || args.only.iter().any(|o| c().contains(o.as_str()))
         };
@@ -114,6 +121,7 @@ impl BackendTask for Conformance<'_> {
                 if !wanted(&|| c.label()) {
                     continue;
                 }
+                matched += 1;
                 let mut rows = Vec::new();
                 if wants(PrecisionArg::F32) {
                     rows.push(c.row_f32(&backend));
@@ -143,7 +151,11 @@ impl BackendTask for Conformance<'_> {
         // The nodal DG Maxwell kernels (PEC and absorbing faces, upwind and central).
         let dg = DgCheck::standard();
         check_all(&mut dg.iter().map(|c| c as &dyn CheckRow<B>));
-        Ok((run, failed))
+        Ok(Counts {
+            run,
+            failed,
+            matched,
+        })
     }
 }
 
@@ -159,6 +171,8 @@ fn main() {
         "operator", "bknd", "prec", "rel.err", "tolerance", "max ulp"
     );
     let (mut total, mut failures) = (0, 0);
+    // Whether a backend ran its list of checks, and how many of them `--only` kept.
+    let (mut listed, mut matched) = (false, 0);
     for kind in kinds {
         if !kind.is_compiled() {
             println!("\n{kind}: not compiled in (build with --features {kind})");
@@ -168,9 +182,11 @@ fn main() {
             continue;
         }
         match galerkin::with_backend(kind, Conformance(&args)) {
-            Ok((run, failed)) => {
-                total += run;
-                failures += failed;
+            Ok(counts) => {
+                total += counts.run;
+                failures += counts.failed;
+                matched += counts.matched;
+                listed = true;
             }
             Err(e) => {
                 println!("\n{kind}: unavailable: {e}");
@@ -179,6 +195,15 @@ fn main() {
                 }
             }
         }
+    }
+    if listed && matched == 0 && !args.only.is_empty() {
+        // A typo in `--only` must not look like a clean run of zero checks.
+        let names: Vec<String> = args.only.iter().map(|o| format!("`{o}`")).collect();
+        eprintln!(
+            "conformance: error: no check name contains {}; run without --only to see the names",
+            names.join(" or ")
+        );
+        std::process::exit(2);
     }
     println!("\n{total} checks, {failures} failed");
     if failures > 0 {

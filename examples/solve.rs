@@ -255,7 +255,8 @@ fn main() -> ExitCode {
             Ok(false) => ExitCode::from(3),
             Err(e) => {
                 eprintln!("solve: error: {e}");
-                ExitCode::FAILURE
+                // The documented statuses, as in one process: 2 for bad input.
+                common::exit_code(&e)
             }
         };
         #[cfg(not(feature = "mpi"))]

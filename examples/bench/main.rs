@@ -115,7 +115,8 @@ struct Cli {
     /// Suites to run (repeat the flag).
     #[arg(long = "suite", value_enum, default_values_t = [SuiteArg::Vector])]
     suites: Vec<SuiteArg>,
-    /// Vector suite: log2 of the lengths; batched suite: the matrix sides (comma-separated).
+    /// Vector suite: log2 of the lengths (at most 40); batched suite: the matrix sides
+    /// (comma-separated).
     #[arg(long = "log2", value_delimiter = ',')]
     log2_sizes: Vec<u32>,
     /// Samples per case (each the mean of a batch of back-to-back calls of at least 5 ms).
@@ -127,7 +128,8 @@ struct Cli {
     /// Precisions of the SpMV and CG suites (repeat; default f64, mixed, f32).
     #[arg(long = "spmv-precision", value_enum)]
     spmv_precisions: Vec<SpmvPrecisionArg>,
-    /// Multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the issues).
+    /// Multiplies the sizes of the SpMV, CG and batched cases (1 = the sizes of the issues;
+    /// a finite number in (0, 1e6]).
     #[arg(long, default_value_t = 1.0)]
     scale: f64,
     /// Keep only the SpMV and CG cases whose name starts with this (repeat the flag); for
@@ -176,8 +178,43 @@ struct Cli {
     amg_matrices: Vec<String>,
 }
 
+/// The largest `--log2` of the vector suite: 2^40 elements are 8 TB of f64 already.
+const MAX_LOG2: u32 = 40;
+
+/// The largest `--scale`: 10^6 times the issues' sizes (about a petabyte for the SpMV cases).
+const MAX_SCALE: f64 = 1e6;
+
+/// Prints a bad command-line value and exits with status 2 (bad usage).
+fn usage_error(message: &str) -> ! {
+    eprintln!("bench: error: {message}");
+    std::process::exit(2);
+}
+
+/// Checks the values clap cannot: `--scale` finite in (0, [`MAX_SCALE`]], `--log2` at most
+/// [`MAX_LOG2`] for the vector suite and at least 1 for the batched suite (matrix sides).
+fn check(cli: &Cli) {
+    if !(cli.scale.is_finite() && cli.scale > 0.0 && cli.scale <= MAX_SCALE) {
+        usage_error(&format!(
+            "invalid value {} for --scale: must be a finite number in (0, {MAX_SCALE:e}]",
+            cli.scale
+        ));
+    }
+    if cli.suites.contains(&SuiteArg::Vector) {
+        if let Some(&bad) = cli.log2_sizes.iter().find(|&&k| k > MAX_LOG2) {
+            usage_error(&format!(
+                "invalid value {bad} for --log2: the vector suite takes log2 of the lengths, \
+                 at most {MAX_LOG2}"
+            ));
+        }
+    }
+    if cli.suites.contains(&SuiteArg::Batched) && cli.log2_sizes.contains(&0) {
+        usage_error("invalid value 0 for --log2: the batched suite takes matrix sides, at least 1");
+    }
+}
+
 fn parse() -> Options {
     let cli = <Cli as clap::Parser>::parse();
+    check(&cli);
     let backends = if cli.backends.is_empty() {
         BackendKind::ALL
             .into_iter()

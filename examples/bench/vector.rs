@@ -11,8 +11,16 @@ use crate::Options;
 struct Suite<'a>(&'a Options);
 
 fn one<B: Backend, T: Scalar>(b: &B, log2: u32, reps: usize) -> Result<()> {
-    let n = 1usize << log2;
-    let bytes = (n * T::DTYPE.size()) as f64;
+    // `--log2` is checked when the options are parsed; a length that does not fit is an
+    // error here too, never a shift overflow.
+    let Some(n) = 1usize.checked_shl(log2) else {
+        return Err(galerkin::Error::InvalidArgument {
+            op: "bench vector suite",
+            name: "--log2",
+            reason: format!("{log2}: 2^{log2} elements do not fit the address space"),
+        });
+    };
+    let bytes = (n as f64) * T::DTYPE.size() as f64;
     if bytes * 1.0 > b.info().max_buffer_bytes as f64 {
         println!(
             "{:<10} {:<4} 2^{log2:<3} skipped: {} bytes per vector exceed the device's largest buffer ({})",
@@ -23,6 +31,12 @@ fn one<B: Backend, T: Scalar>(b: &B, log2: u32, reps: usize) -> Result<()> {
         );
         return Ok(());
     }
+    // The random values are made on the host first.
+    galerkin::limits::check_host_items(
+        format_args!("a host vector of 2^{log2} values"),
+        n as u64,
+        T::DTYPE.size() as u64,
+    )?;
     let x = Vector::<B, T>::from_slice(b, &random_vec::<T>(n, 1))?;
     let mut y = Vector::<B, T>::from_slice(b, &random_vec::<T>(n, 2))?;
     let mut r = Vector::<B, T>::from_slice(b, &random_vec::<T>(n, 3))?;

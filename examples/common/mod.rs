@@ -42,8 +42,6 @@ checked on the system as given), 1 an error of the device or the library, 2 bad 
 input (arguments, files, sizes beyond the memory), 3 ran but did not converge (the reason is \
 printed).";
 
-/// The exit status of an error: 2 for bad usage or input (the user can fix it), 1 for a
-/// failure of the device or the library.
 /// Whether this process was started by an MPI launcher (Open MPI, MPICH, PMIx).
 #[allow(dead_code)] // not every example runs under mpirun
 pub fn under_mpirun() -> bool {
@@ -57,6 +55,8 @@ pub fn under_mpirun() -> bool {
     .any(|v| std::env::var_os(v).is_some())
 }
 
+/// The exit status of an error: 2 for bad usage or input (the user can fix it), 1 for a
+/// failure of the device or the library.
 pub fn exit_code(e: &Error) -> std::process::ExitCode {
     match e {
         Error::InvalidArgument { .. }
@@ -82,6 +82,19 @@ pub fn check_tolerance(option: &'static str, tol: f64) -> Result<()> {
             op: "command line",
             name: option,
             reason: format!("{tol}: a relative tolerance must be in (0, 1)"),
+        })
+    }
+}
+
+/// Checks that a count is at most `max`.
+pub fn check_at_most(option: &'static str, n: usize, max: usize) -> Result<()> {
+    if n <= max {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument {
+            op: "command line",
+            name: option,
+            reason: format!("{n}: must be at most {max}"),
         })
     }
 }
@@ -115,30 +128,59 @@ pub const GENERATORS_HELP: &str = "Matrix generators (--matrix NAME:ARGS):
   random:N                  random pattern of awkward row lengths
 Anything else is read as a Matrix Market file (.mtx or .mtx.gz).";
 
-/// Loads a Matrix Market file or runs a generator.
+/// Loads a Matrix Market file or runs a generator. An empty system (a generator of size 0,
+/// a file of 0 rows or columns) and extra `:` fields of a generator are refused.
 pub fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
     use galerkin::sparse::generate;
     let parts: Vec<&str> = spec.split(':').collect();
+    let bad = |reason: String| Error::InvalidArgument {
+        op: "--matrix",
+        name: "generator",
+        reason,
+    };
     let num = |i: usize| -> Result<usize> {
         parts
             .get(i)
             .and_then(|s| s.parse().ok())
-            .ok_or_else(|| Error::InvalidArgument {
-                op: "--matrix",
-                name: "generator",
-                reason: format!("generator `{spec}` needs a number in position {i}"),
-            })
+            .ok_or_else(|| bad(format!("generator `{spec}` needs a number in position {i}")))
     };
+    // A size: at least 1 (0 gives an empty system, which has no answer to report).
+    let size = |i: usize| -> Result<usize> {
+        match num(i)? {
+            0 => Err(bad(format!(
+                "generator `{spec}`: the size in position {i} must be at least 1 (0 gives an \
+                 empty system)"
+            ))),
+            n => Ok(n),
+        }
+    };
+    let fields = match parts[0] {
+        "poisson7" | "poisson27" | "poisson2d" | "fvm-tet" | "fvm-dual" | "random" => Some(2),
+        "hdg" | "dg" => Some(3),
+        _ => None,
+    };
+    if let Some(fields) = fields {
+        if parts.len() > fields {
+            return Err(bad(format!(
+                "generator `{spec}` takes {} number(s) after `{}:`, found {} (`{}` is extra)",
+                fields - 1,
+                parts[0],
+                parts.len() - 1,
+                truncate(&parts[fields..].join(":"))
+            )));
+        }
+    }
     match parts[0] {
-        "poisson7" => generate::poisson3d_7pt(num(1)?),
-        "poisson27" => generate::poisson3d_27pt(num(1)?),
-        "poisson2d" => generate::poisson2d_5pt(num(1)?),
-        "fvm-tet" => galerkin::fvm::tpfa_tets_structured(num(1)?, 0.15, 1),
-        "fvm-dual" => galerkin::fvm::tpfa_dual_structured(num(1)?, 0.15, 1),
-        "hdg" => Ok(generate::hdg_trace(num(1)?, num(2)?, num(2)?, 1)?.0),
-        "dg" => Ok(generate::dg_7block(num(1)?, num(2)?, num(2)?, num(2)?, 1)?.0),
+        "poisson7" => generate::poisson3d_7pt(size(1)?),
+        "poisson27" => generate::poisson3d_27pt(size(1)?),
+        "poisson2d" => generate::poisson2d_5pt(size(1)?),
+        "fvm-tet" => galerkin::fvm::tpfa_tets_structured(size(1)?, 0.15, 1),
+        "fvm-dual" => galerkin::fvm::tpfa_dual_structured(size(1)?, 0.15, 1),
+        // The degree P may be 0; the block size B is checked by the generator.
+        "hdg" => Ok(generate::hdg_trace(num(1)?, size(2)?, size(2)?, 1)?.0),
+        "dg" => Ok(generate::dg_7block(num(1)?, size(2)?, size(2)?, size(2)?, 1)?.0),
         "random" => {
-            let n = num(1)?;
+            let n = size(1)?;
             galerkin::sparse::random::random_csr(
                 &galerkin::sparse::random::RandomPattern::awkward(n, n),
                 1,
@@ -146,6 +188,17 @@ pub fn load(spec: &str) -> Result<Csr<Cpu, f64>> {
         }
         _ => {
             let a = galerkin::sparse::read_matrix_market(spec)?.to_csr()?;
+            if a.nrows() == 0 || a.ncols() == 0 {
+                return Err(Error::InvalidArgument {
+                    op: "--matrix",
+                    name: "file",
+                    reason: format!(
+                        "{spec}: the matrix is {} x {}: an empty system has no answer to report",
+                        a.nrows(),
+                        a.ncols()
+                    ),
+                });
+            }
             // NaN or infinity (which the format can hold) makes every answer meaningless.
             a.check_finite().map_err(|e| Error::InvalidArgument {
                 op: "--matrix",
@@ -332,6 +385,12 @@ pub enum AmgPrecisionArg {
     Same,
 }
 
+/// The largest `--amg-degree`: more smoothing steps per level only cost time.
+pub const MAX_AMG_DEGREE: usize = 64;
+
+/// The largest `--amg-improve-candidates`.
+pub const MAX_AMG_IMPROVE_CANDIDATES: usize = 100;
+
 /// The options of smoothed-aggregation AMG (`--precond amg`).
 #[derive(clap::Args, Clone, Debug)]
 pub struct AmgArgs {
@@ -342,7 +401,8 @@ pub struct AmgArgs {
     /// AMG: smoother of every level.
     #[arg(long, value_enum, default_value_t = AmgSmootherArg::Chebyshev)]
     pub amg_smoother: AmgSmootherArg,
-    /// AMG: Chebyshev degree or l1-Jacobi sweeps, before and after each coarse correction.
+    /// AMG: Chebyshev degree or l1-Jacobi sweeps, before and after each coarse correction
+    /// (1..=64).
     #[arg(long, default_value_t = 3)]
     pub amg_degree: usize,
     /// AMG: cycle.
@@ -362,7 +422,8 @@ pub struct AmgArgs {
     pub amg_near_null_stride: Option<usize>,
     /// AMG: smoothing steps applied to the near-null vector on the finest level before the
     /// tentative prolongator (PyAMG's `improve_candidates`); default 2, or 0 with
-    /// `--amg-near-null-stride` (smoothing would fill the strided vector's zero rows).
+    /// `--amg-near-null-stride` (smoothing would fill the strided vector's zero rows); at
+    /// most 100.
     #[arg(long, value_name = "STEPS")]
     pub amg_improve_candidates: Option<usize>,
 }
@@ -374,6 +435,14 @@ impl AmgArgs {
         use galerkin::solver::{AmgCycle, AmgParams, AmgSmoother};
         let theta = self.amg_theta.unwrap_or(default_theta);
         check_positive("--amg-degree", self.amg_degree)?;
+        check_at_most("--amg-degree", self.amg_degree, MAX_AMG_DEGREE)?;
+        if let Some(steps) = self.amg_improve_candidates {
+            check_at_most(
+                "--amg-improve-candidates",
+                steps,
+                MAX_AMG_IMPROVE_CANDIDATES,
+            )?;
+        }
         check_positive("--amg-max-coarse", self.amg_max_coarse)?;
         if !(0.0..=1.0).contains(&theta) {
             return Err(Error::InvalidArgument {

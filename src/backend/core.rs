@@ -21,7 +21,7 @@ pub(crate) mod sealed {
 /// to another device's backend is an error where it can be detected.
 pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     /// A buffer of `len` values of type `T` in the backend's memory.
-    type Buffer<T: Storable>: Send + Sync + fmt::Debug;
+    type Buffer<T: Storable>: Send + Sync + fmt::Debug + 'static;
 
     /// Which kind of backend this is.
     fn kind(&self) -> BackendKind;
@@ -57,6 +57,16 @@ pub trait BackendCore: Clone + Send + Sync + fmt::Debug + 'static {
     /// # Errors
     /// As [`alloc`](Self::alloc).
     fn upload<T: Storable>(&self, data: &[T]) -> Result<Self::Buffer<T>>;
+
+    /// A copy of `buffer` on the same device, made there (the CPU backend: one host copy;
+    /// the default goes through the host).
+    ///
+    /// # Errors
+    /// As [`alloc`](Self::alloc); [`Error::DeviceMismatch`] if the buffer belongs to another
+    /// device.
+    fn duplicate<T: Storable>(&self, buffer: &Self::Buffer<T>) -> Result<Self::Buffer<T>> {
+        self.upload(&self.download(buffer)?)
+    }
 
     /// `buffer`'s values in place, where the buffer is host memory (the CPU backend): moves
     /// from the host then read them without a copy. `None` (the default) for device memory.

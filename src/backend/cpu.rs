@@ -133,6 +133,10 @@ impl BackendCore for Cpu {
         Ok(buffer.clone())
     }
 
+    fn duplicate<T: Storable>(&self, buffer: &Vec<T>) -> Result<Vec<T>> {
+        self.upload(buffer)
+    }
+
     fn host_slice<'b, T: Storable>(&self, buffer: &'b Vec<T>) -> Option<&'b [T]> {
         Some(buffer)
     }

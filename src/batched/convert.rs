@@ -21,13 +21,7 @@ impl<B: VectorOps, T: Element> Batch<B, T> {
         let len = size_of_batch("Batch::from_vector", count, nrows, ncols)?;
         check_len("Batch::from_vector", "vector", len, v.len())?;
         let backend = v.backend().clone();
-        Ok(Batch::from_buffer(
-            &backend,
-            count,
-            nrows,
-            ncols,
-            v.into_buffer()?,
-        ))
+        Batch::from_buffer(&backend, count, nrows, ncols, v.into_buffer()?)
     }
 
     /// `self[i] = x[index[i]]` over the values of the batches (row-major, matrix after
@@ -58,13 +52,7 @@ impl<B: VectorOps, T: Element> Batch<B, T> {
         let mut data = self.backend.alloc::<D>(B::len(&self.data))?;
         // SAFETY: both buffers hold len(self.data) values of the batch's backend.
         unsafe { self.backend.convert(&self.data, &mut data)? };
-        Ok(Batch::from_buffer(
-            &self.backend,
-            self.count,
-            self.nrows,
-            self.ncols,
-            data,
-        ))
+        Batch::from_buffer(&self.backend, self.count, self.nrows, self.ncols, data)
     }
 }
 

@@ -270,23 +270,36 @@ impl<B: BackendCore, T: Element> Batch<B, T> {
         })
     }
 
-    /// A batch over `buffer`, which holds at least `count · nrows · ncols` values of
-    /// `backend`.
+    /// A batch over `buffer`, a buffer of `backend`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the buffer holds fewer than `count · nrows · ncols`
+    /// values (the kernels index that many, unchecked).
     pub(crate) fn from_buffer(
         backend: &B,
         count: usize,
         nrows: usize,
         ncols: usize,
         buffer: B::Buffer<T>,
-    ) -> Self {
-        debug_assert!(B::len(&buffer) >= count * nrows * ncols);
-        Batch {
+    ) -> Result<Self> {
+        let need = count.checked_mul(nrows).and_then(|v| v.checked_mul(ncols));
+        if need.is_none_or(|need| B::len(&buffer) < need) {
+            return Err(Error::invalid(
+                "Batch::from_buffer",
+                "buffer",
+                format!(
+                    "{} values for {count} matrices of {nrows} x {ncols}",
+                    B::len(&buffer)
+                ),
+            ));
+        }
+        Ok(Batch {
             count,
             nrows,
             ncols,
             data: buffer,
             backend: backend.clone(),
-        }
+        })
     }
 }
 

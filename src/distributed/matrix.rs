@@ -303,11 +303,15 @@ impl<B: Backend, V: Element> DistMatrix<B, V> {
             &self.recvs,
         )?;
         let t2 = Instant::now();
-        if let Some(a) = &self.local {
-            a.apply_add(alpha, x.owned(), beta, y.owned_mut())?;
-        }
+        let local = match &self.local {
+            Some(a) => a.apply_add(alpha, x.owned(), beta, y.owned_mut()),
+            None => Ok(()),
+        };
         let t3 = Instant::now();
-        device.finish()?;
+        // Finished even when the local product failed: the ghost rows are written until then.
+        let finished = device.finish();
+        local?;
+        finished?;
         let t4 = Instant::now();
         if let (Some(remote), Some(ghost)) = (&self.remote, ghost_slot.as_ref()) {
             remote.apply_add(alpha, ghost, y.owned_mut())?;

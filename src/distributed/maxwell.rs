@@ -68,9 +68,13 @@ impl<B: Backend, T: Scalar> TraceHalo<B, T> {
                     &self.recvs,
                 )?;
                 let t = Instant::now();
-                during(q)?;
+                let local = during(q);
                 overlapped = t.elapsed();
-                d.finish()?;
+                // Finished even when the local work failed: the ghost traces are written
+                // until then.
+                let finished = d.finish();
+                local?;
+                finished?;
             }
             None => {
                 let packed = match &self.packed {

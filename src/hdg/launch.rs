@@ -141,7 +141,7 @@ impl<B: Backend + HdgOps, V: Element> HdgMesh<B, V> {
                 &mut out,
             )?
         };
-        Ok(Batch::from_buffer(&self.backend, 1, self.count, k, out))
+        Batch::from_buffer(&self.backend, 1, self.count, k, out)
     }
 
     /// The element trace vectors `λᵉ` (`count x 3 nl x 1`, in `V`) of the free values `free`
@@ -224,7 +224,7 @@ impl<B: Backend + HdgOps, V: Element> HdgMesh<B, V> {
         Ok(TraceSystem {
             k,
             rhs,
-            diagonal: Batch::from_buffer(b, nfree, nl, nl, diagonal),
+            diagonal: Batch::from_buffer(b, nfree, nl, nl, diagonal)?,
         })
     }
 }

@@ -40,7 +40,9 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
     /// components, `z = 0`) and `u_star` when post-processed, cell data `element`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for `refine` outside 1..=32; device errors.
+    /// [`Error::InvalidArgument`] for `refine` outside 1..=32 or more points than 32-bit
+    /// indices address; [`Error::ResourceLimit`] when the host cannot hold the sampled grid;
+    /// device errors.
     pub fn sample(&self, fields: &Fields<B, V>, refine: usize) -> Result<UnstructuredGrid> {
         if !(1..=32).contains(&refine) {
             return Err(Error::InvalidArgument {
@@ -53,7 +55,33 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
         let (reference, sub) = host::sub_triangulation(refine);
         let np = reference.len();
         let count = self.count();
-        let mut points = Vec::with_capacity(count * np);
+        // Every element has its own `np` points and `refine²` cells: the totals must fit
+        // the 32-bit point indices of the cells and the host memory, checked before
+        // anything is allocated.
+        let too_many = || Error::InvalidArgument {
+            op: "hdg sample",
+            name: "refine",
+            reason: format!(
+                "{refine}: {count} elements of {np} points each exceed the 2^32 - 1 points \
+                 of a VTK grid; sample with a smaller refinement"
+            ),
+        };
+        let total_points = count.checked_mul(np).ok_or_else(too_many)?;
+        u32::try_from(total_points).map_err(|_| too_many())?;
+        let total_cells = count.checked_mul(sub.len()).ok_or_else(too_many)?;
+        // Per point: coordinates, u, q (2 sampled and 3 written components), u_star.
+        crate::limits::check_host_items(
+            format_args!("the {total_points} points of a VTK sampling (refine {refine})"),
+            total_points as u64,
+            (3 + 1 + 2 + 3 + 1) * 8,
+        )?;
+        // Per cell: 3 point indices and the element number.
+        crate::limits::check_host_items(
+            format_args!("the {total_cells} cells of a VTK sampling (refine {refine})"),
+            total_cells as u64,
+            3 * 4 + 8,
+        )?;
+        let mut points = Vec::with_capacity(total_points);
         for e in 0..count {
             let v = host::triangle(&self.mesh, e);
             points.extend(reference.iter().map(|&[r, s]| {
@@ -61,6 +89,7 @@ impl<B: Backend + HdgOps, V: Scalar, S: Scalar> Hdg<B, V, S> {
                 [x, y, 0.0]
             }));
         }
+        // `e * np + v < total_points`, which fits u32 (checked above).
         let connectivity = (0..count)
             .flat_map(|e| sub.iter().flat_map(move |t| t.map(|v| v + (e * np) as u32)))
             .collect();

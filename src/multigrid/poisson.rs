@@ -175,13 +175,18 @@ impl PoissonOptions {
     pub fn memory_estimate(&self, grid: Grid) -> u64 {
         let (s, t) = self.value_bytes();
         let n = grid.len() as u64;
+        // Saturating: a huge restart length gives an estimate no device holds, never a
+        // wrapped small one.
+        let restart = self.restart as u64;
         let outer = match self.solver {
             PoissonSolver::Fmg => 5,
             PoissonSolver::Cg => 6,
-            PoissonSolver::Gmres if s != t => 2 * self.restart as u64 + 6,
-            PoissonSolver::Gmres => self.restart as u64 + 4,
+            PoissonSolver::Gmres if s != t => restart.saturating_mul(2).saturating_add(6),
+            PoissonSolver::Gmres => restart.saturating_add(4),
         };
-        memory_bytes(grid, self.smoother, t as usize) + outer * n * s + 3 * n * 8
+        memory_bytes(grid, self.smoother, t as usize)
+            .saturating_add(outer.saturating_mul(n).saturating_mul(s))
+            .saturating_add(n.saturating_mul(3 * 8))
     }
 
     /// The load `f = scale Π g(xᵢ)` and the exact solution `Π g(xᵢ)` (sine only).

@@ -379,7 +379,7 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
     b: &B,
     options: &SolveOptions,
     a: &Csr<Cpu, f64>,
-    op: &'a dyn LinearOperator<B, P>,
+    op: &'a SparseMatrix<B, P>,
 ) -> Result<Built<'a, B, P>> {
     let t0 = Instant::now();
     let mut amg = None;
@@ -388,8 +388,9 @@ fn preconditioner<'a, B: Backend, P: Scalar>(
         PrecondKind::Amg => {
             if options.amg_precision == AmgPrecision::F32 && P::DTYPE != DType::F32 {
                 // The finest level in f32 in the solver's format (DIA, SELL, ...: fused
-                // smoothing passes, half the bytes of CSR's values and indices for DIA).
-                let (fine, _) = operator::<B, f32>(b, a, options.format)?;
+                // smoothing passes, half the bytes of CSR's values and indices for DIA),
+                // rounded from the solver's operator on the device.
+                let fine = op.to_precision::<f32>()?;
                 let h = Amg::<B, f32>::with_owned_operator(b, a, Box::new(fine), &options.amg)?;
                 amg = Some(h.info().clone());
                 flexible = true;
@@ -485,7 +486,7 @@ fn solve_mixed<B: Backend>(
     let bv = Vector::from_slice(b, rhs)?;
     let mut x = Vector::<B, f64>::zeros(b, a.ncols())?;
     let (op64, format) = operator::<B, f64>(b, a, options.format)?;
-    let (op32, _) = operator::<B, f32>(b, a, options.format)?;
+    let op32 = op64.to_precision::<f32>()?;
     let built = preconditioner::<B, f32>(b, options, a, &op32)?;
     let m32 = (options.precond != PrecondKind::None).then_some(built.m.as_ref());
     let report = if options.method == Method::Refine {

@@ -19,7 +19,9 @@ use crate::vector::Vector;
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) for inconsistent sizes;
-/// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for `restart = 0`; device errors.
+/// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) for `restart = 0`;
+/// [`Error::ResourceLimit`](crate::error::Error::ResourceLimit) when the host cannot hold the
+/// Hessenberg matrix of `min(restart, n)` columns; device errors.
 pub fn gmres<B: Backend, S: Scalar>(
     a: &dyn LinearOperator<B, S>,
     m: Option<&dyn Preconditioner<B, S>>,
@@ -135,6 +137,7 @@ pub(crate) fn arnoldi_cycles<S: Scalar, V: KrylovVector<S>>(
     if let Some(reason) = t.record(k0, beta) {
         return Ok((k0, reason));
     }
+    check_host_arrays(restart)?;
     let mut v: Vec<V> = Vec::with_capacity(restart + 1);
     let mut z: Vec<V> = Vec::new();
     let mut w = r.zeros_like()?;
@@ -241,6 +244,24 @@ pub(crate) fn arnoldi_cycles<S: Scalar, V: KrylovVector<S>>(
         }
     };
     Ok((total, reason))
+}
+
+/// Checks that the host arrays of a restart cycle of length `restart` can be had: the
+/// `(restart + 1) × restart` Hessenberg matrix, the rotations and the right-hand side, in
+/// f64. A restart length from the command line must not ask the allocator for terabytes.
+///
+/// # Errors
+/// [`Error::ResourceLimit`](crate::error::Error::ResourceLimit) naming the restart length.
+fn check_host_arrays(restart: usize) -> Result<()> {
+    let m = restart as u64;
+    let hessenberg = m.saturating_add(1).saturating_mul(m);
+    crate::limits::check_host_items(
+        format_args!("the GMRES Hessenberg matrix of restart length {restart}"),
+        hessenberg
+            .saturating_add(m.saturating_mul(3))
+            .saturating_add(1),
+        8,
+    )
 }
 
 /// Applies the previous Givens rotations to column `j` of the Hessenberg matrix `h`, makes

@@ -42,6 +42,7 @@ use crate::sparse::smoothing::{
 use crate::sparse::storage::{sparse_operator, SparseStorage};
 use crate::sparse::{to_u32, RowStats};
 use crate::vector::cube::reduce::{cube_sum_to, partials};
+use crate::vector::VectorOps;
 
 /// A sparse matrix in DIA format. See the [module docs](self).
 pub struct Dia<B: BackendCore, V: Element> {
@@ -501,16 +502,16 @@ impl FormatKernels for DiaFormat {
     const SPMV_NAME: &'static str = "Dia::spmv";
     const FEW_DIAGONALS: bool = true;
 
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &Dia<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<Dia<B2, V>> {
+    ) -> Result<Dia<B2, W>> {
         Ok(Dia {
             nrows: a.nrows,
             ncols: a.ncols,
             offsets: a.offsets.clone(),
             offsets_dev: mover.buffer(&a.offsets_dev)?,
-            values: mover.buffer(&a.values)?,
+            values: mover.values(&a.values)?,
             stats: a.stats,
             backend: mover.backend(),
         })

@@ -25,6 +25,7 @@ use crate::sparse::ops::{sealed, FormatKernels, Mover};
 use crate::sparse::options::{FormatLimits, FormatOptions};
 use crate::sparse::storage::{sparse_operator, SparseStorage};
 use crate::sparse::{to_u32, RowStats, PAD};
+use crate::vector::VectorOps;
 
 /// A sparse matrix in ELLPACK format. See the [module docs](self).
 pub struct Ell<B: BackendCore, V: Element> {
@@ -179,16 +180,16 @@ impl FormatKernels for EllFormat {
     const LABEL: &'static str = "ell";
     const SPMV_NAME: &'static str = "Ell::spmv";
 
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &Ell<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<Ell<B2, V>> {
+    ) -> Result<Ell<B2, W>> {
         Ok(Ell {
             nrows: a.nrows,
             ncols: a.ncols,
             width: a.width,
             col_idx: mover.buffer(&a.col_idx)?,
-            values: mover.buffer(&a.values)?,
+            values: mover.values(&a.values)?,
             stats: a.stats,
             backend: mover.backend(),
         })

@@ -107,6 +107,24 @@ macro_rules! formats {
                 })
             }
 
+            /// A copy on the same backend with values rounded to `W` (once, to nearest
+            /// even), in the same format and blocks, made on the device
+            /// ([`SparseStorage::to_precision`]): the f32 operator of an f32 preconditioner
+            /// inside an f64 solve, without the host.
+            ///
+            /// # Errors
+            /// [`Error::Unsupported`] if the device lacks `W`; device and allocation errors.
+            pub fn to_precision<W: Element>(&self) -> Result<SparseMatrix<B, W>> {
+                Ok(match self {
+                    SparseMatrix::Split(s) => {
+                        SparseMatrix::Split(s.try_map(|m| m.to_precision::<W>())?)
+                    }
+                    $(SparseMatrix::$variant(m) => {
+                        SparseMatrix::$variant(SparseStorage::to_precision::<W>(m)?)
+                    })*
+                })
+            }
+
             /// The format (a split matrix's largest block's: a minor piece cut at a part of
             /// `x` may be CSR).
             pub fn format(&self) -> Format {

@@ -25,7 +25,10 @@ pub(crate) mod sealed {
 }
 
 /// Moves the arrays of a container from one backend to another, for
-/// [`FormatKernels::move_to`]: every array through the host.
+/// [`FormatKernels::move_to`], and changes the precision of its values on the way: index
+/// arrays by [`buffer`](Self::buffer), values by [`values`](Self::values). Between two
+/// handles of one device nothing goes through the host (a copy, or a rounding kernel, on
+/// the device); otherwise every array goes through the host.
 pub struct Mover<'a, B: BackendCore, B2: BackendCore> {
     from: &'a B,
     to: &'a B2,
@@ -37,11 +40,23 @@ impl<'a, B: BackendCore, B2: BackendCore> Mover<'a, B, B2> {
         Mover { from, to }
     }
 
+    /// `buffer` as one of the target backend's, where both handles are of one device.
+    fn on_target<'b, T: Storable>(&self, buffer: &'b B::Buffer<T>) -> Option<&'b B2::Buffer<T>> {
+        let from = (self.from as &dyn std::any::Any).downcast_ref::<B2>()?;
+        if !from.same_device(self.to) {
+            return None;
+        }
+        (buffer as &dyn std::any::Any).downcast_ref::<B2::Buffer<T>>()
+    }
+
     /// `buffer`'s values on the target backend.
     ///
     /// # Errors
     /// Device and allocation errors.
     pub fn buffer<T: Storable>(&self, buffer: &B::Buffer<T>) -> Result<B2::Buffer<T>> {
+        if let Some(same) = self.on_target(buffer) {
+            return self.to.duplicate(same);
+        }
         match self.from.host_slice(buffer) {
             // From the host: no intermediate copy.
             Some(values) => self.to.upload(values),
@@ -57,6 +72,15 @@ impl<'a, B: BackendCore, B2: BackendCore> Mover<'a, B, B2> {
         self.from.download(buffer)
     }
 
+    /// `buffer`'s values on the host, rounded to `W` (for a move that reorders them).
+    ///
+    /// # Errors
+    /// Device errors.
+    pub fn download_values<V: Element, W: Element>(&self, buffer: &B::Buffer<V>) -> Result<Vec<W>> {
+        let values = self.from.download(buffer)?;
+        Ok(round_values(values))
+    }
+
     /// `values` on the target backend.
     ///
     /// # Errors
@@ -69,6 +93,42 @@ impl<'a, B: BackendCore, B2: BackendCore> Mover<'a, B, B2> {
     pub fn backend(&self) -> B2 {
         self.to.clone()
     }
+}
+
+impl<B: BackendCore, B2: VectorOps> Mover<'_, B, B2> {
+    /// `buffer`'s values on the target backend, rounded to `W` (once, to nearest even; as
+    /// [`buffer`](Self::buffer) when `W` is `V`): on the device when both handles are of
+    /// one device, else on the host.
+    ///
+    /// # Errors
+    /// Device and allocation errors.
+    pub fn values<V: Element, W: Element>(&self, buffer: &B::Buffer<V>) -> Result<B2::Buffer<W>> {
+        if std::any::TypeId::of::<V>() == std::any::TypeId::of::<W>() {
+            let moved: Box<dyn std::any::Any> = Box::new(self.buffer(buffer)?);
+            return Ok(*moved
+                .downcast::<B2::Buffer<W>>()
+                .expect("V and W are one type"));
+        }
+        if let Some(same) = self.on_target(buffer) {
+            let mut rounded = self.to.alloc_uninit::<W>(B2::len(same))?;
+            // SAFETY: both buffers hold `len(same)` values, on the target's device.
+            unsafe { self.to.convert(same, &mut rounded)? };
+            return Ok(rounded);
+        }
+        let rounded: Vec<W> = match self.from.host_slice(buffer) {
+            Some(values) => values.iter().map(|&v| W::from_f64(v.as_f64())).collect(),
+            None => round_values(self.from.download(buffer)?),
+        };
+        self.to.upload(&rounded)
+    }
+}
+
+/// `values` rounded to `W` (through f64, which holds every element exactly: one rounding).
+fn round_values<V: Element, W: Element>(values: Vec<V>) -> Vec<W> {
+    values
+        .into_iter()
+        .map(|v| W::from_f64(v.as_f64()))
+        .collect()
 }
 
 /// The kernels of one sparse format, on the CPU and on CubeCL devices.
@@ -97,15 +157,16 @@ pub trait FormatKernels: sealed::Format + 'static {
     /// tests and checks then use banded matrices).
     const FEW_DIAGONALS: bool = false;
 
-    /// The matrix on the backend `mover` moves to: every array of the container moved by
-    /// [`Mover::buffer`] (or by its download and upload where the move reorders them).
+    /// The matrix on the backend `mover` moves to, its values rounded to `W`: every index
+    /// array of the container moved by [`Mover::buffer`], the values by [`Mover::values`]
+    /// (or by their download and upload where the move reorders them).
     ///
     /// # Errors
     /// Device and allocation errors.
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &Self::Matrix<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<Self::Matrix<B2, V>>;
+    ) -> Result<Self::Matrix<B2, W>>;
 
     /// `y = α A x + β y` on the CPU (`y` not read when `β = 0`).
     fn spmv_cpu<V: Element, T: Scalar>(

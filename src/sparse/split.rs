@@ -65,6 +65,32 @@ impl<M> RowSplit<M> {
         &self.blocks
     }
 
+    /// The same split with each block's matrix mapped by `f`.
+    ///
+    /// # Errors
+    /// The first error of `f`.
+    pub(crate) fn try_map<N>(&self, mut f: impl FnMut(&M) -> Result<N>) -> Result<RowSplit<N>> {
+        let blocks = self
+            .blocks
+            .iter()
+            .map(|b| {
+                Ok(RowBlock {
+                    start: b.start,
+                    rows: b.rows,
+                    col_start: b.col_start,
+                    cols: b.cols,
+                    matrix: f(&b.matrix)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RowSplit {
+            blocks,
+            ranges: self.ranges.clone(),
+            nrows: self.nrows,
+            ncols: self.ncols,
+        })
+    }
+
     /// Splits `a` into blocks of about `block_nnz` nonzeros each (a block whose conversion
     /// still exceeds the device limit is tried again with half its rows), that
     /// stay within parts of `part_len` rows and columns where given, and converts each with

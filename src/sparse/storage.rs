@@ -68,7 +68,20 @@ pub trait SparseStorage<B: SparseOps, V: Element>: Sized + sealed::Format {
         backend: &B2,
     ) -> Result<<Self::Kernels as FormatKernels>::Matrix<B2, V>> {
         backend.require::<V>("sparse matrices")?;
-        Self::Kernels::move_to(self, &Mover::new(self.backend(), backend))
+        Self::Kernels::move_to::<B, B2, V, V>(self, &Mover::new(self.backend(), backend))
+    }
+
+    /// A copy on the same backend with values rounded to `W` (once, to nearest even), made
+    /// on the device: the index arrays copied there, the values rounded there. E.g. the f32
+    /// operator of an f32 preconditioner inside an f64 solve, from the f64 one, without the
+    /// host.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`](crate::error::Error::Unsupported) if the device lacks `W`;
+    /// device and allocation errors.
+    fn to_precision<W: Element>(&self) -> Result<<Self::Kernels as FormatKernels>::Matrix<B, W>> {
+        self.backend().require::<W>("sparse matrices")?;
+        Self::Kernels::move_to::<B, B, V, W>(self, &Mover::new(self.backend(), self.backend()))
     }
 
     /// A copy in host memory.

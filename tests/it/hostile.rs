@@ -323,3 +323,72 @@ fn poisson_mg_refusals_name_a_real_limit() {
     assert!(!err.contains(&i64::MAX.to_string()), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn gmres_refuses_a_restart_the_host_cannot_hold_before_allocating() {
+    use galerkin::solver::{fgmres, gmres, Identity, Progress, SolverParams};
+    use galerkin::{Cpu, Error, Vector};
+    // Restart 10^7 on 2^22 unknowns: a Hessenberg matrix of (2^22 + 1) x 2^22 f64, 140 TB.
+    let n = 1 << 22;
+    let cpu = Cpu::new();
+    let a = Identity::new(n);
+    let b = Vector::<Cpu, f64>::full(&cpu, n, 1.0).unwrap();
+    let params = SolverParams {
+        restart: 10_000_000,
+        progress: Progress::Never,
+        ..SolverParams::new(1e-8, 10)
+    };
+    for flexible in [false, true] {
+        let mut x = Vector::<Cpu, f64>::zeros(&cpu, n).unwrap();
+        let result = if flexible {
+            fgmres::<Cpu, f64>(&a, None, &b, &mut x, &params)
+        } else {
+            gmres::<Cpu, f64>(&a, None, &b, &mut x, &params)
+        };
+        match result {
+            Err(Error::ResourceLimit { what, .. }) => {
+                assert!(
+                    what.contains("Hessenberg") && what.contains("4194304"),
+                    "{what}"
+                )
+            }
+            Err(e) => panic!("expected a resource limit, got {e}"),
+            Ok(report) => panic!("expected a resource limit, got {report}"),
+        }
+    }
+}
+
+#[test]
+fn gmsh_block_counts_that_overflow_or_exceed_the_host_are_refused() {
+    use galerkin::mesh::gmsh::read_from;
+    use galerkin::Error;
+    let parse_error = |text: &str| match read_from(text.as_bytes(), "hostile.msh") {
+        Err(Error::Parse { line, message, .. }) => (line, message),
+        Err(e) => panic!("expected a parse error, got {e}"),
+        Ok(_) => panic!("expected a parse error, got a mesh"),
+    };
+    let format = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n";
+    // Node blocks whose counts add up past 2^64 (1 + u64::MAX).
+    let (line, m) = parse_error(&format!(
+        "{format}$Nodes\n2 1 1 1\n0 1 0 1\n1\n0 0 0\n0 1 0 18446744073709551615\n$EndNodes\n"
+    ));
+    assert_eq!(line, 9, "{m}");
+    assert!(m.contains("more than the 1 nodes"), "{m}");
+    // Element blocks likewise.
+    let (line, m) = parse_error(&format!(
+        "{format}$Nodes\n1 1 1 1\n0 1 0 1\n1\n0 0 0\n$EndNodes\n\
+         $Elements\n2 1 1 1\n0 1 15 1\n1 1\n0 1 15 18446744073709551615\n$EndElements\n"
+    ));
+    assert_eq!(line, 14, "{m}");
+    assert!(m.contains("more than the 1 elements"), "{m}");
+    // A node count no host holds (24 PB of points) is refused at its line, before reading.
+    let text = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n1000000000000000\n1 0 0 0\n";
+    match read_from(text.as_bytes(), "hostile.msh") {
+        Err(Error::ResourceLimit { what, .. }) => assert!(
+            what.contains("1000000000000000 nodes declared on line 5"),
+            "{what}"
+        ),
+        Err(e) => panic!("expected a resource limit, got {e}"),
+        Ok(_) => panic!("expected a resource limit, got a mesh"),
+    }
+}

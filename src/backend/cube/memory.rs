@@ -264,6 +264,33 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         Ok(self.wrap(handle, data.len()))
     }
 
+    fn duplicate<T: Storable>(&self, buffer: &CubeBuffer<T>) -> Result<CubeBuffer<T>> {
+        self.check_own("duplicate", buffer)?;
+        let copy = self.alloc_uninit::<T>(buffer.len)?;
+        // The whole padded buffer (its tail is zero), as 32-bit words: `LINE` values of any
+        // storable type fill whole words.
+        let bytes = buffer.padded_len() * std::mem::size_of::<T>();
+        if !bytes.is_multiple_of(4) {
+            return self.upload(&self.download(buffer)?);
+        }
+        let words = bytes / 4;
+        let (count, dim) = self.config().grid(words);
+        self.launch::<()>((), || {
+            // SAFETY: both handles span `words` words (`padded_len` values of `T`).
+            unsafe {
+                copy_words_kernel::launch_unchecked::<R>(
+                    &self.inner.client,
+                    count,
+                    dim,
+                    ArrayArg::from_raw_parts(buffer.handle.clone(), words),
+                    ArrayArg::from_raw_parts(copy.handle.clone(), words),
+                    words,
+                )
+            }
+        })?;
+        Ok(copy)
+    }
+
     unsafe fn view<T: Storable>(
         &self,
         buffer: &CubeBuffer<T>,

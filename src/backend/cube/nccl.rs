@@ -195,6 +195,11 @@ pub(crate) struct Nccl {
     /// How an exchange is ordered after the queued work: on the device (a flag), or by the
     /// host (`Err` with the reason, or the flag's `refused` set once a wait was refused).
     order: std::result::Result<Flag, String>,
+    /// The send and receive buffers of the exchange posted and not yet finished: held so
+    /// that their memory is not freed or reused while NCCL's stream may still read or write
+    /// it (a caller that returns early on an error skips `finish`; the next `start`, or the
+    /// drop, finishes the exchange first).
+    in_flight: std::cell::RefCell<Option<[Option<cubecl::server::Handle>; 2]>>,
 }
 
 /// The device flag that orders an exchange after the work queued before it: the number of
@@ -357,6 +362,7 @@ impl Cuda {
             raw,
             lib,
             order: Err(String::new()),
+            in_flight: std::cell::RefCell::new(None),
         };
         nccl.order = self.ordering_flag()?;
         Ok(nccl)
@@ -437,7 +443,9 @@ impl Cuda {
 impl Nccl {
     /// Posts, on the exchange's stream, the sends of `send`'s runs and the receives into
     /// `recv`'s runs, after the work queued on the device so far has finished. Returns at
-    /// once; [`finish`](Self::finish) waits. Neither buffer may be touched meanwhile.
+    /// once; [`finish`](Self::finish) waits. Neither buffer may be written meanwhile (their
+    /// memory is held until then). An exchange posted before and not finished is finished
+    /// first.
     pub(crate) fn start<T: crate::scalar::Element>(
         &self,
         send: Option<&Vector<Cuda, T>>,
@@ -445,6 +453,9 @@ impl Nccl {
         recv: Option<&Vector<Cuda, T>>,
         recvs: &[Run],
     ) -> Result<()> {
+        if self.in_flight.borrow().is_some() {
+            self.finish()?;
+        }
         let width = std::mem::size_of::<T>();
         let handle = |v: Option<&Vector<Cuda, T>>, runs: &[Run]| -> Result<_> {
             let need = runs.iter().map(|r| r.1 + r.2).max().unwrap_or(0);
@@ -460,6 +471,8 @@ impl Nccl {
             }
         };
         let (send, recv) = (handle(send, sends)?, handle(recv, recvs)?);
+        // Held from before the posts: a failure after some posts still finishes first.
+        *self.in_flight.borrow_mut() = Some([send.clone(), recv.clone()]);
         let sends: Vec<Run> = sends.iter().filter(|r| r.2 > 0).copied().collect();
         let recvs: Vec<Run> = recvs.iter().filter(|r| r.2 > 0).copied().collect();
         let (raw, lib) = (self.raw, self.lib);
@@ -589,6 +602,9 @@ impl Nccl {
     /// asynchronous NCCL error (a peer that failed).
     pub(crate) fn finish(&self) -> Result<()> {
         let (raw, lib) = (self.raw, self.lib);
+        // The buffers are released after the stream's wait (even a failed one: the context
+        // is then lost, and nothing of it runs any more).
+        let _held = self.in_flight.borrow_mut().take();
         self.backend.on_device_thread(move || {
             let raw = raw; // the whole `Raw` (which is `Send`), not its fields
                            // SAFETY: the stream is this communicator's, alive until drop.

@@ -171,7 +171,13 @@ impl<T: crate::scalar::Element> crate::vector::Vector<super::Cuda, T> {
         self.backend().on_device_thread(move || {
             // SAFETY: `dst` is this vector's `bytes` bytes; the caller vouches for `src`.
             unsafe { cudarc::driver::result::memcpy_dtod_sync(dst, src, bytes) }
-                .map_err(|e| Failed::Direct(format!("cuMemcpyDtoD: {e:?}")))
+                .map_err(|e| Failed::Direct(format!("cuMemcpyDtoD: {e:?}")))?;
+            // A device-to-device `cuMemcpy` may return before the copy is done, and it runs
+            // on the legacy stream, which cubecl's non-blocking streams do not wait for:
+            // wait for the whole context, so the copy is over when this returns (kernels
+            // queued next read the values; the caller may free `src`).
+            cudarc::driver::result::ctx::synchronize()
+                .map_err(|e| Failed::Direct(format!("cuCtxSynchronize: {e:?}")))
         })
     }
 }

@@ -8,6 +8,9 @@ use std::str::{FromStr, SplitAsciiWhitespace};
 use crate::error::{Error, Result};
 use crate::mesh::{CellBlock, CellKind, Mesh, PhysicalName};
 
+/// Points reserved at most before the nodes are read, whatever the header declares.
+const POINT_PREALLOCATION_CAP: u64 = 1 << 24;
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Version {
     V2,
@@ -330,7 +333,7 @@ impl<R: BufRead> Parser<R> {
         match self.version {
             Some(Version::V2) => {
                 let count = self.count_line("the number of nodes")?;
-                self.reserve_points(count);
+                self.reserve_points(count)?;
                 for _ in 0..count {
                     self.expect_data("a node `tag x y z`")?;
                     let mut tokens = self.text().split_ascii_whitespace();
@@ -348,7 +351,7 @@ impl<R: BufRead> Parser<R> {
                 let _min: u64 = self.parse(tokens.next(), "the smallest node tag")?;
                 let max: u64 = self.parse(tokens.next(), "the largest node tag")?;
                 self.no_more(tokens)?;
-                self.reserve_points(count);
+                self.reserve_points(count)?;
                 if max <= count.saturating_mul(2) {
                     self.nodes.expect(max);
                 }
@@ -362,12 +365,15 @@ impl<R: BufRead> Parser<R> {
                     let _parametric: u8 = self.parse(tokens.next(), "the parametric flag")?;
                     let n: u64 = self.parse(tokens.next(), "the number of nodes in the block")?;
                     self.no_more(tokens)?;
-                    read += n;
-                    if read > count {
-                        return Err(self.error(format!(
-                            "the node blocks hold more than the {count} nodes the header declares"
-                        )));
-                    }
+                    read = match read.checked_add(n) {
+                        Some(total) if total <= count => total,
+                        _ => {
+                            return Err(self.error(format!(
+                                "the node blocks hold more than the {count} nodes the header \
+                                 declares"
+                            )))
+                        }
+                    };
                     tags.clear();
                     for _ in 0..n {
                         self.expect_data("a node tag")?;
@@ -432,12 +438,15 @@ impl<R: BufRead> Parser<R> {
             let kind = self.kind(tokens.next())?;
             let n: u64 = self.parse(tokens.next(), "the number of elements in the block")?;
             self.no_more(tokens)?;
-            read += n;
-            if read > count {
-                return Err(self.error(format!(
-                    "the element blocks hold more than the {count} elements the header declares"
-                )));
-            }
+            read = match read.checked_add(n) {
+                Some(total) if total <= count => total,
+                _ => {
+                    return Err(self.error(format!(
+                        "the element blocks hold more than the {count} elements the header \
+                         declares"
+                    )))
+                }
+            };
             let physical = self
                 .entity_physical
                 .get(&(dim, entity))
@@ -510,10 +519,25 @@ impl<R: BufRead> Parser<R> {
         Ok(())
     }
 
-    fn reserve_points(&mut self, count: u64) {
+    /// Prepares for `count` declared nodes: a count whose points the host cannot hold is
+    /// refused; at most [`POINT_PREALLOCATION_CAP`] points are reserved up front (a corrupt
+    /// count must not allocate unbounded memory before the data runs out; beyond the cap,
+    /// the points grow).
+    fn reserve_points(&mut self, count: u64) -> Result<()> {
+        crate::limits::check_host_items(
+            format_args!(
+                "the {count} nodes declared on line {} of {}",
+                self.line, self.path
+            ),
+            count,
+            std::mem::size_of::<[f64; 3]>() as u64,
+        )?;
         self.nodes.expect(count);
-        // A corrupt count must not allocate unbounded memory before the data runs out.
-        self.mesh.points.reserve(count.min(1 << 24) as usize);
+        // At most the cap, which fits `usize`.
+        self.mesh
+            .points
+            .reserve(count.min(POINT_PREALLOCATION_CAP) as usize);
+        Ok(())
     }
 
     fn coordinates(&self, tokens: &mut SplitAsciiWhitespace<'_>) -> Result<[f64; 3]> {

@@ -157,11 +157,14 @@ fn coarse_operator<'a, B: Backend, T: Scalar>(
     };
     match crate::sparse::algebra::to_sell(&a, 32, &limits) {
         Ok(sell) => Ok((LevelOp::Given(Box::new(sell)), "sell-32")),
-        // Too much padding, or SELL's arrays (up to 1.5x CSR's slots, allocated while the CSR
-        // matrix lives) beyond the device's buffers where CSR itself fits: CSR is applied.
-        Err(crate::Error::Padding { .. } | crate::Error::ResourceLimit { .. }) => {
-            Ok((LevelOp::Owned(a), "csr"))
-        }
+        // Too much padding, SELL's arrays (up to 1.5x CSR's slots, allocated while the CSR
+        // matrix lives) beyond the device's buffers where CSR itself fits, or 2³² or more
+        // slots for SELL's 32-bit offsets: CSR is applied (the user never asked for SELL).
+        Err(
+            crate::Error::Padding { .. }
+            | crate::Error::ResourceLimit { .. }
+            | crate::Error::InvalidMatrix { format: "SELL", .. },
+        ) => Ok((LevelOp::Owned(a), "csr")),
         Err(e) => Err(e),
     }
 }
@@ -177,13 +180,15 @@ impl<B: Backend, T: Scalar> Amg<'static, B, T> {
     /// (the entry named); [`Error::ResourceLimit`](crate::Error::ResourceLimit) when a level does not fit in memory;
     /// device errors.
     pub fn new(backend: &B, a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<Self> {
+        let op = "Amg::new";
         let start = Instant::now();
-        setup::check_host(a)?;
+        setup::check_host(op, a)?;
         backend.require::<T>("AMG")?;
         let check = start.elapsed().as_secs_f64();
         match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
-            Some(same) => Amg::build(Source::Borrowed(same), None, params, (start, check)),
+            Some(same) => Amg::build(op, Source::Borrowed(same), None, params, (start, check)),
             None => Amg::build(
+                op,
                 Source::Owned(a.to_backend(backend)?),
                 None,
                 params,
@@ -244,12 +249,19 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         check_len(op, "fine.nrows()", a.nrows(), fine.get().nrows())?;
         check_len(op, "fine.ncols()", a.ncols(), fine.get().ncols())?;
         let start = Instant::now();
-        setup::check_host(a)?;
+        setup::check_host(op, a)?;
         backend.require::<T>("AMG")?;
         let check = start.elapsed().as_secs_f64();
         match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
-            Some(same) => Amg::build(Source::Borrowed(same), Some(fine), params, (start, check)),
+            Some(same) => Amg::build(
+                op,
+                Source::Borrowed(same),
+                Some(fine),
+                params,
+                (start, check),
+            ),
             None => Amg::build(
+                op,
                 Source::Owned(a.to_backend(backend)?),
                 Some(fine),
                 params,
@@ -272,7 +284,13 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         let fine = (a as &dyn std::any::Any)
             .downcast_ref::<Csr<B, T>>()
             .map(|same| LevelOp::Borrowed(same as &dyn LinearOperator<B, T>));
-        Amg::build(Source::Borrowed(a), fine, params, (start, 0.0))
+        Amg::build(
+            "Amg::from_device",
+            Source::Borrowed(a),
+            fine,
+            params,
+            (start, 0.0),
+        )
     }
 
     /// As [`with_operator`](Amg::with_operator), for a matrix already on the backend: the
@@ -294,6 +312,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         a.backend().require::<T>("AMG")?;
         let start = Instant::now();
         Amg::build(
+            op,
             Source::Owned(a),
             Some(LevelOp::Borrowed(fine)),
             params,
@@ -301,7 +320,10 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         )
     }
 
+    /// The hierarchy's setup (`op`: the constructor called, for the errors) and its
+    /// levels in `T`.
     fn build(
+        op: &'static str,
         source: Source<'_, B>,
         mut fine: Option<LevelOp<'a, B, T>>,
         params: &AmgParams,
@@ -315,7 +337,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         backend.synchronize()?;
         let moved = start.elapsed().as_secs_f64() - check;
         let fine_rows = a.nrows();
-        let hierarchy = setup::build(a, params)?;
+        let hierarchy = setup::build_for(op, a, params)?;
         let mut source = Some(source);
         let t = Instant::now();
         let mut levels = Vec::with_capacity(hierarchy.levels.len());

@@ -167,8 +167,9 @@ impl Default for AmgParams {
 }
 
 impl AmgParams {
-    pub(super) fn check(&self, n: usize) -> Result<()> {
-        let bad = |name, reason: String| Err(Error::invalid("Amg::new", name, reason));
+    /// Checks the parameters for `n` rows; the errors name `op` (the constructor called).
+    pub(super) fn check(&self, op: &'static str, n: usize) -> Result<()> {
+        let bad = |name, reason: String| Err(Error::invalid(op, name, reason));
         if !(0.0..=1.0).contains(&self.theta) {
             return bad("theta", format!("{} is outside [0, 1]", self.theta));
         }
@@ -214,7 +215,7 @@ impl AmgParams {
                     );
                 }
                 for (c, v) in vectors.iter().enumerate() {
-                    check_len("Amg::new", "near_null vector", n, v.len())?;
+                    check_len(op, "near_null vector", n, v.len())?;
                     if let Some(i) = v.iter().position(|x| !x.is_finite()) {
                         return bad("near_null", format!("vector {c} has {} at row {i}", v[i]));
                     }

@@ -160,8 +160,8 @@ pub(crate) fn spectral_radius<B: Backend>(
 /// The dense pseudo-inverse of a small symmetric positive semidefinite matrix, as a CSR
 /// matrix with full rows: Cholesky with the pivots at or below `1e-10 aⱼⱼ` dropped (a
 /// singular operator, e.g. pure Neumann, gets a semidefinite inverse on the complement of
-/// its kernel), then `L⁻ᵀ L⁻¹`.
-fn dense_inverse(a: &Csr<Cpu, f64>, level: usize) -> Result<Csr<Cpu, f64>> {
+/// its kernel), then `L⁻ᵀ L⁻¹`. The errors name `op`.
+fn dense_inverse(op: &'static str, a: &Csr<Cpu, f64>, level: usize) -> Result<Csr<Cpu, f64>> {
     let n = a.nrows();
     let mut l = vec![0.0; n * n];
     for i in 0..n {
@@ -178,7 +178,7 @@ fn dense_inverse(a: &Csr<Cpu, f64>, level: usize) -> Result<Csr<Cpu, f64>> {
         if d <= 1e-10 * diag0[j] {
             if d < -1e-8 * diag0[j] {
                 return Err(Error::invalid(
-                    "Amg::new",
+                    op,
                     "a",
                     format!(
                         "the coarsest operator (level {level}, {n} rows) has a negative pivot {d:e} at row {j}: the matrix is not positive definite"
@@ -239,12 +239,23 @@ fn lap<B: Backend>(backend: &B, t: Instant) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
-/// Builds the hierarchy of `a` on its backend.
+/// [`build_for`] as [`Amg::new`](super::Amg::new).
+#[cfg(test)]
 pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<Hierarchy<B>> {
-    params.check(a.nrows())?;
+    build_for("Amg::new", a, params)
+}
+
+/// Builds the hierarchy of `a` on its backend; the errors name `op` (the constructor
+/// called).
+pub(crate) fn build_for<B: Backend>(
+    op: &'static str,
+    a: &Csr<B, f64>,
+    params: &AmgParams,
+) -> Result<Hierarchy<B>> {
+    params.check(op, a.nrows())?;
     if a.nrows() != a.ncols() {
         return Err(Error::invalid(
-            "Amg::new",
+            op,
             "a",
             format!("{} x {}: AMG needs a square matrix", a.nrows(), a.ncols()),
         ));
@@ -267,7 +278,7 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
         let n = current.nrows();
         let t0 = Instant::now();
         let diag = backend.csr_diagonal(current)?;
-        positive_diagonal("Amg::new", current, &diag, Some(level))?;
+        positive_diagonal(op, current, &diag, Some(level))?;
         // SAFETY: the buffer was allocated by this backend.
         let diag = unsafe { Vector::from_buffer(backend, diag) };
         let mut jacobi = Vector::full(backend, n, 1.0)?;
@@ -282,7 +293,7 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
         };
         if rho.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !rho.is_finite() {
             return Err(Error::invalid(
-                "Amg::new",
+                op,
                 "a",
                 format!(
                     "the estimate of λmax(D⁻¹A) on level {level} is {rho}: the matrix is not \
@@ -323,14 +334,15 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
             let agg = crate::sparse::algebra::aggregate(&s)?;
             drop(s);
             phases.aggregation += lap(backend, t)?;
-            let count = agg.count();
-            if count == 0 || count as f64 > 0.85 * n as f64 {
+            let t = Instant::now();
+            let (tent, bc) = crate::sparse::algebra::tentative(&agg, &b)?;
+            drop(agg);
+            phases.tentative += lap(backend, t)?;
+            // The coarse unknowns: up to k per aggregate (the kept near-null columns).
+            let nc = tent.ncols();
+            if nc == 0 || nc as f64 > 0.85 * n as f64 {
                 None // coarsening has stalled
             } else {
-                let t = Instant::now();
-                let (tent, bc) = crate::sparse::algebra::tentative(&agg, &b)?;
-                drop(agg);
-                phases.tentative += lap(backend, t)?;
                 let t = Instant::now();
                 let p = backend.smoothed_prolongator(
                     current,
@@ -364,7 +376,7 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
                 let t = Instant::now();
                 let inverse = if n <= DENSE_COARSE_LIMIT {
                     crate::limits::check_host_items("the coarse inverse", (n as u64).pow(2), 16)?;
-                    Some(dense_inverse(&current.to_host()?, level)?)
+                    Some(dense_inverse(op, &current.to_host()?, level)?)
                 } else {
                     None
                 };
@@ -459,14 +471,73 @@ fn improve_candidates<B: Backend>(
 }
 
 /// Checks a host matrix before its move to the backend: square and finite (the entry
-/// named).
-pub(crate) fn check_host(a: &Csr<Cpu, f64>) -> Result<()> {
-    check_len("Amg::new", "a.ncols() (square)", a.nrows(), a.ncols()).map_err(|_| {
+/// named). The errors name `op` (the constructor called).
+pub(crate) fn check_host(op: &'static str, a: &Csr<Cpu, f64>) -> Result<()> {
+    check_len(op, "a.ncols() (square)", a.nrows(), a.ncols()).map_err(|_| {
         Error::invalid(
-            "Amg::new",
+            op,
             "a",
             format!("{} x {}: AMG needs a square matrix", a.nrows(), a.ncols()),
         )
     })?;
     a.check_finite()
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+    use crate::sparse::generate::poisson2d_5pt;
+
+    /// The errors name the constructor called, not always `Amg::new`.
+    #[test]
+    fn errors_name_the_constructor_called() {
+        let a = Csr::<Cpu, f64>::new(2, 3, vec![0, 1, 2], vec![0, 1], vec![1.0, 1.0]).unwrap();
+        let zero_levels = AmgParams {
+            max_levels: 0,
+            ..AmgParams::default()
+        };
+        for op in ["Amg::from_device", "Amg::with_operator"] {
+            for e in [
+                build_for(op, &a, &AmgParams::default()).err(),
+                build_for(op, &a, &zero_levels).err(),
+                check_host(op, &a).err(),
+            ] {
+                let e = e.expect("an error").to_string();
+                assert!(e.contains(op) && !e.contains("Amg::new"), "{e}");
+            }
+        }
+    }
+
+    /// A coarse level has at most 0.85 times its finer level's unknowns, counted as the
+    /// tentative prolongator's columns (up to k per aggregate, not one): with 10 near-null
+    /// vectors, the aggregates of a 2D Laplacian keep about as many columns as they have
+    /// nodes.
+    #[test]
+    fn stalling_is_judged_on_the_coarse_unknowns() {
+        let a = poisson2d_5pt(20).unwrap();
+        let n = a.nrows();
+        let vectors: Vec<Vec<f64>> = (0..10)
+            .map(|c| {
+                (0..n)
+                    .map(|i| ((i * (c + 1)) as f64 * 0.7 + c as f64).sin())
+                    .collect()
+            })
+            .collect();
+        for near_null in [NearNull::Constants, NearNull::Vectors(vectors)] {
+            let params = AmgParams {
+                max_coarse: 10,
+                improve_candidates: 0,
+                near_null,
+                ..AmgParams::default()
+            };
+            let h = build(&a, &params).unwrap();
+            for l in 1..h.info.len() {
+                let (fine, coarse) = (h.info[l - 1].rows, h.info[l].rows);
+                assert!(
+                    coarse as f64 <= 0.85 * fine as f64,
+                    "level {l}: {coarse} rows under {fine}"
+                );
+            }
+        }
+    }
 }

@@ -39,6 +39,13 @@ pub(crate) const OUT: u32 = 0;
 pub(crate) const UNDECIDED: u32 = 1;
 pub(crate) const ROOT: u32 = 2;
 
+/// The most MIS-2 rounds, here and on a device (where each round waits for a read to the
+/// host). A round is only sure to decide the undecided node of largest key, so a graph
+/// could take about `n / 3` rounds; hashed keys take a few (the number grows like
+/// `log n`). The nodes still undecided after the last round become roots, the same on
+/// every backend, so the aggregates do not depend on it.
+pub(crate) const MAX_MIS2_ROUNDS: usize = 64;
+
 /// `m[i] = max(own[i], max over the neighbours j of own[j])`.
 fn spread<W: Element>(s: &Csr<Cpu, W>, own: &[u64], m: &mut [u64]) {
     m.par_iter_mut()
@@ -56,8 +63,9 @@ fn spread<W: Element>(s: &Csr<Cpu, W>, own: &[u64], m: &mut [u64]) {
 /// The aggregate of every node (`agg[i] < count`) and the number of aggregates, from the
 /// strength graph `s` (its pattern; the diagonal may be in it or not).
 ///
-/// Every round makes the undecided node of largest key a root or puts it out, so the loop
-/// ends; in practice after a few rounds (the number grows like `log n`).
+/// Every round makes the undecided node of largest key a root or puts it out; in practice
+/// all are decided after a few rounds (the number grows like `log n`), and those left after
+/// [`MAX_MIS2_ROUNDS`] become roots.
 pub(crate) fn aggregate<W: Element>(s: &Csr<Cpu, W>) -> (Vec<u32>, usize) {
     let n = s.nrows();
     let mut state = vec![UNDECIDED; n];
@@ -65,7 +73,10 @@ pub(crate) fn aggregate<W: Element>(s: &Csr<Cpu, W>) -> (Vec<u32>, usize) {
     let mut m1 = vec![0u64; n];
     let mut m2 = vec![0u64; n];
     let mut undecided = n;
-    while undecided > 0 {
+    for _round in 0..MAX_MIS2_ROUNDS {
+        if undecided == 0 {
+            break;
+        }
         own.par_iter_mut()
             .zip(&state)
             .enumerate()
@@ -88,15 +99,20 @@ pub(crate) fn aggregate<W: Element>(s: &Csr<Cpu, W>) -> (Vec<u32>, usize) {
         let left = state.par_iter().filter(|&&st| st == UNDECIDED).count();
         if left == undecided {
             // Cannot happen (the undecided node of largest key is decided in every round);
-            // should it, the undecided nodes become roots rather than the loop spinning.
+            // should it, the undecided nodes become roots (below) rather than the loop
+            // spinning.
             debug_assert!(false, "an MIS-2 round decided nothing");
-            state
-                .iter_mut()
-                .filter(|st| **st == UNDECIDED)
-                .for_each(|st| *st = ROOT);
             break;
         }
         undecided = left;
+    }
+    // The nodes still undecided after the last round become roots, as on a device: the
+    // roots may then be neighbours, but every node still has an aggregate.
+    if undecided > 0 {
+        state
+            .iter_mut()
+            .filter(|st| **st == UNDECIDED)
+            .for_each(|st| *st = ROOT);
     }
     // Roots numbered in index order.
     const NONE: u32 = u32::MAX;
@@ -205,5 +221,44 @@ mod tests {
         // An empty pattern (no diagonal stored) too.
         let e = Csr::<Cpu, f64>::new(3, 3, vec![0, 0, 0, 0], vec![], vec![]).unwrap();
         assert_eq!(aggregate(&e), (vec![0, 1, 2], 3));
+    }
+
+    /// A path whose nodes' keys decrease along it decides 3 nodes every 2 rounds (a root
+    /// at round 2t + 1, its two successors out at round 2t + 2): in the 64 rounds, the
+    /// path's nodes 3t (t < 32, 0-based) become roots and the others up to 95 go out; the
+    /// 204 nodes from 96 on are then made roots.
+    #[test]
+    fn rounds_are_capped_and_the_undecided_become_roots() {
+        assert_eq!(MAX_MIS2_ROUNDS, 64);
+        let n = 300;
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_unstable_by_key(|&i| std::cmp::Reverse(key(UNDECIDED, i)));
+        let mut neighbours = vec![Vec::new(); n];
+        for p in 1..n {
+            neighbours[order[p - 1]].push(order[p] as u32);
+            neighbours[order[p]].push(order[p - 1] as u32);
+        }
+        let mut row_ptr = vec![0u32];
+        let mut cols = Vec::new();
+        for mut row in neighbours {
+            row.sort_unstable();
+            cols.extend(row);
+            row_ptr.push(cols.len() as u32);
+        }
+        let values = vec![1.0; cols.len()];
+        let s = Csr::<Cpu, f64>::new(n, n, row_ptr, cols, values).unwrap();
+        let (agg, count) = aggregate(&s);
+        assert_eq!(count, 32 + (n - 96));
+        assert!(agg.iter().all(|&g| (g as usize) < count));
+        // Along the path: 3t with 3t + 1 and 3t + 2 with 3t + 3 (t < 32: 95 with 96), every
+        // later node alone.
+        let at = |p: usize| agg[order[p]];
+        for t in 0..32 {
+            assert_eq!(at(3 * t), at(3 * t + 1), "t = {t}");
+            assert_eq!(at(3 * t + 2), at(3 * t + 3), "t = {t}");
+        }
+        for p in 97..n {
+            assert_ne!(at(p), at(p - 1), "p = {p}");
+        }
     }
 }

@@ -341,7 +341,8 @@ pub fn strength<B: SparseAlgebraOps, V: Scalar>(a: &Csr<B, V>, theta: f64) -> Re
 /// Aggregates of the graph of a square matrix's pattern (its strength filter, usually), by
 /// a parallel maximal independent set of distance 2 (Bell, Dalton and Olson, 2012): the
 /// roots are an MIS-2 (each round, an undecided node whose key is the largest within
-/// distance 2 becomes a root, and the nodes that see a root within distance 2 leave),
+/// distance 2 becomes a root, and the nodes that see a root within distance 2 leave; after
+/// 64 rounds, which a few suffice for in practice, the nodes still undecided become roots),
 /// every other node joins the aggregate of the root neighbour of largest key, then of the
 /// placed neighbour of largest key; a node no root reaches is an aggregate of its own. A
 /// key is the node's state, a hash of its index, then the index: the result does not
@@ -362,7 +363,9 @@ pub fn aggregate<B: SparseAlgebraOps, V: Scalar>(s: &Csr<B, V>) -> Result<Aggreg
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`] if `b` does not have a row per aggregated row;
-/// [`Error::DeviceMismatch`]; device errors.
+/// [`Error::DeviceMismatch`]; on a device, [`Error::ResourceLimit`] when `Q` (rows·k
+/// values) or the aggregates' `R` factors (aggregates·k² values) reach 2³² values (its
+/// kernels' 32-bit indices); device errors.
 pub fn tentative<B: SparseAlgebraOps>(
     agg: &Aggregates<B>,
     b: &NearNullSpace<B>,
@@ -486,7 +489,7 @@ pub(crate) fn positive_diagonal<B: SparseAlgebraOps>(
             "row {i} {what}: a symmetric positive definite matrix is needed (positive diagonal)"
         ),
         Some(l) => format!(
-            "the Galerkin operator of level {l} has row {i} with diagonal {v}: the matrix is not positive definite"
+            "row {i} of the Galerkin operator of level {l} {what}: the matrix is not positive definite"
         ),
     };
     Err(Error::invalid(op, "a", reason))
@@ -596,5 +599,35 @@ impl SparseAlgebraOps for Cpu {
             .into_par_iter()
             .map(|i| hash_value(i, seed))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A coarse level's row is named as empty or by its diagonal, with the operation.
+    #[test]
+    fn positive_diagonal_names_an_empty_coarse_row() {
+        let cpu = Cpu::new();
+        let a = Csr::<Cpu, f64>::new(3, 3, vec![0, 1, 1, 2], vec![0, 2], vec![1.0, 1.0]).unwrap();
+        let diag = cpu.csr_diagonal(&a).unwrap();
+        let e = positive_diagonal("Amg::from_device", &a, &diag, Some(2))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("row 1 of the Galerkin operator of level 2 is empty"),
+            "{e}"
+        );
+        assert!(e.contains("Amg::from_device"), "{e}");
+        let b = Csr::<Cpu, f64>::new(2, 2, vec![0, 1, 2], vec![0, 1], vec![1.0, -2.0]).unwrap();
+        let diag = cpu.csr_diagonal(&b).unwrap();
+        let e = positive_diagonal("Amg::new", &b, &diag, Some(1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("row 1 of the Galerkin operator of level 1 has diagonal -2"),
+            "{e}"
+        );
     }
 }

@@ -21,6 +21,7 @@ use crate::sparse::smoothing::{
     SmoothMode, SmoothOperands,
 };
 use crate::sparse::PAD;
+use crate::vector::VectorOps;
 
 /// The block-ELL arrays and sizes, as one kernel argument.
 #[derive(CubeType, CubeLaunch)]
@@ -260,17 +261,17 @@ impl FormatKernels for BlockEllFormat {
     const LABEL: &'static str = "block-ell";
     const SPMV_NAME: &'static str = "BlockEll::spmv";
 
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &BlockEll<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<BlockEll<B2, V>> {
+    ) -> Result<BlockEll<B2, W>> {
         Ok(BlockEll {
             nrows: a.nrows,
             ncols: a.ncols,
             block_size: a.block_size,
             slots: a.slots,
             neighbours: mover.buffer(&a.neighbours)?,
-            values: mover.buffer(&a.values)?,
+            values: mover.values(&a.values)?,
             nnz: a.nnz,
             blocks: a.blocks,
             kernel: a.kernel,

@@ -15,6 +15,7 @@ use crate::sparse::ops::{
     axpby_row, sealed, AlphaBeta, AlphaBetaLaunch, FormatKernels, Mover, Scaling, SparseOps,
 };
 use crate::sparse::options::FormatOptions;
+use crate::vector::VectorOps;
 
 /// The COO entries, as one kernel argument.
 #[derive(CubeType, CubeLaunch)]
@@ -77,14 +78,14 @@ impl FormatKernels for CooFormat {
     const SPMV_NAME: &'static str = "Coo::spmv";
 
     /// Sorts the entries stably by row on the way (the order device SpMV needs).
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &Coo<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<Coo<B2, V>> {
+    ) -> Result<Coo<B2, W>> {
         let (rows, cols, values) = (
             mover.download(&a.rows)?,
             mover.download(&a.cols)?,
-            mover.download(&a.values)?,
+            mover.download_values::<V, W>(&a.values)?,
         );
         let (rows, cols, values) = if rows.windows(2).all(|w| w[0] <= w[1]) {
             (rows, cols, values)

@@ -18,6 +18,7 @@ use crate::sparse::smoothing::{
     fused_smoothing_cpu, fused_smoothing_cube, smooth_row, with_smooth_launch, SmoothCoefficients,
     SmoothMode, SmoothOperands,
 };
+use crate::vector::VectorOps;
 
 /// The CSR arrays, as one kernel argument.
 #[derive(CubeType, CubeLaunch)]
@@ -206,16 +207,16 @@ impl FormatKernels for CsrFormat {
     const LABEL: &'static str = "csr";
     const SPMV_NAME: &'static str = "Csr::spmv";
 
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &Csr<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<Csr<B2, V>> {
+    ) -> Result<Csr<B2, W>> {
         Ok(Csr {
             nrows: a.nrows,
             ncols: a.ncols,
             row_ptr: mover.buffer(&a.row_ptr)?,
             col_idx: mover.buffer(&a.col_idx)?,
-            values: mover.buffer(&a.values)?,
+            values: mover.values(&a.values)?,
             stats: a.stats,
             kernel: a.kernel,
             backend: mover.backend(),

@@ -334,10 +334,21 @@ pub(crate) fn validate(
             row_ptr[nrows]
         ));
     }
+    // The offsets first, whole: non-decreasing from 0 to nnz, so a row's range is sliced
+    // only once every offset is known to lie in 0..=nnz.
     for r in 0..nrows {
         let (s, e) = (row_ptr[r], row_ptr[r + 1]);
         if e < s {
             return invalid(format!("row_ptr decreases at row {r}: {s} then {e}"));
+        }
+    }
+    for r in 0..nrows {
+        let (s, e) = (row_ptr[r], row_ptr[r + 1]);
+        if e as usize > nvalues {
+            return invalid(format!(
+                "row_ptr[{}] = {e} exceeds nnz = {nvalues} (row {r})",
+                r + 1
+            ));
         }
         let cols = &col_idx[s as usize..e as usize];
         for (k, &c) in cols.iter().enumerate() {
@@ -438,6 +449,46 @@ impl<B: SparseOps, V: Element> SparseStorage<B, V> for Csr<B, V> {
 impl<B: BackendCore, V: Element> sealed::Format for Csr<B, V> {}
 
 sparse_operator!(Csr);
+
+#[cfg(test)]
+mod validate_tests {
+    use super::Csr;
+    use crate::error::Error;
+
+    /// Offsets that decrease or pass the number of entries are typed errors naming the row,
+    /// found before any row's range is sliced (no panic).
+    #[test]
+    fn bad_row_ptr_is_an_error_not_a_panic() {
+        for (row_ptr, col_idx, values, expected) in [
+            (
+                vec![0, 3, 1],
+                vec![0],
+                vec![1.0],
+                "row_ptr decreases at row 1",
+            ),
+            (
+                vec![0, 2, 1],
+                vec![0],
+                vec![1.0],
+                "row_ptr decreases at row 1",
+            ),
+            (vec![0, 2, 1], vec![0, 1], vec![1.0, 2.0], "row_ptr[2] = 1"),
+        ] {
+            let e = Csr::<crate::backend::Cpu, f64>::new(2, 2, row_ptr, col_idx, values)
+                .err()
+                .unwrap_or_else(|| panic!("expected an error containing {expected:?}"));
+            assert!(
+                matches!(e, Error::InvalidMatrix { format: "CSR", .. }),
+                "{e:?}"
+            );
+            assert!(
+                e.to_string().contains(expected),
+                "{e} does not mention {expected:?}"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod finite_tests {
     /// The first non-finite entry is named wherever it lies: at the ends, at either side of

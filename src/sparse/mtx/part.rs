@@ -9,6 +9,7 @@ use std::path::Path;
 use super::read::{coordinate_entry, parse_banner, parse_size_line, Line, Lines, Triplets};
 use super::{Format, MatrixMarketHeader, BUFFER};
 use crate::error::{Error, Result};
+use crate::limits::{read_line, LineError, MAX_LINE_BYTES};
 
 /// The entries of one part of a Matrix Market file ([`read_matrix_market_part`]), symmetric
 /// storage expanded (a mirror entry stays with its entry, whichever row it is in).
@@ -96,7 +97,20 @@ pub fn read_matrix_market_part(
     let data = file_len.saturating_sub(data_start);
     let share = |k: usize| data_start + (data as u128 * k as u128 / parts as u128) as u64;
     let (begin, end) = (share(part), share(part + 1));
-    let start = line_start_at_or_after(&mut file, begin, data_start).map_err(io)?;
+    let start = match line_start_at_or_after(&mut file, begin, data_start) {
+        Ok(start) => start,
+        Err(LineError::Io(source)) => return Err(io(source)),
+        // The line that straddles the share's start is too long: name it.
+        Err(LineError::TooLong) => {
+            return Err(at_line(
+                path,
+                &name,
+                begin.saturating_sub(1),
+                header_lines,
+                too_long(&name),
+            ))
+        }
+    };
     file.seek(SeekFrom::Start(start)).map_err(io)?;
     let mut reader = BufReader::with_capacity(BUFFER, &mut file);
     let mut at = start;
@@ -104,12 +118,17 @@ pub fn read_matrix_market_part(
     let mut entry_lines = 0usize;
     let mut raw = Vec::with_capacity(256);
     while at < end {
-        raw.clear();
-        let read = reader.read_until(b'\n', &mut raw).map_err(io)?;
+        let line_at = at;
+        let read = match read_line(&mut reader, &mut raw, MAX_LINE_BYTES) {
+            Ok(read) => read,
+            Err(LineError::Io(source)) => return Err(io(source)),
+            Err(LineError::TooLong) => {
+                return Err(at_line(path, &name, line_at, header_lines, too_long(&name)))
+            }
+        };
         if read == 0 {
             break;
         }
-        let line_at = at;
         at += read as u64;
         let mut one = Lines {
             reader: &raw[..],
@@ -156,15 +175,32 @@ fn unsupported(name: &str, reason: &str) -> Error {
     }
 }
 
+/// The error for a line longer than [`MAX_LINE_BYTES`] (its line number is set by
+/// [`at_line`]).
+fn too_long(name: &str) -> Error {
+    Error::Parse {
+        path: name.to_string(),
+        line: 0,
+        message: format!(
+            "the line is longer than {MAX_LINE_BYTES} bytes (not a Matrix Market file?)"
+        ),
+    }
+}
+
 /// The first line start at or after `pos` (`pos` itself if the byte before it ends a line).
-fn line_start_at_or_after(file: &mut File, pos: u64, data_start: u64) -> std::io::Result<u64> {
+/// The rest of the line skipped is read with the same bound as every line.
+fn line_start_at_or_after(
+    file: &mut File,
+    pos: u64,
+    data_start: u64,
+) -> std::result::Result<u64, LineError> {
     if pos <= data_start {
         return Ok(data_start);
     }
-    file.seek(SeekFrom::Start(pos - 1))?;
+    file.seek(SeekFrom::Start(pos - 1)).map_err(LineError::Io)?;
     let mut reader = BufReader::with_capacity(4096, file);
     let mut skipped = Vec::new();
-    let n = reader.read_until(b'\n', &mut skipped)?;
+    let n = read_line(&mut reader, &mut skipped, MAX_LINE_BYTES)?;
     Ok(pos - 1 + n as u64)
 }
 

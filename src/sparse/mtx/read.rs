@@ -8,9 +8,13 @@ use crate::backend::Cpu;
 use crate::error::{Error, Result};
 use crate::sparse::Coo;
 
-/// Entries preallocated at most when the size of the text is unknown: a header that
-/// declares more than its file holds must not reserve terabytes. Beyond it, vectors grow.
+/// Entries preallocated at most, whatever the header declares and the text could hold: a
+/// header that declares more than its file holds must not reserve terabytes. Beyond it,
+/// vectors grow.
 const PREALLOCATION_CAP: usize = 1 << 24;
+
+/// Host bytes of one stored entry: a `u32` row, a `u32` column and an `f64` value.
+const ENTRY_BYTES: u64 = 16;
 
 /// Reads plain or gzip-compressed text; `text_bytes`, when known, bounds the preallocation.
 pub(super) fn read_detecting_gzip<R: BufRead>(
@@ -380,14 +384,25 @@ fn read_entries<R: BufRead>(
 ) -> Result<Coo<Cpu, f64>> {
     let (nrows, stored, symmetry) = (header.nrows, header.stored_entries, header.symmetry);
     let size_line = lines.line;
-    // Preallocate what the header declares, but no more than the text can hold (an
-    // entry line has at least 2 bytes) or, when its size is unknown, than the cap.
     let expansion = if symmetry == Symmetry::General { 1 } else { 2 };
+    // The reader never holds more than the declared entries (expanded), so a count the
+    // host cannot hold is refused now, before the text is read, plain or gzip-compressed.
+    crate::limits::check_host_items(
+        format!(
+            "the {stored} entries declared on line {size_line} of {}",
+            lines.name
+        ),
+        (stored as u64).saturating_mul(expansion as u64),
+        ENTRY_BYTES,
+    )?;
+    // Preallocate what the header declares, but no more than the text can hold (an
+    // entry line has at least 2 bytes) and never more than the cap.
     let bound = match text_bytes {
         Some(bytes) => usize::try_from(bytes / 2).unwrap_or(usize::MAX),
         None => PREALLOCATION_CAP,
     };
-    let mut triplets = Triplets::with_capacity(stored.min(bound).saturating_mul(expansion));
+    let capacity = stored.min(bound).min(PREALLOCATION_CAP);
+    let mut triplets = Triplets::with_capacity(capacity.saturating_mul(expansion));
 
     // An array's position advances down the stored part of each column.
     let first_row = |col: usize| match symmetry {

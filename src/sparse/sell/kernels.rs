@@ -23,6 +23,7 @@ use crate::sparse::smoothing::{
 };
 use crate::sparse::PAD;
 use crate::vector::cube::reduce::{cube_sum_to, partials};
+use crate::vector::VectorOps;
 
 /// The SELL arrays, as one kernel argument; `row_perm` is bound (to `slice_ptr`) even when
 /// there is no permutation, and read only with [`SellConfig::permuted`].
@@ -278,10 +279,10 @@ impl FormatKernels for SellFormat {
     const LABEL: &'static str = "sell-c-sigma";
     const SPMV_NAME: &'static str = "Sell::spmv";
 
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &Sell<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<Sell<B2, V>> {
+    ) -> Result<Sell<B2, W>> {
         let row_perm = match &a.row_perm {
             Some(p) => Some(mover.buffer(p)?),
             None => None,
@@ -292,7 +293,7 @@ impl FormatKernels for SellFormat {
             params: a.params,
             slice_ptr: mover.buffer(&a.slice_ptr)?,
             col_idx: mover.buffer(&a.col_idx)?,
-            values: mover.buffer(&a.values)?,
+            values: mover.values(&a.values)?,
             row_perm,
             stored: a.stored,
             stats: a.stats,

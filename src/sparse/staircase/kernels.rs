@@ -18,6 +18,7 @@ use crate::sparse::ops::{
 use crate::sparse::options::FormatOptions;
 use crate::sparse::staircase::StaircaseSell;
 use crate::sparse::PAD;
+use crate::vector::VectorOps;
 
 /// The stored slots, as one kernel argument.
 #[derive(CubeType, CubeLaunch)]
@@ -92,16 +93,16 @@ impl FormatKernels for StaircaseFormat {
     const LABEL: &'static str = "staircase sell";
     const SPMV_NAME: &'static str = "StaircaseSell::spmv";
 
-    fn move_to<B: BackendCore, B2: BackendCore, V: Element>(
+    fn move_to<B: BackendCore, B2: VectorOps, V: Element, W: Element>(
         a: &StaircaseSell<B, V>,
         mover: &Mover<'_, B, B2>,
-    ) -> Result<StaircaseSell<B2, V>> {
+    ) -> Result<StaircaseSell<B2, W>> {
         Ok(StaircaseSell {
             nrows: a.nrows,
             params: a.params,
             steps: a.steps.clone(),
             col_idx: mover.buffer(&a.col_idx)?,
-            values: mover.buffer(&a.values)?,
+            values: mover.values(&a.values)?,
             perm: mover.buffer(&a.perm)?,
             stored: a.stored,
             stats: a.stats,

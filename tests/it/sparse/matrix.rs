@@ -127,3 +127,85 @@ fn tuning_times_candidates_and_returns_a_working_matrix() {
         "tuned",
     );
 }
+
+/// [`SparseMatrix::to_precision`](galerkin::sparse::SparseMatrix::to_precision), made on the
+/// backend, equals the matrix built on the host from the rounded CSR in every format, from
+/// f64 and from f32 to `T`, whole and split into blocks: both SpMVs agree bit for bit (same
+/// arrays, same kernel) and with the reference; the copy outlives its source.
+fn sparse_matrix_to_precision<B: Backend, T: Scalar>(b: &B) {
+    use galerkin::sparse::{Format, FormatOptions};
+    let n = 3001;
+    let square = random_csr::<f64>(&RandomPattern::awkward(n, n), 91).unwrap();
+    let banded = random_csr::<f64>(&RandomPattern::banded(n, n, 9), 92).unwrap();
+    let xs = random_vec::<T>(n, 5);
+    let x = Vector::from_slice(b, &xs).unwrap();
+    for format in Format::ALL {
+        let a = if format == Format::Dia {
+            &banded
+        } else {
+            &square
+        };
+        if matches!(format, Format::Ell | Format::BlockEll) && n * a.stats().max > 1 << 22 {
+            continue;
+        }
+        for max_part_bytes in [None, Some(40_000)] {
+            let options = FormatOptions {
+                limits: FormatLimits::unlimited(),
+                max_part_bytes,
+                ..FormatOptions::default()
+            };
+            let what = format!("{format}, parts of {max_part_bytes:?} bytes");
+            if b.supports(galerkin::DType::F64) {
+                to_precision_from::<B, f64, T>(b, a, format, &options, &x, &xs, &what);
+            }
+            to_precision_from::<B, f32, T>(b, a, format, &options, &x, &xs, &what);
+        }
+    }
+}
+
+fn to_precision_from<B: Backend, V: Scalar, T: Scalar>(
+    b: &B,
+    a64: &galerkin::sparse::Csr<Cpu, f64>,
+    format: galerkin::sparse::Format,
+    options: &galerkin::sparse::FormatOptions,
+    x: &Vector<B, T>,
+    xs: &[T],
+    what: &str,
+) {
+    use galerkin::sparse::SparseMatrix;
+    let av = a64.convert::<V>();
+    let at = av.convert::<T>();
+    let source = SparseMatrix::from_csr(b, &av, format, options).unwrap();
+    let copy: SparseMatrix<B, T> = source.to_precision::<T>().unwrap();
+    assert_eq!(copy.format(), source.format(), "{what}");
+    assert_eq!(
+        matches!(copy, SparseMatrix::Split(_)),
+        matches!(source, SparseMatrix::Split(_)),
+        "{what}"
+    );
+    drop(source);
+    let direct = SparseMatrix::from_csr(b, &at, format, options).unwrap();
+    let n = a64.nrows();
+    let mut y_copy = Vector::from_slice(b, &poison::<T>(n)).unwrap();
+    let mut y_direct = Vector::from_slice(b, &poison::<T>(n)).unwrap();
+    copy.spmv(T::ONE, x, T::ZERO, &mut y_copy).unwrap();
+    direct.spmv(T::ONE, x, T::ZERO, &mut y_direct).unwrap();
+    let (got, want) = (y_copy.to_vec().unwrap(), y_direct.to_vec().unwrap());
+    // Split, the blocks follow the source's bytes (more blocks in f64): then only close.
+    let split = matches!(copy, SparseMatrix::Split(_));
+    let differ = got
+        .iter()
+        .zip(&want)
+        .position(|(g, w)| !split && g.as_f64().to_bits() != w.as_f64().to_bits());
+    assert_eq!(
+        differ,
+        None,
+        "{what}, {} -> {}: SpMV of the device copy differs from the host-built matrix",
+        V::DTYPE,
+        T::DTYPE
+    );
+    let expected = reference(&at, 1.0, xs, 0.0, xs);
+    assert_close(&got, &expected, 1001, what);
+}
+
+backend_tests!(sparse_matrix_to_precision);

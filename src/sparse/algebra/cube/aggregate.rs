@@ -5,7 +5,7 @@ use super::aggregate_kernels::*;
 use super::kernels::*;
 use crate::backend::core::BackendCore;
 use crate::backend::cube::{Cube, CubeBuffer, CubeRuntime};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::sparse::algebra::{Aggregates, NearNullSpace, SparseAlgebraOps};
 use crate::sparse::csr::Csr;
@@ -31,8 +31,10 @@ impl<R: CubeRuntime> Cube<R> {
         let (m2h, m2l) = (self.alloc_uninit::<u32>(n)?, self.alloc_uninit::<u32>(n)?);
         let mut left = self.alloc::<u32>(1)?;
         let (count, dim) = self.config().grid(n);
-        // Every round decides at least the undecided node of largest key.
-        for _round in 0..=n {
+        // Every round decides at least the undecided node of largest key; at most
+        // MAX_MIS2_ROUNDS rounds, as on the CPU.
+        let mut decided = false;
+        for _round in 0..crate::sparse::algebra::aggregate::MAX_MIS2_ROUNDS {
             self.write(&mut left, &[0])?;
             self.launch::<()>(true, || {
                 // SAFETY: the CSR invariants (columns below n); every array has n values.
@@ -88,8 +90,20 @@ impl<R: CubeRuntime> Cube<R> {
                 }
             })?;
             if self.download(&left)?[0] == 0 {
+                decided = true;
                 break;
             }
+        }
+        if !decided {
+            // The nodes still undecided after the last round become roots, as on the CPU
+            // (so the same aggregates): through the host, as it is rare.
+            use crate::sparse::algebra::aggregate::{ROOT, UNDECIDED};
+            let mut states = self.download(&state)?;
+            states
+                .iter_mut()
+                .filter(|st| **st == UNDECIDED)
+                .for_each(|st| *st = ROOT);
+            self.write(&mut state, &states)?;
         }
         drop((m1l, m2h, m2l));
         // Roots numbered in index order.
@@ -219,7 +233,31 @@ impl<R: CubeRuntime> Cube<R> {
             }
         })?;
         drop(cursor);
-        crate::limits::check_host_items("the tentative prolongator's Q", (n * k) as u64, 0)?;
+        // The kernels index B and Q (n·k values), R (count·k²) and B_c (nc·k ≤ count·k², at
+        // most k kept columns per aggregate) with 32-bit arithmetic (CubeCL's default
+        // addressing): 2³² values or more are refused before Q and R are allocated.
+        let k64 = k as u64;
+        for (what, values) in [
+            (
+                "the tentative prolongator's Q",
+                (n as u64).saturating_mul(k64),
+            ),
+            (
+                "the aggregates' R factors",
+                (count as u64).saturating_mul(k64.saturating_mul(k64)),
+            ),
+        ] {
+            if values > u64::from(u32::MAX) {
+                return Err(Error::ResourceLimit {
+                    backend: self.info().to_string(),
+                    what: format!(
+                        "{what} ({values} f64 values; the device kernels index below 2^32)"
+                    ),
+                    requested: values.saturating_mul(8),
+                    limit: u64::from(u32::MAX) * 8,
+                });
+            }
+        }
         let local = self.alloc_uninit::<u32>(n)?;
         let q = self.alloc_uninit::<f64>(n * k)?;
         let r = self.alloc::<f64>(count * k * k)?;

@@ -260,3 +260,33 @@ fn io_errors_name_the_file() {
         Err(Error::Io { .. })
     ));
 }
+
+#[test]
+fn declared_counts_beyond_the_host_are_refused_plain_or_gzip() {
+    // A tiny file whose size line declares 10^15 entries (16 PB of triplets): refused from
+    // the size line whether the file is plain (its length known) or compressed (not).
+    let dir = TempDir::new("declared");
+    let text = "%%MatrixMarket matrix coordinate real general\n2 2 1000000000000000\n1 1 1\n";
+    let plain = dir.path("plain.mtx");
+    std::fs::write(&plain, text).unwrap();
+    let compressed = dir.path("compressed.mtx.gz");
+    std::fs::write(&compressed, gzip(text.as_bytes())).unwrap();
+    for path in [&plain, &compressed] {
+        match read_matrix_market(path) {
+            Err(Error::ResourceLimit { what, .. }) => assert!(
+                what.contains("1000000000000000 entries declared on line 2"),
+                "{what}"
+            ),
+            Err(e) => panic!("{}: expected a resource limit, got {e}", path.display()),
+            Ok(_) => panic!(
+                "{}: expected a resource limit, got a matrix",
+                path.display()
+            ),
+        }
+    }
+    let bytes = gzip(text.as_bytes());
+    assert!(matches!(
+        read_matrix_market_from(&bytes[..], "memory.mtx.gz"),
+        Err(Error::ResourceLimit { .. })
+    ));
+}
