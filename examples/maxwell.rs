@@ -96,10 +96,10 @@ struct Args {
     #[arg(long)]
     vtk: Option<String>,
     /// Times at which to write VTK files (the first step at or after each), besides the
-    /// initial and the final time.
+    /// initial and the final time; each in `[0, T]`.
     #[arg(long, value_delimiter = ',')]
     vtk_times: Vec<f64>,
-    /// Energy samples over the run (for the monitor and the JSON history).
+    /// Energy samples over the run (for the monitor and the JSON history), at least 1.
     #[arg(long, default_value_t = 10)]
     energy_samples: usize,
     /// Refuse runs of more time steps than this (T / dt, before starting).
@@ -150,8 +150,40 @@ fn parse_mode(s: &str) -> Result<[usize; 3]> {
     }
 }
 
+/// Checks `--vtk-times` (finite, not negative, not past `--final-time`) and
+/// `--energy-samples` (at least 1), which the library would otherwise skip or move
+/// silently.
+fn check_outputs(args: &Args) -> Result<()> {
+    for &t in &args.vtk_times {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(bad(
+                "--vtk-times",
+                format!("{t} is not a time of the run: times must be finite and at least 0"),
+            ));
+        }
+        // A bad --final-time is reported by the library's own check.
+        if args.final_time.is_finite() && t > args.final_time {
+            return Err(bad(
+                "--vtk-times",
+                format!(
+                    "{t} is past --final-time {}: no step reaches it",
+                    args.final_time
+                ),
+            ));
+        }
+    }
+    if args.energy_samples == 0 {
+        return Err(bad(
+            "--energy-samples",
+            "0: at least one sample is needed (the energy at the final time)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The library's options from the command line.
 fn options(args: &Args) -> Result<CavityOptions> {
+    check_outputs(args)?;
     Ok(CavityOptions {
         mesh: args.mesh.clone(),
         perturbation: args.perturbation,

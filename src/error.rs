@@ -163,10 +163,36 @@ pub enum Error {
         ranks: usize,
         /// That rank's error.
         message: String,
+        /// Whether that rank's error was bad input ([`Error::is_bad_input`]), so that every
+        /// rank can tell bad input from a failure of the device or the library.
+        bad_input: bool,
     },
 }
 
 impl Error {
+    /// Whether the error is bad usage or input that the caller can fix (arguments, files,
+    /// sizes beyond the memory or the device, a backend or feature that is not there), as
+    /// opposed to a failure of the device or the library. An [`Error::Rank`] answers for
+    /// the error of its failing rank.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            Error::InvalidArgument { .. }
+            | Error::InvalidMatrix { .. }
+            | Error::Padding { .. }
+            | Error::DimensionMismatch { .. }
+            | Error::Parse { .. }
+            | Error::Io { .. }
+            | Error::ResourceLimit { .. }
+            | Error::Unsupported { .. }
+            | Error::UnknownBackend(_)
+            | Error::BackendUnavailable { .. } => true,
+            Error::Rank { bad_input, .. } => *bad_input,
+            Error::DeviceMismatch { .. }
+            | Error::Device { .. }
+            | Error::KernelCompilation { .. } => false,
+        }
+    }
+
     /// An [`Error::InvalidArgument`]: argument `name` of `op` is bad, for `reason`.
     pub(crate) fn invalid(op: &'static str, name: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {

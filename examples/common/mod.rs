@@ -56,20 +56,13 @@ pub fn under_mpirun() -> bool {
 }
 
 /// The exit status of an error: 2 for bad usage or input (the user can fix it), 1 for a
-/// failure of the device or the library.
+/// failure of the device or the library ([`Error::is_bad_input`]; under mpirun an
+/// [`Error::Rank`] keeps the class of the failing rank's error, so every rank exits alike).
 pub fn exit_code(e: &Error) -> std::process::ExitCode {
-    match e {
-        Error::InvalidArgument { .. }
-        | Error::InvalidMatrix { .. }
-        | Error::Padding { .. }
-        | Error::DimensionMismatch { .. }
-        | Error::Parse { .. }
-        | Error::Io { .. }
-        | Error::ResourceLimit { .. }
-        | Error::Unsupported { .. }
-        | Error::UnknownBackend(_)
-        | Error::BackendUnavailable { .. } => std::process::ExitCode::from(2),
-        _ => std::process::ExitCode::FAILURE,
+    if e.is_bad_input() {
+        std::process::ExitCode::from(2)
+    } else {
+        std::process::ExitCode::FAILURE
     }
 }
 

@@ -45,10 +45,13 @@ impl TetMesh {
     /// of its triangles.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the mesh has no tetrahedra, or cells of a kind other
-    /// than tetrahedra and triangles of dimension 2 or 3 (hexahedra, prisms, pyramids,
-    /// quadrilaterals), which the DG operator cannot take.
+    /// [`Error::InvalidArgument`] if the mesh breaks its invariants ([`Mesh::check`]: a
+    /// block whose connectivity and tags disagree in length, a point index out of range),
+    /// has no tetrahedra, or cells of a kind other than tetrahedra and triangles of
+    /// dimension 2 or 3 (hexahedra, prisms, pyramids, quadrilaterals), which the DG
+    /// operator cannot take.
     pub fn from_gmsh(mesh: &Mesh) -> Result<Self> {
+        // The mesh's invariants (`Mesh::check`), then its kinds.
         mesh.check_kinds(
             "TetMesh::from_gmsh",
             &[
@@ -69,10 +72,10 @@ impl TetMesh {
         let mut boundary_tags = HashMap::new();
         for block in &mesh.blocks {
             if matches!(block.kind, CellKind::Tri3 | CellKind::Tri6) {
-                for (i, cell) in block.cells().enumerate() {
+                for (cell, &tag) in block.cells().zip(&block.physical) {
                     let mut key = [cell[0], cell[1], cell[2]];
                     key.sort_unstable();
-                    boundary_tags.insert(key, block.physical[i]);
+                    boundary_tags.insert(key, tag);
                 }
             }
         }

@@ -250,10 +250,18 @@ impl Communicator {
     /// (the other ranks' `Ok` values are dropped). A collective call: every rank must make
     /// it, so that no rank waits for one that gave up.
     ///
+    /// The error keeps whether the failing rank's error was bad input
+    /// ([`Error::is_bad_input`]), so that every rank classes it the same.
+    ///
     /// # Errors
     /// [`Error::Rank`] as above.
     pub fn agree<T>(&self, local: Result<T>) -> Result<T> {
-        let failed = if local.is_err() { 1.0 } else { 0.0 };
+        // 0: Ok; 1: an error of the device or the library; 2: bad input.
+        let failed = match &local {
+            Ok(_) => 0.0,
+            Err(e) if e.is_bad_input() => 2.0,
+            Err(_) => 1.0,
+        };
         let flags = self.transport.all_gather_f64(&[failed]);
         let Some(first) = flags.iter().position(|&f| f != 0.0) else {
             return local;
@@ -267,6 +275,7 @@ impl Communicator {
             rank: first,
             ranks: flags.iter().filter(|&&f| f != 0.0).count(),
             message: String::from_utf8_lossy(&messages[first]).into_owned(),
+            bad_input: flags[first] == 2.0,
         })
     }
 
@@ -325,4 +334,51 @@ pub(crate) fn from_bytes<T: bytemuck::Pod>(b: &[u8]) -> Vec<T> {
     let mut out = vec![T::zeroed(); n];
     bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&b[..n * std::mem::size_of::<T>()]);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agree_keeps_whether_the_error_was_bad_input() {
+        let comm = Communicator::solo();
+        let bad = comm
+            .agree::<()>(Err(Error::invalid("op", "x", "out of range")))
+            .unwrap_err();
+        assert!(
+            matches!(
+                &bad,
+                Error::Rank {
+                    rank: 0,
+                    ranks: 1,
+                    bad_input: true,
+                    ..
+                }
+            ),
+            "{bad}"
+        );
+        assert!(bad.is_bad_input());
+        // Agreeing again on an agreed error keeps its class.
+        let again = comm.agree::<()>(Err(bad)).unwrap_err();
+        assert!(again.is_bad_input(), "{again}");
+        let device = comm
+            .agree::<()>(Err(Error::Device {
+                backend: "cpu".into(),
+                message: "lost".into(),
+            }))
+            .unwrap_err();
+        assert!(
+            matches!(
+                &device,
+                Error::Rank {
+                    bad_input: false,
+                    ..
+                }
+            ),
+            "{device}"
+        );
+        assert!(!device.is_bad_input());
+        assert_eq!(comm.agree(Ok(3)).unwrap(), 3);
+    }
 }

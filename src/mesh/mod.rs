@@ -34,7 +34,10 @@ pub mod structured;
 mod tet;
 pub mod tri;
 
-pub use tet::{check_conforming, tet_edges, tet_face, tet_neighbors, tet_volume, NO_NEIGHBOR};
+pub use tet::{
+    check_conforming, tet_edges, tet_face, tet_neighbors, tet_volume, MAX_BOUNDARY_FACES_AT_POINT,
+    NO_NEIGHBOR,
+};
 pub(crate) use tet::{check_tets, cross, dot, norm, sub, PointCells, TET_EDGES};
 
 /// The kinds of cells: every first- and second-order element type of Gmsh (type ids 1-19).
@@ -171,8 +174,8 @@ impl CellKind {
 }
 
 /// All cells of one kind. Invariant (checked by the reader, and by every function that
-/// consumes a block): `connectivity.len() == kind.nodes() * len`, `physical` and
-/// `elementary` have one entry per cell.
+/// consumes a block, through [`CellBlock::check`]): `connectivity.len() == kind.nodes() *
+/// len`, `physical` and `elementary` have one entry per cell.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CellBlock {
     /// The kind of every cell in the block.
@@ -199,6 +202,39 @@ impl CellBlock {
     /// Number of cells.
     pub fn len(&self) -> usize {
         self.physical.len()
+    }
+
+    /// Checks the block's invariant: one `physical` and one `elementary` tag per cell, and
+    /// `kind.nodes()` point indices per cell in `connectivity`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) naming the block's
+    /// kind and the lengths that disagree.
+    pub fn check(&self) -> crate::error::Result<()> {
+        let cells = self.physical.len();
+        let nodes = self.kind.nodes();
+        let bad = |reason: String| {
+            crate::error::Error::invalid(
+                "CellBlock::check",
+                "block",
+                format!("the {:?} block {reason}", self.kind),
+            )
+        };
+        if self.elementary.len() != cells {
+            return Err(bad(format!(
+                "has {cells} physical tags but {} elementary tags (one of each per cell)",
+                self.elementary.len()
+            )));
+        }
+        if cells.checked_mul(nodes) != Some(self.connectivity.len()) {
+            return Err(bad(format!(
+                "has {} connectivity entries for {cells} cells (physical tags) of {nodes} \
+                 nodes each: expected {}",
+                self.connectivity.len(),
+                cells.saturating_mul(nodes)
+            )));
+        }
+        Ok(())
     }
 
     /// Whether the block has no cells.
@@ -249,14 +285,59 @@ impl Mesh {
         self.blocks.iter().find(|b| b.kind == kind)
     }
 
-    /// Checks that every cell of dimension 2 or 3 is of a kind in `allowed`: a consumer
-    /// that would skip the others (quadrilaterals, hexahedra, prisms, pyramids in a
-    /// tetrahedral solver, say) refuses the mesh instead of solving on a part of it.
+    /// Checks the mesh's invariants: every block's ([`CellBlock::check`]), at most one
+    /// block per kind, and every point index below the number of points.
     ///
     /// # Errors
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) naming the block
+    /// (and the cell and index for an index out of range).
+    pub fn check(&self) -> crate::error::Result<()> {
+        let npoints = self.points.len();
+        let mut seen = [false; CellKind::ALL.len()];
+        for (i, block) in self.blocks.iter().enumerate() {
+            block.check()?;
+            if std::mem::replace(&mut seen[block.kind as usize], true) {
+                return Err(crate::error::Error::invalid(
+                    "Mesh::check",
+                    "blocks",
+                    format!(
+                        "block {i} is a second block of kind {:?} (at most one per kind)",
+                        block.kind
+                    ),
+                ));
+            }
+            if let Some(k) = block
+                .connectivity
+                .iter()
+                .position(|&v| v as usize >= npoints)
+            {
+                return Err(crate::error::Error::invalid(
+                    "Mesh::check",
+                    "blocks",
+                    format!(
+                        "cell {} of the {:?} block refers to point {}, but there are {npoints} \
+                         points",
+                        k / block.kind.nodes(),
+                        block.kind,
+                        block.connectivity[k]
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the mesh ([`Mesh::check`]), then that every cell of dimension 2 or 3 is of a
+    /// kind in `allowed`: a consumer that would skip the others (quadrilaterals, hexahedra,
+    /// prisms, pyramids in a tetrahedral solver, say) refuses the mesh instead of solving
+    /// on a part of it.
+    ///
+    /// # Errors
+    /// Those of [`Mesh::check`];
     /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) naming the first
     /// block of another kind: its count, Gmsh type and the physical tag of its first cell.
     pub fn check_kinds(&self, op: &'static str, allowed: &[CellKind]) -> crate::error::Result<()> {
+        self.check()?;
         let other = self
             .blocks
             .iter()
@@ -342,5 +423,47 @@ mod tests {
         };
         assert_eq!(mesh.tets(), vec![[0, 1, 2, 3]]);
         assert_eq!(mesh.tet_points(), vec![0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn broken_invariants_are_errors() {
+        let block = |kind, connectivity: Vec<u32>, physical: Vec<i32>| CellBlock {
+            kind,
+            connectivity,
+            elementary: physical.clone(),
+            physical,
+        };
+        let good = block(CellKind::Line2, vec![0, 1, 1, 2], vec![5, 5]);
+        assert!(good.check().is_ok());
+        // Two lines' nodes, one line's tags.
+        let e = block(CellKind::Line2, vec![0, 1, 1, 2], vec![5])
+            .check()
+            .unwrap_err();
+        assert!(
+            matches!(e, crate::error::Error::InvalidArgument { .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("Line2"), "{e}");
+        let mut tags = good.clone();
+        tags.elementary.pop();
+        assert!(tags.check().is_err());
+
+        let mesh = |blocks| Mesh {
+            points: vec![[0.0; 3]; 3],
+            blocks,
+            physical_names: vec![],
+        };
+        assert!(mesh(vec![good.clone()]).check().is_ok());
+        let e = mesh(vec![good.clone(), good.clone()]).check().unwrap_err();
+        assert!(e.to_string().contains("second block"), "{e}");
+        let e = mesh(vec![block(CellKind::Line2, vec![0, 3], vec![1])])
+            .check()
+            .unwrap_err();
+        assert!(e.to_string().contains("point 3"), "{e}");
+        // The consumers' gate refuses it too, before looking at kinds.
+        let e = mesh(vec![block(CellKind::Tet4, vec![0, 1, 2], vec![1])])
+            .check_kinds("test", &[CellKind::Tet4])
+            .unwrap_err();
+        assert!(e.to_string().contains("Tet4"), "{e}");
     }
 }

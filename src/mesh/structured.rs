@@ -98,9 +98,11 @@ impl StructuredTets {
     /// tets).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if a cell count is 0, the
-    /// box is empty or not finite, the perturbation is outside `[0, 1/6)`, or the mesh
-    /// would need indices of 32 bits or more.
+    /// [`Error::InvalidArgument`] if a cell count is 0, the box is empty or not finite, a
+    /// cell width (`(upper - lower) / cells` along an axis) is not finite and positive or
+    /// is below the resolution of f64 at the box (about `1.4e-14` times its largest
+    /// coordinate), the perturbation is outside `[0, 1/6)`, or the mesh would need indices
+    /// of 32 bits or more.
     pub fn build(&self) -> Result<Mesh> {
         const OP: &str = "StructuredTets::build";
         let [nx, ny, nz] = self.cells;
@@ -154,6 +156,23 @@ impl StructuredTets {
 
         let h: [f64; 3] =
             std::array::from_fn(|d| (self.upper[d] - self.lower[d]) / self.cells[d] as f64);
+        for (d, axis) in ["x", "y", "z"].into_iter().enumerate() {
+            // The spacing must be a finite positive number that the coordinates resolve: a
+            // box wider than f64 holds (`[-1e308, 1e308]`) gives inf and NaN points, a
+            // spacing below the rounding of the coordinates gives coincident points.
+            let scale = self.lower[d].abs().max(self.upper[d].abs());
+            if !(h[d].is_finite() && h[d] > 0.0 && h[d] > 64.0 * f64::EPSILON * scale) {
+                return Err(Error::invalid(
+                    OP,
+                    "lower, upper",
+                    format!(
+                        "along {axis}, {} cells from {} to {} are {} wide: the width must be \
+                         finite, positive and above the resolution of f64 at the box",
+                        self.cells[d], self.lower[d], self.upper[d], h[d]
+                    ),
+                ));
+            }
+        }
         let coordinate = |d: usize, i: usize| {
             if i == self.cells[d] {
                 self.upper[d]
@@ -283,5 +302,34 @@ mod tests {
         for spec in bad {
             assert!(spec.build().is_err(), "{spec:?}");
         }
+    }
+
+    #[test]
+    fn boxes_beyond_f64_are_errors_not_nan_points() {
+        // (upper - lower) overflows to inf: the points would be NaN.
+        let huge = StructuredTets {
+            lower: [-1e308; 3],
+            upper: [1e308; 3],
+            ..StructuredTets::unit_cube(2, 0.0, 0)
+        };
+        let e = huge.build().unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+        assert!(e.to_string().contains("along x"), "{e}");
+        // Only z is too thin for its coordinates: the points would coincide.
+        let thin = StructuredTets {
+            lower: [0.0, 0.0, 1e10],
+            upper: [1.0, 1.0, 1e10 + 1e-4],
+            ..StructuredTets::unit_cube(2, 0.0, 0)
+        };
+        let e = thin.build().unwrap_err();
+        assert!(e.to_string().contains("along z"), "{e}");
+        // A wide box that f64 holds is fine.
+        let wide = StructuredTets {
+            lower: [-1e300; 3],
+            upper: [1e300; 3],
+            ..StructuredTets::unit_cube(2, 0.0, 0)
+        };
+        let mesh = wide.build().unwrap();
+        assert!(mesh.points.iter().flatten().all(|c| c.is_finite()));
     }
 }

@@ -317,16 +317,23 @@ pub(crate) fn norm(a: [f64; 3]) -> f64 {
 ///
 /// Pairs are looked for among the boundary faces around each boundary point (every such
 /// overlap has a point in common with the face it covers); `neighbors` as
-/// [`tet_neighbors`] returns them.
+/// [`tet_neighbors`] returns them. The cost is quadratic in the boundary faces at a point,
+/// so a point may have at most [`MAX_BOUNDARY_FACES_AT_POINT`] of them (a real mesh has at
+/// most a few hundred).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] naming the two tetrahedra and their faces.
+/// [`Error::InvalidArgument`] naming the two tetrahedra and their faces; naming the
+/// tetrahedron for a point index out of range or repeated; naming the point with more than
+/// [`MAX_BOUNDARY_FACES_AT_POINT`] boundary faces;
+/// [`Error::DimensionMismatch`] when `neighbors` does not have one entry per tetrahedron.
 pub fn check_conforming(
     tets: &[[u32; 4]],
     points: &[[f64; 3]],
     neighbors: &[[u32; 4]],
 ) -> Result<()> {
     const OP: &str = "mesh::check_conforming";
+    check_tets(OP, tets, points.len())?;
+    crate::error::check_len(OP, "neighbors", tets.len(), neighbors.len())?;
     let mut faces_at: std::collections::HashMap<u32, Vec<u32>> = Default::default();
     for (t, across) in neighbors.iter().enumerate() {
         for k in (0..4).filter(|&k| across[k] == NO_NEIGHBOR) {
@@ -339,6 +346,22 @@ pub fn check_conforming(
         |f: u32| tet_face(tets[(f / 4) as usize], (f % 4) as usize).map(|v| points[v as usize]);
     let mut at: Vec<_> = faces_at.into_iter().collect();
     at.sort_unstable();
+    if let Some((p, faces)) = at
+        .iter()
+        .find(|(_, faces)| faces.len() > MAX_BOUNDARY_FACES_AT_POINT)
+    {
+        return Err(Error::invalid(
+            OP,
+            "tets",
+            format!(
+                "point {p} lies on {} boundary faces (of tetrahedra {} and more), more than \
+                 the {MAX_BOUNDARY_FACES_AT_POINT} this check compares pairwise: not a real \
+                 mesh (tetrahedra that only touch at the point?)",
+                faces.len(),
+                faces[0] / 4
+            ),
+        ));
+    }
     for (_, faces) in at {
         for (i, &f) in faces.iter().enumerate() {
             for &g in &faces[i + 1..] {
@@ -361,6 +384,12 @@ pub fn check_conforming(
     }
     Ok(())
 }
+
+/// The most boundary faces one point may lie on in [`check_conforming`], which compares
+/// the faces at a point pairwise: a real mesh has at most a few hundred, while a file of
+/// 10⁶ disjoint tetrahedra that all touch one point would otherwise take about 10¹²
+/// comparisons.
+pub const MAX_BOUNDARY_FACES_AT_POINT: usize = 4096;
 
 /// Whether triangles `p` and `q` lie in one plane, face opposite ways and overlap with a
 /// positive area.
@@ -477,5 +506,25 @@ mod tests {
         assert!(e.to_string().contains("tetrahedron 0"), "{e}");
         let e = tet_edges(&[[0, 1, 1, 2]], 4).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }), "{e}");
+    }
+
+    #[test]
+    fn check_conforming_refuses_bad_input() {
+        let points = unit_tet();
+        let none = [[NO_NEIGHBOR; 4]];
+        assert!(check_conforming(&[[0, 1, 2, 3]], &points, &none).is_ok());
+        let e = check_conforming(&[[0, 1, 2, 9]], &points, &none).unwrap_err();
+        assert!(e.to_string().contains("tetrahedron 0"), "{e}");
+        let e = check_conforming(&[[0, 1, 2, 3]], &points, &[]).unwrap_err();
+        assert!(matches!(e, Error::DimensionMismatch { .. }), "{e}");
+        // Disjoint tetrahedra that all touch point 0: 3 boundary faces each there.
+        let n = MAX_BOUNDARY_FACES_AT_POINT / 3 + 1;
+        let tets: Vec<[u32; 4]> = (0..n as u32)
+            .map(|t| [0, 3 * t + 1, 3 * t + 2, 3 * t + 3])
+            .collect();
+        let points = vec![[0.0; 3]; 3 * n + 1];
+        let neighbors = vec![[NO_NEIGHBOR; 4]; n];
+        let e = check_conforming(&tets, &points, &neighbors).unwrap_err();
+        assert!(e.to_string().contains("point 0 lies on"), "{e}");
     }
 }

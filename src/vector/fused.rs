@@ -118,6 +118,11 @@ pub mod cg_scalars {
     pub const RZ_NEW: usize = 5;
     /// Number of slots of the preconditioned iteration.
     pub const PCG_LEN: usize = 6;
+    /// Flexible PCG: `r · z_old` of the new residual and the previous preconditioned
+    /// residual, before [`pcg_flexible_rotate_device`](super::pcg_flexible_rotate_device).
+    pub const RZ_PREV: usize = 6;
+    /// Number of slots of the flexible preconditioned iteration.
+    pub const FLEXIBLE_LEN: usize = 7;
 }
 
 /// The fused CG update in one pass: `x += alpha p; r -= alpha q`, returning the new `r · r`.
@@ -257,7 +262,31 @@ pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) ->
     }
     let backend = scalars.backend.clone();
     // SAFETY: len(scalars) >= PCG_LEN: checked above.
-    unsafe { backend.pcg_rotate_device(scalars.buffer_mut()?) }
+    unsafe { backend.pcg_rotate_device(scalars.buffer_mut()?, false) }
+}
+
+/// [`pcg_rotate_device`] with the flexible (Polak–Ribière) β of a preconditioner that is not
+/// exactly symmetric or fixed (an f32 hierarchy inside an f64 solve):
+/// `s[BETA] = (s[RZ_NEW] − s[RZ_PREV]) / s[RZ]`, with `s[RZ_PREV] = r · z_old` of the new
+/// residual and the previous preconditioned residual; then `s[RZ] = s[RR] = s[RZ_NEW]`.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if `scalars` has fewer than
+/// [`cg_scalars::FLEXIBLE_LEN`] entries.
+pub fn pcg_flexible_rotate_device<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+) -> Result<()> {
+    if scalars.len() < cg_scalars::FLEXIBLE_LEN {
+        return Err(crate::error::Error::dims(
+            "pcg_flexible_rotate_device",
+            "scalars (at least cg_scalars::FLEXIBLE_LEN)",
+            cg_scalars::FLEXIBLE_LEN,
+            scalars.len(),
+        ));
+    }
+    let backend = scalars.backend.clone();
+    // SAFETY: len(scalars) >= FLEXIBLE_LEN: checked above.
+    unsafe { backend.pcg_rotate_device(scalars.buffer_mut()?, true) }
 }
 
 /// PCG with the Jacobi preconditioner `z = d ∘ r`, update and inner products in one pass on

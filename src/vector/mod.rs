@@ -71,7 +71,8 @@ mod ops;
 pub(crate) use fused::check_slot;
 pub use fused::{
     cg_scalars, cg_update, cg_update_device, cgcg_update, dot_into, jacobi_xpay_device,
-    pcg_jacobi_update_device, pcg_rotate_device, pointwise_mul_dot, xpay_device, CgCgU,
+    pcg_flexible_rotate_device, pcg_jacobi_update_device, pcg_rotate_device, pointwise_mul_dot,
+    xpay_device, CgCgU,
 };
 pub use index::DeviceIndex;
 pub use ops::VectorOps;

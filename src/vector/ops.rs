@@ -224,15 +224,20 @@ pub trait VectorOps: BackendCore + Sealed {
         p: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
-    /// `s[BETA] = s[RZ_NEW] / s[RZ]; s[RZ] = s[RZ_NEW]; s[RR] = s[RZ_NEW]` (see
-    /// [`cg_scalars`]): the scalar step of PCG with device-resident scalars.
+    /// `s[BETA] = s[RZ_NEW] / s[RZ]` (`flexible`: `(s[RZ_NEW] − s[RZ_PREV]) / s[RZ]`);
+    /// `s[RZ] = s[RZ_NEW]; s[RR] = s[RZ_NEW]` (see [`cg_scalars`]): the scalar step of PCG
+    /// with device-resident scalars.
     ///
     /// # Errors
     /// Device errors.
     ///
     /// # Safety
-    /// `len(scalars) >= cg_scalars::PCG_LEN`.
-    unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut Self::Buffer<T>) -> Result<()>;
+    /// `len(scalars) >= cg_scalars::PCG_LEN` (`cg_scalars::FLEXIBLE_LEN` if `flexible`).
+    unsafe fn pcg_rotate_device<T: Scalar>(
+        &self,
+        scalars: &mut Self::Buffer<T>,
+        flexible: bool,
+    ) -> Result<()>;
 
     /// PCG with the Jacobi preconditioner `z = d ∘ r`, on the device scalars (see
     /// [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `rz = r · (d ∘ r)`;
@@ -450,9 +455,18 @@ impl VectorOps for Cpu {
         Ok(())
     }
 
-    unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut Vec<T>) -> Result<()> {
-        use cg_scalars::{BETA, RR, RZ, RZ_NEW};
-        scalars[BETA] = scalars[RZ_NEW] / scalars[RZ];
+    unsafe fn pcg_rotate_device<T: Scalar>(
+        &self,
+        scalars: &mut Vec<T>,
+        flexible: bool,
+    ) -> Result<()> {
+        use cg_scalars::{BETA, RR, RZ, RZ_NEW, RZ_PREV};
+        let numerator = if flexible {
+            scalars[RZ_NEW] - scalars[RZ_PREV]
+        } else {
+            scalars[RZ_NEW]
+        };
+        scalars[BETA] = numerator / scalars[RZ];
         scalars[RZ] = scalars[RZ_NEW];
         scalars[RR] = scalars[RZ_NEW];
         Ok(())

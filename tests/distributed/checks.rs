@@ -733,8 +733,10 @@ fn check_read_errors(comm: &Communicator, seed: u64) {
             rank,
             ranks,
             message,
+            bad_input,
         } => {
             assert_eq!((*rank, *ranks), (last, 1), "{err}");
+            assert!(*bad_input, "a parse error is bad input: {err}");
             assert!(
                 message.contains(":42:"),
                 "the line number is missing: {err}"
@@ -748,6 +750,10 @@ fn check_read_errors(comm: &Communicator, seed: u64) {
     assert!(
         matches!(&missing, Error::Rank { rank: 0, ranks, .. } if *ranks == comm.size()),
         "{missing}"
+    );
+    assert!(
+        missing.is_bad_input(),
+        "a missing file is bad input: {missing}"
     );
     say(comm, &format!("read errors agreed: {err}"));
 }

@@ -8,6 +8,10 @@
 //! then, after the update that used it. A Jacobi preconditioner
 //! ([`Preconditioner::inverse_diagonal`]) is fused into the update and the direction
 //! ([`pcg_jacobi_update_device`], [`jacobi_xpay_device`]): the same arithmetic, z not stored.
+//! With `flexible` (a preconditioner `M` that is not exactly symmetric or fixed, such as an
+//! f32 hierarchy inside an f64 solve; not with Jacobi) the Polak–Ribière
+//! `β = (r·z − r·z_old) / (r·z)_old`, `r·z_old` summed before `z` is overwritten
+//! ([`pcg_flexible_rotate_device`]): no host round trip either.
 //! The arithmetic is the host form's: identical iteration counts on the CPU.
 
 use crate::bundle::Backend;
@@ -17,8 +21,8 @@ use crate::solver::cg::{CgScalars, Pending, Readout};
 use crate::solver::report::StopReason;
 use crate::solver::{LinearOperator, Preconditioner};
 use crate::vector::{
-    cg_scalars, cg_update_device, dot_into, jacobi_xpay_device, pcg_jacobi_update_device,
-    pcg_rotate_device, xpay_device, Vector,
+    cg_scalars, cg_update_device, dot_into, jacobi_xpay_device, pcg_flexible_rotate_device,
+    pcg_jacobi_update_device, pcg_rotate_device, xpay_device, Vector,
 };
 
 /// The device-resident scalars of one CG run, with its vectors.
@@ -36,6 +40,8 @@ pub(crate) struct DeviceScalars<'b, 'o, B: Backend, S: Scalar> {
     /// Where the update leaves `r·r` for the stopping test.
     residual_slot: usize,
     check_every: usize,
+    /// The flexible β (with a preconditioner other than Jacobi).
+    flexible: bool,
 }
 
 impl<'b, 'o, B: Backend, S: Scalar> DeviceScalars<'b, 'o, B, S> {
@@ -47,7 +53,21 @@ impl<'b, 'o, B: Backend, S: Scalar> DeviceScalars<'b, 'o, B, S> {
         r: &Vector<B, S>,
         check_every: usize,
     ) -> Result<Self> {
+        Self::with_beta(backend, a, m, r, check_every, false)
+    }
+
+    /// As [`new`](Self::new), with the flexible β where `flexible` (`m` must then be
+    /// given and not Jacobi: see [`flexible_on_device`]).
+    pub(crate) fn with_beta(
+        backend: &'b B,
+        a: &'o dyn LinearOperator<B, S>,
+        m: Option<&'o dyn Preconditioner<B, S>>,
+        r: &Vector<B, S>,
+        check_every: usize,
+        flexible: bool,
+    ) -> Result<Self> {
         let jacobi = m.and_then(|m| m.inverse_diagonal());
+        let flexible = flexible && m.is_some() && jacobi.is_none();
         let n = r.len();
         let z_len = if m.is_some() && jacobi.is_none() {
             n
@@ -59,7 +79,14 @@ impl<'b, 'o, B: Backend, S: Scalar> DeviceScalars<'b, 'o, B, S> {
             a,
             m,
             jacobi,
-            scalars: Vector::zeros(backend, cg_scalars::PCG_LEN)?,
+            scalars: Vector::zeros(
+                backend,
+                if flexible {
+                    cg_scalars::FLEXIBLE_LEN
+                } else {
+                    cg_scalars::PCG_LEN
+                },
+            )?,
             p: Vector::zeros(backend, 0)?,
             q: Vector::zeros(backend, n)?,
             z: Vector::zeros(backend, z_len)?,
@@ -69,20 +96,38 @@ impl<'b, 'o, B: Backend, S: Scalar> DeviceScalars<'b, 'o, B, S> {
                 cg_scalars::RR
             },
             check_every,
+            flexible,
         })
     }
 
     /// `z = M r` and `s[RR] = r·z` (the numerator of α); without `M`, `s[RR] = r·r` already.
+    /// Flexible: `r·z_old` first, from the `z` about to be overwritten (zero at the start:
+    /// the first β is not used).
     fn precondition(&mut self, r: &Vector<B, S>) -> Result<()> {
         match self.m {
             Some(m) => {
+                if self.flexible {
+                    dot_into(r, &self.z, &mut self.scalars, cg_scalars::RZ_PREV)?;
+                }
                 m.precondition(r, &mut self.z)?;
                 dot_into(r, &self.z, &mut self.scalars, cg_scalars::RZ_NEW)?;
-                pcg_rotate_device(&mut self.scalars)
+                if self.flexible {
+                    pcg_flexible_rotate_device(&mut self.scalars)
+                } else {
+                    pcg_rotate_device(&mut self.scalars)
+                }
             }
             None => Ok(()),
         }
     }
+}
+
+/// Whether flexible PCG with `m` runs with device scalars: a preconditioner other than
+/// Jacobi (Jacobi is fixed and symmetric; its flexible form stays on the host).
+pub(crate) fn flexible_on_device<B: Backend, S: Scalar>(
+    m: Option<&dyn Preconditioner<B, S>>,
+) -> bool {
+    m.is_some_and(|m| m.inverse_diagonal().is_none())
 }
 
 impl<'b, B: Backend, S: Scalar> CgScalars<'b, Vector<B, S>, S> for DeviceScalars<'b, '_, B, S> {

@@ -7,11 +7,12 @@
 //!
 //! - [`DeviceScalars`](device::DeviceScalars) (single process, the performance form): α, β
 //!   and the inner products stay in a device vector; the stopping quantities are read every
-//!   `check_every` iterations, the read overlapped with the next direction and product.
-//! - [`HostScalars`](host::HostScalars) (flexible PCG, the inner solves, and every
-//!   distributed CG on the CPU): the scalars on the host, where the flexible β and the
-//!   distributed sums need them; a distributed run adds `r·r`, `r·z` and `r·z_old` in one
-//!   global sum.
+//!   `check_every` iterations, the read overlapped with the next direction and product. It
+//!   takes the flexible β too, for a preconditioner other than Jacobi (an f32 hierarchy in
+//!   an f64 solve).
+//! - [`HostScalars`](host::HostScalars) (the inner solves, flexible PCG with Jacobi, and
+//!   every distributed CG on the CPU): the scalars on the host, where the distributed sums
+//!   need them; a distributed run adds `r·r`, `r·z` and `r·z_old` in one global sum.
 //!
 //! The distributed solvers on devices use the one-sum Chronopoulos–Gear method instead (in
 //! [`distributed`](crate::distributed)): a different recurrence, not a form of this one.
@@ -71,9 +72,15 @@ pub fn pcg<B: Backend, S: Scalar>(
     check_preconditioner(name, a, m)?;
     let backend = b.backend().clone();
     drive(params, name, a, b, x, &mut |t, x, r, k0| match m {
-        Some(m) if !params.flexible => {
-            let mut scalars =
-                device::DeviceScalars::new(&backend, a, Some(m), &r, params.check_every)?;
+        Some(m) if !params.flexible || device::flexible_on_device(Some(m)) => {
+            let mut scalars = device::DeviceScalars::with_beta(
+                &backend,
+                a,
+                Some(m),
+                &r,
+                params.check_every,
+                params.flexible,
+            )?;
             iterate(t, &mut scalars, x, r, k0)
         }
         _ => conjugate_gradients(t, a, m, x, r, k0, params.flexible),
@@ -259,4 +266,58 @@ fn stop_test(t: &mut Tracker<'_, '_>, k: usize, out: Readout) -> Option<StopReas
     out.curvature
         .and_then(bad_curvature)
         .or_else(|| t.record(k, out.rr.sqrt()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::Cpu;
+    use crate::random::random_vec;
+    use crate::solver::amg::{Amg, AmgParams};
+    use crate::solver::{MixedPrecision, Progress, Stopping};
+    use crate::sparse::generate::poisson3d_7pt;
+
+    /// Flexible PCG around a preconditioner other than Jacobi (an f32 hierarchy in an f64
+    /// solve) runs with device scalars; on the CPU backend its iterations are the host
+    /// form's (`pcg_flexible`) and its iterates the same to the last bits.
+    #[test]
+    fn flexible_device_scalars_take_the_host_forms_iterations() {
+        let cpu = Cpu::new();
+        let a = poisson3d_7pt(24).unwrap();
+        let amg =
+            MixedPrecision::new(Amg::<Cpu, f32>::new(&cpu, &a, &AmgParams::default()).unwrap());
+        let b = Vector::from_slice(&cpu, &random_vec::<f64>(a.nrows(), 3)).unwrap();
+        let params = SolverParams {
+            stop: Stopping::new(1e-11, 100),
+            flexible: true,
+            progress: Progress::Never,
+            ..SolverParams::default()
+        };
+        let solve = |flexible_host: bool| {
+            let mut x = Vector::from_slice(&cpu, &vec![f64::NAN; a.nrows()]).unwrap();
+            x.fill(0.0).unwrap();
+            let report = if flexible_host {
+                pcg_flexible(&a, Some(&amg), &b, &mut x, &params).unwrap()
+            } else {
+                pcg(&a, Some(&amg), &b, &mut x, &params).unwrap()
+            };
+            (report, x.to_vec().unwrap())
+        };
+        let (device, xd) = solve(false);
+        let (host, xh) = solve(true);
+        assert!(device.converged(), "{device}");
+        assert_eq!(
+            device.iterations, host.iterations,
+            "{device} against {host}"
+        );
+        let scale = xh.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let worst = xd
+            .iter()
+            .zip(&xh)
+            .fold(0.0f64, |m, (d, h)| m.max((d - h).abs()));
+        assert!(
+            worst <= 1e-12 * scale,
+            "iterates differ by {worst:e} (max |x| {scale:e})"
+        );
+    }
 }

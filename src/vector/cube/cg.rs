@@ -6,7 +6,7 @@ use cubecl::prelude::*;
 use crate::backend::cube::{line_size, scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::Result;
 use crate::scalar::Scalar;
-use crate::vector::cg_scalars::{BETA, PQ, RR, RZ, RZ_NEW};
+use crate::vector::cg_scalars::{BETA, PQ, RR, RZ, RZ_NEW, RZ_PREV};
 use crate::vector::cube::mask_tail;
 use crate::vector::cube::reduce::{
     cube_sum, cube_sum_to, finish, finish_sum, lane_sum, partials, Finish,
@@ -92,12 +92,17 @@ fn xpay_device_kernel<F: Float, N: Size>(
     }
 }
 
-/// `s[BETA] = s[RZ_NEW] / s[RZ]; s[RZ] = s[RZ_NEW]; s[RR] = s[RZ_NEW]`, by one unit.
+/// `s[BETA] = s[RZ_NEW] / s[RZ]` (`flexible`: `(s[RZ_NEW] − s[RZ_PREV]) / s[RZ]`);
+/// `s[RZ] = s[RZ_NEW]; s[RR] = s[RZ_NEW]`, by one unit.
 #[cube(launch_unchecked)]
-fn pcg_rotate_kernel<F: Float>(scalars: &mut Array<F>) {
+fn pcg_rotate_kernel<F: Float>(scalars: &mut Array<F>, #[comptime] flexible: bool) {
     if ABSOLUTE_POS == 0 {
         let rz_new = scalars[RZ_NEW];
-        scalars[BETA] = rz_new / scalars[RZ];
+        if flexible {
+            scalars[BETA] = (rz_new - scalars[RZ_PREV]) / scalars[RZ];
+        } else {
+            scalars[BETA] = rz_new / scalars[RZ];
+        }
         scalars[RZ] = rz_new;
         scalars[RR] = rz_new;
     }
@@ -361,22 +366,26 @@ pub(crate) unsafe fn xpay_device<R: CubeRuntime, T: Scalar>(
     })
 }
 
-/// The PCG scalar step (see [`crate::vector::pcg_rotate_device`]).
+/// The PCG scalar step (see [`crate::vector::pcg_rotate_device`] and
+/// [`crate::vector::pcg_flexible_rotate_device`]).
 ///
 /// # Safety
-/// `scalars` holds `cg_scalars::PCG_LEN` values.
+/// `scalars` holds `cg_scalars::PCG_LEN` values (`FLEXIBLE_LEN` if `flexible`).
 pub(crate) unsafe fn pcg_rotate_device<R: CubeRuntime, T: Scalar>(
     b: &Cube<R>,
     scalars: &mut CubeBuffer<T>,
+    flexible: bool,
 ) -> Result<()> {
-    b.launch::<T>((), || {
-        // SAFETY: one unit reads and writes the slots below PCG_LEN (the caller's contract).
+    b.launch::<T>(flexible, || {
+        // SAFETY: one unit reads and writes the slots below PCG_LEN (FLEXIBLE_LEN if
+        // flexible: the caller's contract).
         unsafe {
             pcg_rotate_kernel::launch_unchecked::<T, R>(
                 b.client(),
                 CubeCount::Static(1, 1, 1),
                 CubeDim::new_1d(1),
                 scalars.arg(),
+                flexible,
             )
         }
     })

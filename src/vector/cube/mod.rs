@@ -189,8 +189,12 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         unsafe { cg::xpay_device(self, scalars, r, p) }
     }
 
-    unsafe fn pcg_rotate_device<T: Scalar>(&self, scalars: &mut CubeBuffer<T>) -> Result<()> {
-        unsafe { cg::pcg_rotate_device(self, scalars) }
+    unsafe fn pcg_rotate_device<T: Scalar>(
+        &self,
+        scalars: &mut CubeBuffer<T>,
+        flexible: bool,
+    ) -> Result<()> {
+        unsafe { cg::pcg_rotate_device(self, scalars, flexible) }
     }
 
     unsafe fn pcg_jacobi_update_device<T: Scalar>(
