@@ -48,11 +48,12 @@ use crate::sparse::Csr;
 /// have exactly 5 entries.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] if the mesh has no
+/// [`Error::InvalidArgument`] if the mesh breaks its invariants ([`Mesh::check`]), has no
 /// tetrahedra, a tetrahedron has (numerically) zero volume or non-finite points (the
 /// message names it), an index is out of range, or a face is shared by more than two
 /// tetrahedra.
 pub fn tpfa_tets(mesh: &Mesh) -> Result<Csr<Cpu, f64>> {
+    mesh.check()?;
     cell_centred(&mesh.points, mesh.tets())
 }
 
@@ -73,6 +74,7 @@ pub fn tpfa_tets(mesh: &Mesh) -> Result<Csr<Cpu, f64>> {
 /// # Errors
 /// As [`tpfa_tets`].
 pub fn tpfa_dual(mesh: &Mesh) -> Result<Csr<Cpu, f64>> {
+    mesh.check()?;
     vertex_centred(&mesh.points, mesh.tets())
 }
 
