@@ -182,17 +182,23 @@ impl<B: Backend, T: Scalar> Amg<'static, B, T> {
     pub fn new(backend: &B, a: &Csr<Cpu, f64>, params: &AmgParams) -> Result<Self> {
         let op = "Amg::new";
         let start = Instant::now();
-        setup::check_host(op, a)?;
+        let zero_free = setup::check_host(op, a)?;
         backend.require::<T>("AMG")?;
         let check = start.elapsed().as_secs_f64();
         match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
-            Some(same) => Amg::build(op, Source::Borrowed(same), None, params, (start, check)),
+            Some(same) => Amg::build(
+                op,
+                Source::Borrowed(same),
+                None,
+                params,
+                (start, check, zero_free),
+            ),
             None => Amg::build(
                 op,
                 Source::Owned(a.to_backend(backend)?),
                 None,
                 params,
-                (start, check),
+                (start, check, zero_free),
             ),
         }
     }
@@ -249,7 +255,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         check_len(op, "fine.nrows()", a.nrows(), fine.get().nrows())?;
         check_len(op, "fine.ncols()", a.ncols(), fine.get().ncols())?;
         let start = Instant::now();
-        setup::check_host(op, a)?;
+        let zero_free = setup::check_host(op, a)?;
         backend.require::<T>("AMG")?;
         let check = start.elapsed().as_secs_f64();
         match (a as &dyn std::any::Any).downcast_ref::<Csr<B, f64>>() {
@@ -258,14 +264,14 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
                 Source::Borrowed(same),
                 Some(fine),
                 params,
-                (start, check),
+                (start, check, zero_free),
             ),
             None => Amg::build(
                 op,
                 Source::Owned(a.to_backend(backend)?),
                 Some(fine),
                 params,
-                (start, check),
+                (start, check, zero_free),
             ),
         }
     }
@@ -289,7 +295,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
             Source::Borrowed(a),
             fine,
             params,
-            (start, 0.0),
+            (start, 0.0, false),
         )
     }
 
@@ -316,7 +322,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
             Source::Owned(a),
             Some(LevelOp::Borrowed(fine)),
             params,
-            (start, 0.0),
+            (start, 0.0, false),
         )
     }
 
@@ -327,7 +333,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         source: Source<'_, B>,
         mut fine: Option<LevelOp<'a, B, T>>,
         params: &AmgParams,
-        (start, check): (Instant, f64),
+        (start, check, zero_free): (Instant, f64, bool),
     ) -> Result<Self> {
         let a = match &source {
             Source::Borrowed(a) => *a,
@@ -337,7 +343,7 @@ impl<'a, B: Backend, T: Scalar> Amg<'a, B, T> {
         backend.synchronize()?;
         let moved = start.elapsed().as_secs_f64() - check;
         let fine_rows = a.nrows();
-        let hierarchy = setup::build_for(op, a, params)?;
+        let hierarchy = setup::build_for(op, a, params, zero_free)?;
         let mut source = Some(source);
         let t = Instant::now();
         let mut levels = Vec::with_capacity(hierarchy.levels.len());

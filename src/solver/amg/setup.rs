@@ -242,15 +242,18 @@ fn lap<B: Backend>(backend: &B, t: Instant) -> Result<f64> {
 /// [`build_for`] as [`Amg::new`](super::Amg::new).
 #[cfg(test)]
 pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<Hierarchy<B>> {
-    build_for("Amg::new", a, params)
+    build_for("Amg::new", a, params, false)
 }
 
 /// Builds the hierarchy of `a` on its backend; the errors name `op` (the constructor
-/// called).
+/// called). `zero_free`: `a` stores no zero value (checked on the host), so that at
+/// `θ = 0` its own pattern is the finest level's strength graph (every stored entry is
+/// strong) and the filter is not run there.
 pub(crate) fn build_for<B: Backend>(
     op: &'static str,
     a: &Csr<B, f64>,
     params: &AmgParams,
+    zero_free: bool,
 ) -> Result<Hierarchy<B>> {
     params.check(op, a.nrows())?;
     if a.nrows() != a.ncols() {
@@ -328,10 +331,16 @@ pub(crate) fn build_for<B: Backend>(
             None
         } else {
             let t = Instant::now();
-            let s = crate::sparse::algebra::strength(current, params.theta)?;
+            // At θ = 0 every nonzero entry is strong: a matrix without stored zeros is its
+            // own strength graph (the filter would copy it).
+            let s = if level == 0 && params.theta == 0.0 && zero_free {
+                None
+            } else {
+                Some(crate::sparse::algebra::strength(current, params.theta)?)
+            };
             phases.strength += lap(backend, t)?;
             let t = Instant::now();
-            let agg = crate::sparse::algebra::aggregate(&s)?;
+            let agg = crate::sparse::algebra::aggregate(s.as_ref().unwrap_or(current))?;
             drop(s);
             phases.aggregation += lap(backend, t)?;
             let t = Instant::now();
@@ -471,8 +480,10 @@ fn improve_candidates<B: Backend>(
 }
 
 /// Checks a host matrix before its move to the backend: square and finite (the entry
-/// named). The errors name `op` (the constructor called).
-pub(crate) fn check_host(op: &'static str, a: &Csr<Cpu, f64>) -> Result<()> {
+/// named). The errors name `op` (the constructor called). Returns whether no stored value
+/// is zero (in the same pass over the values).
+pub(crate) fn check_host(op: &'static str, a: &Csr<Cpu, f64>) -> Result<bool> {
+    use rayon::prelude::*;
     check_len(op, "a.ncols() (square)", a.nrows(), a.ncols()).map_err(|_| {
         Error::invalid(
             op,
@@ -480,7 +491,20 @@ pub(crate) fn check_host(op: &'static str, a: &Csr<Cpu, f64>) -> Result<()> {
             format!("{} x {}: AMG needs a square matrix", a.nrows(), a.ncols()),
         )
     })?;
-    a.check_finite()
+    // Chunks in parallel, each a branch-free fold: (all finite, some zero).
+    let (finite, zero) = a
+        .values()
+        .par_chunks(1 << 14)
+        .map(|c| {
+            c.iter().fold((true, false), |(f, z), v| {
+                (f & v.is_finite(), z | (*v == 0.0))
+            })
+        })
+        .reduce(|| (true, false), |x, y| (x.0 & y.0, x.1 | y.1));
+    if !finite {
+        a.check_finite()?;
+    }
+    Ok(!zero)
 }
 
 #[cfg(test)]
@@ -498,14 +522,48 @@ mod setup_tests {
         };
         for op in ["Amg::from_device", "Amg::with_operator"] {
             for e in [
-                build_for(op, &a, &AmgParams::default()).err(),
-                build_for(op, &a, &zero_levels).err(),
+                build_for(op, &a, &AmgParams::default(), false).err(),
+                build_for(op, &a, &zero_levels, false).err(),
                 check_host(op, &a).err(),
             ] {
                 let e = e.expect("an error").to_string();
                 assert!(e.contains(op) && !e.contains("Amg::new"), "{e}");
             }
         }
+    }
+
+    /// At θ = 0 a matrix without stored zeros is its own strength graph: the hierarchy
+    /// built without the finest level's filter has the same levels, operators and
+    /// prolongators to the last bit; a stored zero is seen by the host check.
+    #[test]
+    fn a_zero_free_matrix_is_its_own_strength_graph() {
+        let a = crate::sparse::generate::poisson3d_7pt(14).unwrap();
+        assert!(check_host("Amg::new", &a).unwrap());
+        let params = AmgParams {
+            max_coarse: 20,
+            ..AmgParams::default()
+        };
+        let (filtered, shortcut) = (
+            build_for("Amg::new", &a, &params, false).unwrap(),
+            build_for("Amg::new", &a, &params, true).unwrap(),
+        );
+        assert!(filtered.levels.len() >= 3);
+        assert_eq!(filtered.levels.len(), shortcut.levels.len());
+        let bits = |m: &Csr<Cpu, f64>| {
+            (
+                m.row_ptr().to_vec(),
+                m.col_idx().to_vec(),
+                m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            )
+        };
+        for (f, s) in filtered.levels.iter().zip(&shortcut.levels) {
+            for (x, y) in [(&f.a, &s.a), (&f.p, &s.p), (&f.r, &s.r)] {
+                assert_eq!(x.as_ref().map(bits), y.as_ref().map(bits));
+            }
+        }
+        let mut zeros = a.convert::<f64>();
+        zeros.values_mut()[1] = 0.0;
+        assert!(!check_host("Amg::new", &zeros).unwrap());
     }
 
     /// A coarse level has at most 0.85 times its finer level's unknowns, counted as the
