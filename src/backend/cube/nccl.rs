@@ -217,14 +217,13 @@ struct Flag {
 mod signal {
     use cubecl::prelude::*;
 
-    /// `flag[0] = value`, by one unit: queued after the work an exchange must follow.
+    /// `flag[0] = value`, by one unit: queued after the work an exchange must follow. An
+    /// atomic store, so that the waiter's relaxed load on the exchange's stream races with
+    /// no weak store (the work before is complete once this kernel runs: stream order).
     #[cube(launch_unchecked)]
-    pub(super) fn signal_kernel(flag: &mut Array<u32>, value: u32) {
+    pub(super) fn signal_kernel(flag: &mut Array<Atomic<u32>>, value: u32) {
         if ABSOLUTE_POS == 0 {
-            // A plain store: visible to the waiter once this kernel has ended (formally a
-            // weak store against the waiter's relaxed load; an atomic store would be the
-            // strict form, not yet run on a GPU).
-            flag[0] = value;
+            flag[0].store(value);
         }
     }
 }
