@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cubecl::prelude::*;
 
 use crate::backend::core::{BackendCore, BackendInfo, BackendKind, Deferred};
+use crate::backend::cube::buffer::LINE;
 use crate::backend::cube::{line_size, padded_len, Cube, CubeBuffer, CubeRuntime};
 use crate::error::{check_len, Error, Result};
 use crate::scalar::Storable;
@@ -25,7 +26,7 @@ fn zero_kernel<T: Numeric, N: Size>(x: &mut Array<Vector<T, N>>) {
 /// `dst[i] = src[i]` over 32-bit words (an upload placed into its padded buffer; u32 index
 /// arrays copied on the device).
 #[cube(launch_unchecked)]
-pub(crate) fn copy_words_kernel(src: &Array<u32>, dst: &mut Array<u32>, n: usize) {
+fn copy_words_kernel(src: &Array<u32>, dst: &mut Array<u32>, n: usize) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < n {
@@ -73,6 +74,32 @@ impl cubecl::bytes::AllocationController for BorrowedBytes {
 const DIRECT_WRITE_MIN: usize = 1 << 20;
 
 impl<R: CubeRuntime> Cube<R> {
+    /// `dst[i] = src[i]` for the first `words` 32-bit words, on the device.
+    ///
+    /// # Safety
+    /// Both handles span at least `words` words of this device.
+    pub(crate) unsafe fn copy_words(
+        &self,
+        src: cubecl::server::Handle,
+        dst: cubecl::server::Handle,
+        words: usize,
+    ) -> Result<()> {
+        let (count, dim) = self.config().grid(words);
+        self.launch::<()>((), || {
+            // SAFETY: the caller's contract.
+            unsafe {
+                copy_words_kernel::launch_unchecked::<R>(
+                    &self.inner.client,
+                    count,
+                    dim,
+                    ArrayArg::from_raw_parts(src, words),
+                    ArrayArg::from_raw_parts(dst, words),
+                    words,
+                )
+            }
+        })
+    }
+
     /// A handle holding a copy of `bytes`, made by cubecl's `create` from the slice itself
     /// (its one copy, no staging copy of ours).
     fn create_borrowed(&self, bytes: &[u8]) -> cubecl::server::Handle {
@@ -231,20 +258,8 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
                 data.len(),
             );
             self.zero(&buffer)?;
-            let (count, dim) = self.config().grid(words);
-            self.launch::<()>((), || {
-                // SAFETY: `part` holds `words` words; the buffer holds at least as many.
-                unsafe {
-                    copy_words_kernel::launch_unchecked::<R>(
-                        &self.inner.client,
-                        count,
-                        dim,
-                        ArrayArg::from_raw_parts(part, words),
-                        buffer.arg(),
-                        words,
-                    )
-                }
-            })?;
+            // SAFETY: `part` holds `words` words; the buffer holds at least as many.
+            unsafe { self.copy_words(part, buffer.handle.clone(), words)? };
             return Ok(buffer);
         }
         crate::limits::check_host_items(
@@ -268,26 +283,11 @@ impl<R: CubeRuntime> BackendCore for Cube<R> {
         self.check_own("duplicate", buffer)?;
         let copy = self.alloc_uninit::<T>(buffer.len)?;
         // The whole padded buffer (its tail is zero), as 32-bit words: `LINE` values of any
-        // storable type fill whole words.
-        let bytes = buffer.padded_len() * std::mem::size_of::<T>();
-        if !bytes.is_multiple_of(4) {
-            return self.upload(&self.download(buffer)?);
-        }
-        let words = bytes / 4;
-        let (count, dim) = self.config().grid(words);
-        self.launch::<()>((), || {
-            // SAFETY: both handles span `words` words (`padded_len` values of `T`).
-            unsafe {
-                copy_words_kernel::launch_unchecked::<R>(
-                    &self.inner.client,
-                    count,
-                    dim,
-                    ArrayArg::from_raw_parts(buffer.handle.clone(), words),
-                    ArrayArg::from_raw_parts(copy.handle.clone(), words),
-                    words,
-                )
-            }
-        })?;
+        // storable type (2 bytes at least) fill whole words.
+        const _: () = assert!((LINE * 2).is_multiple_of(4));
+        let words = buffer.padded_len() * std::mem::size_of::<T>() / 4;
+        // SAFETY: both handles span `words` words (`padded_len` values of `T`).
+        unsafe { self.copy_words(buffer.handle.clone(), copy.handle.clone(), words)? };
         Ok(copy)
     }
 

@@ -42,7 +42,6 @@ pub use buffer::CubeBuffer;
 pub(crate) use buffer::{line_size, padded_len};
 pub use direct::DirectIo;
 pub use launch::LaunchConfig;
-pub(crate) use memory::copy_words_kernel;
 #[cfg(feature = "cuda")]
 pub(crate) use nccl::{
     library as nccl_library, unique_id as nccl_unique_id, Nccl, UniqueId as NcclId,

@@ -365,15 +365,7 @@ impl<R: BufRead> Parser<R> {
                     let _parametric: u8 = self.parse(tokens.next(), "the parametric flag")?;
                     let n: u64 = self.parse(tokens.next(), "the number of nodes in the block")?;
                     self.no_more(tokens)?;
-                    read = match read.checked_add(n) {
-                        Some(total) if total <= count => total,
-                        _ => {
-                            return Err(self.error(format!(
-                                "the node blocks hold more than the {count} nodes the header \
-                                 declares"
-                            )))
-                        }
-                    };
+                    read = self.block_total(read, n, count, "node")?;
                     tags.clear();
                     for _ in 0..n {
                         self.expect_data("a node tag")?;
@@ -438,15 +430,7 @@ impl<R: BufRead> Parser<R> {
             let kind = self.kind(tokens.next())?;
             let n: u64 = self.parse(tokens.next(), "the number of elements in the block")?;
             self.no_more(tokens)?;
-            read = match read.checked_add(n) {
-                Some(total) if total <= count => total,
-                _ => {
-                    return Err(self.error(format!(
-                        "the element blocks hold more than the {count} elements the header \
-                         declares"
-                    )))
-                }
-            };
+            read = self.block_total(read, n, count, "element")?;
             let physical = self
                 .entity_physical
                 .get(&(dim, entity))
@@ -576,6 +560,17 @@ impl<R: BufRead> Parser<R> {
             Some(t) => t
                 .parse()
                 .map_err(|_| self.error(format!("expected {what}, found `{}`", truncate(t)))),
+        }
+    }
+
+    /// The `what`s of the blocks read so far (`read`) and of the next block (`n`): at most
+    /// the `count` the section's header declares (no sum past 2⁶⁴ either).
+    fn block_total(&self, read: u64, n: u64, count: u64, what: &str) -> Result<u64> {
+        match read.checked_add(n) {
+            Some(total) if total <= count => Ok(total),
+            _ => Err(self.error(format!(
+                "the {what} blocks hold more than the {count} {what}s the header declares"
+            ))),
         }
     }
 

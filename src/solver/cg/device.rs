@@ -45,20 +45,9 @@ pub(crate) struct DeviceScalars<'b, 'o, B: Backend, S: Scalar> {
 }
 
 impl<'b, 'o, B: Backend, S: Scalar> DeviceScalars<'b, 'o, B, S> {
-    /// The scalars and vectors of a run on `r`'s size.
+    /// The scalars and vectors of a run on `r`'s size, with the flexible β where
+    /// `flexible` and `m` is not Jacobi ([`flexible_on_device`]).
     pub(crate) fn new(
-        backend: &'b B,
-        a: &'o dyn LinearOperator<B, S>,
-        m: Option<&'o dyn Preconditioner<B, S>>,
-        r: &Vector<B, S>,
-        check_every: usize,
-    ) -> Result<Self> {
-        Self::with_beta(backend, a, m, r, check_every, false)
-    }
-
-    /// As [`new`](Self::new), with the flexible β where `flexible` (`m` must then be
-    /// given and not Jacobi: see [`flexible_on_device`]).
-    pub(crate) fn with_beta(
         backend: &'b B,
         a: &'o dyn LinearOperator<B, S>,
         m: Option<&'o dyn Preconditioner<B, S>>,
@@ -67,7 +56,7 @@ impl<'b, 'o, B: Backend, S: Scalar> DeviceScalars<'b, 'o, B, S> {
         flexible: bool,
     ) -> Result<Self> {
         let jacobi = m.and_then(|m| m.inverse_diagonal());
-        let flexible = flexible && m.is_some() && jacobi.is_none();
+        let flexible = flexible && flexible_on_device(m);
         let n = r.len();
         let z_len = if m.is_some() && jacobi.is_none() {
             n

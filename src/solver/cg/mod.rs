@@ -48,7 +48,8 @@ pub fn cg<B: Backend, S: Scalar>(
     check_system("CG", a, b, x)?;
     let backend = b.backend().clone();
     drive(params, "CG", a, b, x, &mut |t, x, r, k0| {
-        let mut scalars = device::DeviceScalars::new(&backend, a, None, &r, params.check_every)?;
+        let mut scalars =
+            device::DeviceScalars::new(&backend, a, None, &r, params.check_every, false)?;
         iterate(t, &mut scalars, x, r, k0)
     })
 }
@@ -73,7 +74,7 @@ pub fn pcg<B: Backend, S: Scalar>(
     let backend = b.backend().clone();
     drive(params, name, a, b, x, &mut |t, x, r, k0| match m {
         Some(m) if !params.flexible || device::flexible_on_device(Some(m)) => {
-            let mut scalars = device::DeviceScalars::with_beta(
+            let mut scalars = device::DeviceScalars::new(
                 &backend,
                 a,
                 Some(m),

@@ -21,7 +21,7 @@ use cubecl::prelude::*;
 
 use super::{Aggregates, NearNullSpace, SparseAlgebraOps};
 use crate::backend::core::BackendCore;
-use crate::backend::cube::{copy_words_kernel, scalar, Cube, CubeBuffer, CubeRuntime};
+use crate::backend::cube::{scalar, Cube, CubeBuffer, CubeRuntime};
 use crate::error::{Error, Result};
 use crate::scalar::{Element, Scalar};
 use crate::sparse::csr::Csr;
@@ -164,26 +164,6 @@ impl<R: CubeRuntime> Cube<R> {
             kernel: CsrKernel::Auto,
             backend: self.clone(),
         }
-    }
-
-    fn u32_copy(&self, x: &CubeBuffer<u32>) -> Result<CubeBuffer<u32>> {
-        let n = x.len();
-        let y = self.alloc_uninit::<u32>(n)?;
-        let (count, dim) = self.config().grid(n);
-        self.launch::<()>((), || {
-            // SAFETY: both buffers hold n values.
-            unsafe {
-                copy_words_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    count,
-                    dim,
-                    x.arg(),
-                    y.arg(),
-                    n,
-                )
-            }
-        })?;
-        Ok(y)
     }
 
     /// Rows whose flag is 1 numbered from `base` in index order into `agg` (the others kept
@@ -424,8 +404,8 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
         unsafe { self.convert(&a.values, &mut values)? };
         Ok(self.csr_from(
             (a.nrows, a.ncols),
-            self.u32_copy(&a.row_ptr)?,
-            self.u32_copy(&a.col_idx)?,
+            self.duplicate(&a.row_ptr)?,
+            self.duplicate(&a.col_idx)?,
             values,
             a.stats,
         ))

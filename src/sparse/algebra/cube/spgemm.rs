@@ -193,7 +193,7 @@ impl<R: CubeRuntime> Cube<R> {
             }
         })?;
         let nnz = a.nnz();
-        let cols = self.u32_copy(&a.col_idx)?;
+        let cols = self.duplicate(&a.col_idx)?;
         let mut vals = self.alloc_uninit::<V>(nnz)?;
         // SAFETY: same lengths, this backend's buffers.
         unsafe { self.copy(&a.values, &mut vals)? };
