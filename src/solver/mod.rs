@@ -70,7 +70,7 @@ pub(crate) mod tracker;
 pub use crate::operator::{LinearOperator, OperatorCost};
 pub use amg::{
     Amg, AmgCycle, AmgInfo, AmgLevelInfo, AmgLevelTimes, AmgParams, AmgPhases, AmgSmoother,
-    NearNull,
+    NearNull, MAX_SPECTRAL_STEPS,
 };
 pub use bicgstab::bicgstab;
 pub(crate) use bicgstab::iterate as bicgstab_iterate;

@@ -236,6 +236,23 @@ pub(crate) fn cg_update<T: Scalar>(alpha: T, p: &[T], q: &[T], x: &mut [T], r: &
     })
 }
 
+/// `r −= α q`, returning `r · r` (the residual half of [`cg_update`], the same sums).
+pub(crate) fn residual_update<T: Scalar>(alpha: T, q: &[T], r: &mut [T]) -> f64 {
+    let body = |(c, r): (usize, &mut [T])| {
+        let q = &q[c * CHUNK..c * CHUNK + r.len()];
+        for (r, q) in r.iter_mut().zip(q) {
+            *r -= alpha * *q;
+        }
+        lanes2(r, r, |v, _| v * v)
+    };
+    let partials: Vec<f64> = if r.len() < SERIAL_BELOW {
+        r.chunks_mut(CHUNK).enumerate().map(body).collect()
+    } else {
+        r.par_chunks_mut(CHUNK).enumerate().map(body).collect()
+    };
+    pairwise(&partials)
+}
+
 /// `r · (d ∘ r)`, accumulated in f64, the product `d ∘ r` rounded to `T` first: the same
 /// value, bit for bit, as [`pointwise_mul_dot`] returns (for PCG-Jacobi without storing z).
 pub(crate) fn jacobi_dot<T: Scalar>(d: &[T], r: &[T]) -> f64 {

@@ -307,11 +307,35 @@ pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
     x: &mut Vector<B, T>,
     r: &mut Vector<B, T>,
 ) -> Result<()> {
+    agree("pcg_jacobi_update_device", "x", r, x)?;
+    pcg_jacobi_update(scalars, d, p, q, Some(x), r)
+}
+
+/// [`pcg_jacobi_update_device`] without the solution: the residual, its sums and the
+/// scalars only (the Lanczos estimate of the AMG setup, which needs PCG's coefficients and
+/// not its iterate).
+pub(crate) fn pcg_jacobi_residual_device<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    d: &Vector<B, T>,
+    p: &Vector<B, T>,
+    q: &Vector<B, T>,
+    r: &mut Vector<B, T>,
+) -> Result<()> {
+    pcg_jacobi_update(scalars, d, p, q, None, r)
+}
+
+fn pcg_jacobi_update<B: VectorOps, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    d: &Vector<B, T>,
+    p: &Vector<B, T>,
+    q: &Vector<B, T>,
+    mut x: Option<&mut Vector<B, T>>,
+    r: &mut Vector<B, T>,
+) -> Result<()> {
     const OP: &str = "pcg_jacobi_update_device";
-    agree(OP, "d", x, d)?;
-    agree(OP, "p", x, p)?;
-    agree(OP, "q", x, q)?;
-    agree(OP, "r", x, r)?;
+    agree(OP, "d", r, d)?;
+    agree(OP, "p", r, p)?;
+    agree(OP, "q", r, q)?;
     if scalars.len() < cg_scalars::PCG_LEN {
         let what = "scalars (at least cg_scalars::PCG_LEN)";
         return Err(crate::error::Error::dims(
@@ -321,13 +345,17 @@ pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
             scalars.len(),
         ));
     }
-    check_device(OP, &x.backend, &scalars.backend)?;
-    if x.parts() > 1 {
+    check_device(OP, &r.backend, &scalars.backend)?;
+    if r.parts() > 1 {
         // Each part updates a copy of the scalars (the same α); their r·z (also in RR),
         // r·r and r·z / (r·z)_old add up over the parts.
         use cg_scalars::{BETA, RR, RZ, RZ_NEW};
-        let (backend, xs) = x.each_mut();
-        let (_, rs) = r.each_mut();
+        let (backend, rs) = r.each_mut();
+        let rs: Vec<_> = rs.collect();
+        let xs: Vec<Option<&mut B::Buffer<T>>> = match x.as_deref_mut() {
+            Some(x) => x.each_mut().1.map(Some).collect(),
+            None => rs.iter().map(|_| None).collect(),
+        };
         let items = d
             .each()
             .zip(p.each())
@@ -343,12 +371,12 @@ pub fn pcg_jacobi_update_device<B: VectorOps, T: Scalar>(
     }
     // SAFETY: equal lengths, len(scalars) >= PCG_LEN, one device: checked above.
     unsafe {
-        x.backend.pcg_jacobi_update_device(
+        r.backend.pcg_jacobi_update_device(
             scalars.buffer_mut()?,
             &d.buffer,
             &p.buffer,
             &q.buffer,
-            &mut x.buffer,
+            x.map(|x| &mut x.buffer),
             &mut r.buffer,
         )
     }

@@ -68,12 +68,12 @@ mod fused;
 mod index;
 mod ops;
 
-pub(crate) use fused::check_slot;
 pub use fused::{
     cg_scalars, cg_update, cg_update_device, cgcg_update, dot_into, jacobi_xpay_device,
     pcg_flexible_rotate_device, pcg_jacobi_update_device, pcg_rotate_device, pointwise_mul_dot,
     xpay_device, CgCgU,
 };
+pub(crate) use fused::{check_slot, pcg_jacobi_residual_device};
 pub use index::DeviceIndex;
 pub use ops::VectorOps;
 

@@ -240,9 +240,9 @@ pub trait VectorOps: BackendCore + Sealed {
     ) -> Result<()>;
 
     /// PCG with the Jacobi preconditioner `z = d ∘ r`, on the device scalars (see
-    /// [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`; `rz = r · (d ∘ r)`;
-    /// `s[BETA] = rz / s[RZ]`; `s[RZ] = s[RR] = rz`; `s[RZ_NEW] = r · r`. One pass over the
-    /// vectors; z is not stored.
+    /// [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p` (when `x` is given); `r −= α q`;
+    /// `rz = r · (d ∘ r)`; `s[BETA] = rz / s[RZ]`; `s[RZ] = s[RR] = rz`; `s[RZ_NEW] = r · r`.
+    /// One pass over the vectors; z is not stored.
     ///
     /// # Errors
     /// Device errors.
@@ -255,7 +255,7 @@ pub trait VectorOps: BackendCore + Sealed {
         d: &Self::Buffer<T>,
         p: &Self::Buffer<T>,
         q: &Self::Buffer<T>,
-        x: &mut Self::Buffer<T>,
+        x: Option<&mut Self::Buffer<T>>,
         r: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
@@ -478,12 +478,15 @@ impl VectorOps for Cpu {
         d: &Vec<T>,
         p: &Vec<T>,
         q: &Vec<T>,
-        x: &mut Vec<T>,
+        x: Option<&mut Vec<T>>,
         r: &mut Vec<T>,
     ) -> Result<()> {
         use cg_scalars::{BETA, PQ, RR, RZ, RZ_NEW};
         let alpha = scalars[RR] / scalars[PQ];
-        let rr = T::from_f64(cpu::cg_update(alpha, p, q, x, r));
+        let rr = T::from_f64(match x {
+            Some(x) => cpu::cg_update(alpha, p, q, x, r),
+            None => cpu::residual_update(alpha, q, r),
+        });
         let rz = T::from_f64(cpu::jacobi_dot(d, r));
         scalars[BETA] = rz / scalars[RZ];
         scalars[RZ] = rz;

@@ -41,7 +41,7 @@ mod setup;
 mod tests;
 
 pub use info::{AmgInfo, AmgLevelInfo, AmgLevelTimes, AmgPhases};
-pub use params::{AmgCycle, AmgParams, AmgSmoother, NearNull};
+pub use params::{AmgCycle, AmgParams, AmgSmoother, NearNull, MAX_SPECTRAL_STEPS};
 
 /// A level's operator: the hierarchy's own, or the caller's on the finest level, borrowed
 /// ([`Amg::with_operator`]) or given ([`Amg::with_owned_operator`]).

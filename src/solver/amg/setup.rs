@@ -45,8 +45,9 @@ pub(crate) const DENSE_COARSE_LIMIT: usize = 2000;
 /// The largest eigenvalue of `D⁻¹A` (`jacobi` = `D⁻¹`) by `steps` Lanczos steps in the
 /// `D` inner product (in which `D⁻¹A` is self-adjoint), from a fixed start vector: the
 /// largest Ritz value, computed by bisection on the tridiagonal's Sturm sequence. Runs on
-/// the matrix's backend as PCG with the Jacobi preconditioner on `A x = v₀` from zero, whose
-/// coefficients give the Lanczos tridiagonal of `D⁻¹A` (`T₀₀ = 1/α₀`,
+/// the matrix's backend as PCG with the Jacobi preconditioner on `A x = v₀` from zero (its
+/// residual and directions only: `x` is not formed), whose coefficients give the Lanczos
+/// tridiagonal of `D⁻¹A` (`T₀₀ = 1/α₀`,
 /// `Tⱼⱼ = 1/αⱼ + βⱼ₋₁/αⱼ₋₁`, `Tⱼ,ⱼ₊₁ = √βⱼ/αⱼ`): its scalars stay on the device (the fused
 /// PCG-Jacobi passes), each step's `p·Ap` and `r·z` recorded there and read once at the end.
 pub(crate) fn spectral_radius<B: Backend>(
@@ -54,7 +55,7 @@ pub(crate) fn spectral_radius<B: Backend>(
     jacobi: &Vector<B, f64>,
     steps: usize,
 ) -> Result<f64> {
-    use crate::vector::{cg_scalars, dot_into, jacobi_xpay_device, pcg_jacobi_update_device};
+    use crate::vector::{cg_scalars, dot_into, jacobi_xpay_device, pcg_jacobi_residual_device};
     let n = a.nrows();
     let backend = a.backend();
     let steps = steps.min(n);
@@ -78,12 +79,11 @@ pub(crate) fn spectral_radius<B: Backend>(
     };
     let (e_pq, e_rz) = (unit(cg_scalars::PQ)?, unit(cg_scalars::RZ)?);
     let mut q = Vector::zeros(backend, n)?;
-    let mut x = Vector::zeros(backend, n)?;
     for j in 0..steps {
         a.apply(&p, &mut q)?;
         dot_into(&p, &q, &mut s, cg_scalars::PQ)?;
         dot_into(&s, &e_pq, &mut history, 2 * j + 1)?;
-        pcg_jacobi_update_device(&mut s, jacobi, &p, &q, &mut x, &mut r)?;
+        pcg_jacobi_residual_device(&mut s, jacobi, &p, &q, &mut r)?;
         dot_into(&s, &e_rz, &mut history, 2 * j + 2)?;
         jacobi_xpay_device(&s, jacobi, &r, &mut p)?;
     }
@@ -248,7 +248,7 @@ pub(crate) fn build<B: Backend>(a: &Csr<B, f64>, params: &AmgParams) -> Result<H
 /// Builds the hierarchy of `a` on its backend; the errors name `op` (the constructor
 /// called). `zero_free`: `a` stores no zero value (checked on the host), so that at
 /// `θ = 0` its own pattern is the finest level's strength graph (every stored entry is
-/// strong) and the filter is not run there.
+/// strong) without the device's check of its values.
 pub(crate) fn build_for<B: Backend>(
     op: &'static str,
     a: &Csr<B, f64>,
@@ -292,7 +292,7 @@ pub(crate) fn build_for<B: Backend>(
         let rho = if last && n <= DENSE_COARSE_LIMIT {
             1.0
         } else {
-            spectral_radius(current, &jacobi, 20)?
+            spectral_radius(current, &jacobi, params.spectral_steps)?
         };
         if rho.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) || !rho.is_finite() {
             return Err(Error::invalid(
@@ -331,9 +331,12 @@ pub(crate) fn build_for<B: Backend>(
             None
         } else {
             let t = Instant::now();
-            // At θ = 0 every nonzero entry is strong: a matrix without stored zeros is its
-            // own strength graph (the filter would copy it).
-            let s = if level == 0 && params.theta == 0.0 && zero_free {
+            // At θ = 0 every nonzero entry is strong: a matrix without stored zeros (the
+            // finest checked on the host, or any level by one pass over its values where it
+            // lives) is its own strength graph, and the filter would copy it.
+            let own_graph = params.theta == 0.0
+                && ((level == 0 && zero_free) || !backend.any_zero(&current.values)?);
+            let s = if own_graph {
                 None
             } else {
                 Some(crate::sparse::algebra::strength(current, params.theta)?)
@@ -533,8 +536,11 @@ mod setup_tests {
     }
 
     /// At θ = 0 a matrix without stored zeros is its own strength graph: the hierarchy
-    /// built without the finest level's filter has the same levels, operators and
-    /// prolongators to the last bit; a stored zero is seen by the host check.
+    /// built without the filter (the finest level known zero-free from the host check, or
+    /// every level checked where it lives) has the same levels, operators and prolongators
+    /// to the last bit as the one filtered on every level (θ the smallest positive f64, which
+    /// keeps every nonzero); a stored zero is seen by the host check, and the hierarchy of a
+    /// matrix with stored zeros is the filtered one too.
     #[test]
     fn a_zero_free_matrix_is_its_own_strength_graph() {
         let a = crate::sparse::generate::poisson3d_7pt(14).unwrap();
@@ -543,12 +549,10 @@ mod setup_tests {
             max_coarse: 20,
             ..AmgParams::default()
         };
-        let (filtered, shortcut) = (
-            build_for("Amg::new", &a, &params, false).unwrap(),
-            build_for("Amg::new", &a, &params, true).unwrap(),
-        );
-        assert!(filtered.levels.len() >= 3);
-        assert_eq!(filtered.levels.len(), shortcut.levels.len());
+        let filtering = AmgParams {
+            theta: f64::MIN_POSITIVE,
+            ..params.clone()
+        };
         let bits = |m: &Csr<Cpu, f64>| {
             (
                 m.row_ptr().to_vec(),
@@ -556,14 +560,44 @@ mod setup_tests {
                 m.values().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             )
         };
-        for (f, s) in filtered.levels.iter().zip(&shortcut.levels) {
-            for (x, y) in [(&f.a, &s.a), (&f.p, &s.p), (&f.r, &s.r)] {
-                assert_eq!(x.as_ref().map(bits), y.as_ref().map(bits));
+        let same = |x: &Hierarchy<Cpu>, y: &Hierarchy<Cpu>| {
+            assert_eq!(x.levels.len(), y.levels.len());
+            for (f, s) in x.levels.iter().zip(&y.levels) {
+                for (x, y) in [(&f.a, &s.a), (&f.p, &s.p), (&f.r, &s.r)] {
+                    assert_eq!(x.as_ref().map(bits), y.as_ref().map(bits));
+                }
             }
-        }
+        };
+        let filtered = build_for("Amg::new", &a, &filtering, false).unwrap();
+        assert!(filtered.levels.len() >= 3);
+        same(
+            &filtered,
+            &build_for("Amg::new", &a, &params, true).unwrap(),
+        );
+        same(
+            &filtered,
+            &build_for("Amg::new", &a, &params, false).unwrap(),
+        );
+        // Stored zeros, off the diagonal: not strong connections, filtered at θ = 0 too.
         let mut zeros = a.convert::<f64>();
-        zeros.values_mut()[1] = 0.0;
+        let offdiag: Vec<usize> = (0..zeros.nrows())
+            .step_by(7)
+            .filter_map(|i| {
+                let start = zeros.row_ptr()[i] as usize;
+                let (cols, _) = zeros.row(i);
+                cols.iter()
+                    .position(|&c| c as usize != i)
+                    .map(|k| start + k)
+            })
+            .collect();
+        for &k in &offdiag {
+            zeros.values_mut()[k] = 0.0;
+        }
         assert!(!check_host("Amg::new", &zeros).unwrap());
+        same(
+            &build_for("Amg::new", &zeros, &filtering, false).unwrap(),
+            &build_for("Amg::new", &zeros, &params, false).unwrap(),
+        );
     }
 
     /// A coarse level has at most 0.85 times its finer level's unknowns, counted as the

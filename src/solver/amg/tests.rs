@@ -657,6 +657,14 @@ fn bad_matrices_and_parameters_are_named() {
             ..p.clone()
         },
         AmgParams {
+            spectral_steps: 0,
+            ..p.clone()
+        },
+        AmgParams {
+            spectral_steps: crate::solver::MAX_SPECTRAL_STEPS + 1,
+            ..p.clone()
+        },
+        AmgParams {
             near_null: NearNull::Vectors(vec![vec![1.0; 3]]),
             ..p.clone()
         },
@@ -665,7 +673,12 @@ fn bad_matrices_and_parameters_are_named() {
             ..p.clone()
         },
     ] {
-        assert!(Amg::<Cpu, f64>::new(&cpu, &a, &bad).is_err(), "{bad:?}");
+        let e = Amg::<Cpu, f64>::new(&cpu, &a, &bad)
+            .err()
+            .expect("an error");
+        if bad.spectral_steps != p.spectral_steps {
+            assert!(e.to_string().contains("spectral_steps"), "{e}");
+        }
     }
 }
 

@@ -252,9 +252,14 @@ pub trait SparseAlgebraOps: BackendCore + VectorOps + SparseOps + Sealed {
         omega: f64,
     ) -> Result<Csr<Self, f64>>;
 
-    /// The number of entries that are not `> 0` (NaN included).
+    /// 0 when every entry is `> 0`; otherwise the number of entries that are not (NaN
+    /// included) on the CPU, and 1 on a device.
     #[doc(hidden)]
     fn count_nonpositive(&self, x: &Self::Buffer<f64>) -> Result<usize>;
+
+    /// Whether an entry is zero.
+    #[doc(hidden)]
+    fn any_zero(&self, x: &Self::Buffer<f64>) -> Result<bool>;
 
     /// `x[i] = hash32(i + seed) / 2³² + 1/2`: a fixed start vector in `[1/2, 3/2)`.
     #[doc(hidden)]
@@ -582,6 +587,10 @@ impl SparseAlgebraOps for Cpu {
         Ok(x.par_iter()
             .filter(|&&d| d.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater))
             .count())
+    }
+
+    fn any_zero(&self, x: &Vec<f64>) -> Result<bool> {
+        Ok(x.par_iter().any(|&v| v == 0.0))
     }
 
     fn strided_ones(&self, n: usize, step: usize) -> Result<Vec<f64>> {

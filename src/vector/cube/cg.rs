@@ -146,21 +146,24 @@ fn pcg_jacobi_update_kernel<F: Float, N: Size>(
     partials: &mut Array<F>,
     len: usize,
     #[comptime] cube_dim: usize,
+    #[comptime] update_x: bool,
 ) {
     let a = Vector::<F, N>::new(scalars[RR] / scalars[PQ]);
     let mut rr = Vector::<F, N>::new(F::new(0.0));
     let mut rz = Vector::<F, N>::new(F::new(0.0));
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
-    while i < x.len() {
+    while i < r.len() {
         // All loads before any store (see `cg_update_body`).
-        let xi = x[i];
-        let pi = p[i];
         let ri = r[i];
         let qi = q[i];
         let di = d[i];
+        if update_x {
+            let xi = x[i];
+            let pi = p[i];
+            x[i] = mask_tail::<F, N>(xi + a * pi, i, len);
+        }
         let r_new = mask_tail::<F, N>(ri - a * qi, i, len);
-        x[i] = mask_tail::<F, N>(xi + a * pi, i, len);
         r[i] = r_new;
         rr += r_new * r_new;
         rz += r_new * (di * r_new);
@@ -428,22 +431,34 @@ pub(crate) unsafe fn pointwise_mul_dot<R: CubeRuntime, T: Scalar>(
 /// [`crate::vector::pcg_jacobi_update_device`]).
 ///
 /// # Safety
-/// `d`, `p`, `q`, `x`, `r` have the same length; `scalars` holds `cg_scalars::PCG_LEN` values.
+/// `d`, `p`, `q`, `r` (and `x`, if given) have the same length; `scalars` holds
+/// `cg_scalars::PCG_LEN` values.
 pub(crate) unsafe fn pcg_jacobi_update_device<R: CubeRuntime, T: Scalar>(
     b: &Cube<R>,
     scalars: &mut CubeBuffer<T>,
     d: &CubeBuffer<T>,
     p: &CubeBuffer<T>,
     q: &CubeBuffer<T>,
-    x: &mut CubeBuffer<T>,
+    x: Option<&mut CubeBuffer<T>>,
     r: &mut CubeBuffer<T>,
 ) -> Result<()> {
     let line = line_size::<T>();
-    let (cubes, count, dim) = b.config().reduce(x.padded_len() / line);
+    let (cubes, count, dim) = b.config().reduce(r.padded_len() / line);
     let out = partials::<R, T>(b, 2 * cubes);
-    b.launch::<T>((line, dim.x), || {
+    let update_x = x.is_some();
+    // Without x, its binding is a one-line dummy the kernel does not touch.
+    let dummy;
+    let x: &CubeBuffer<T> = match x {
+        Some(x) => x,
+        None => {
+            dummy = crate::backend::core::BackendCore::alloc::<T>(b, line)?;
+            &dummy
+        }
+    };
+    b.launch::<T>((line, dim.x, update_x), || {
         // SAFETY: equal lengths (the caller's contract), so equal padded lengths; `out`
-        // holds two slots per cube; the scalars hold RR and PQ.
+        // holds two slots per cube; the scalars hold RR and PQ; x is read and written
+        // only when update_x (then it has r's length).
         unsafe {
             pcg_jacobi_update_kernel::launch_unchecked::<T, R>(
                 b.client(),
@@ -457,8 +472,9 @@ pub(crate) unsafe fn pcg_jacobi_update_device<R: CubeRuntime, T: Scalar>(
                 x.arg(),
                 r.arg(),
                 out.arg(),
-                x.len,
+                r.len,
                 dim.x as usize,
+                update_x,
             )
         }
     })?;

@@ -203,7 +203,7 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         d: &CubeBuffer<T>,
         p: &CubeBuffer<T>,
         q: &CubeBuffer<T>,
-        x: &mut CubeBuffer<T>,
+        x: Option<&mut CubeBuffer<T>>,
         r: &mut CubeBuffer<T>,
     ) -> Result<()> {
         unsafe { cg::pcg_jacobi_update_device(self, scalars, d, p, q, x, r) }

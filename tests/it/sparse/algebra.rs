@@ -177,6 +177,31 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
 
 fn aggregation_and_prolongators_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
     let cpu = Cpu::new();
+    // Unsymmetric and awkward patterns (a device round recomputes only the rows its
+    // undecided nodes reach, marked along their rows), and a 3D Laplacian of many rounds:
+    // the same aggregates as the CPU's.
+    for (name, a) in [
+        (
+            "uniform 4000, 1..9",
+            random_csr::<f64>(&RandomPattern::uniform(4000, 4000, 1, 9), 5).unwrap(),
+        ),
+        (
+            "awkward 3000",
+            random_csr::<f64>(&RandomPattern::awkward(3000, 3000), 6).unwrap(),
+        ),
+        (
+            "banded 5000, 40",
+            random_csr::<f64>(&RandomPattern::banded(5000, 5000, 40), 7).unwrap(),
+        ),
+        ("poisson3d 40", poisson3d_7pt(40).unwrap()),
+    ] {
+        let (ta, a_t) = in_t::<T>(&a);
+        let want = aggregate(&a_t).unwrap();
+        poison_pool::<B, T>(b, 8 * a.nrows());
+        let got = aggregate(&ta.to_backend(b).unwrap()).unwrap();
+        assert_eq!(got.count(), want.count(), "{name}");
+        assert_eq!(got.to_vec().unwrap(), want.to_vec().unwrap(), "{name}");
+    }
     for (name, a) in [
         ("poisson2d 41", poisson2d_5pt(41).unwrap()),
         ("poisson3d 11", poisson3d_7pt(11).unwrap()),
@@ -402,7 +427,36 @@ fn csr_to_sell_matches_the_host<B: Backend, T: Scalar>(b: &B) {
     );
 }
 
+/// The values check AMG's setup makes at θ = 0 (a matrix without stored zeros is its own
+/// strength graph): one zero (or −0) anywhere in a long random vector is seen, on a device as
+/// on the CPU; NaN is not a zero. f64 buffers, so once per backend (the f64 instance).
+fn any_zero_sees_a_single_zero<B: Backend, T: Scalar>(b: &B) {
+    if !b.supports(galerkin::DType::F64) || T::EPS > 1e-10 {
+        return;
+    }
+    let n = 300_001;
+    let base: Vec<f64> = random_vec::<f64>(n, 41)
+        .into_iter()
+        .map(|v| if v == 0.0 { 0.5 } else { v })
+        .collect();
+    let check = |v: &[f64]| {
+        poison_pool::<B, f64>(b, n);
+        let x = Vector::from_slice(b, v).unwrap();
+        b.any_zero(x.buffer().unwrap()).unwrap()
+    };
+    assert!(!check(&base));
+    for (at, zero) in [(0, 0.0), (1, -0.0), (n / 2, 0.0), (n - 1, 0.0)] {
+        let mut v = base.clone();
+        v[at] = zero;
+        assert!(check(&v), "a zero at {at}");
+    }
+    let mut v = base.clone();
+    v[n / 3] = f64::NAN;
+    assert!(!check(&v), "NaN is not a zero");
+}
+
 backend_tests!(
+    any_zero_sees_a_single_zero,
     products_transposes_and_filters_match_the_cpu,
     aggregation_and_prolongators_match_the_cpu,
     block_ell_to_csr_matches_the_host,

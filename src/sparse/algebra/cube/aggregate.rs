@@ -30,60 +30,60 @@ impl<R: CubeRuntime> Cube<R> {
         let (m1h, m1l) = (self.alloc_uninit::<u32>(n)?, self.alloc_uninit::<u32>(n)?);
         let (m2h, m2l) = (self.alloc_uninit::<u32>(n)?, self.alloc_uninit::<u32>(n)?);
         let mut left = self.alloc::<u32>(1)?;
+        // live[i] == round: row i's distance-1 maximum is needed in that round (marked by
+        // the previous round's decide pass; every row in round 0). After the first rounds
+        // few nodes are undecided, and a round reads little more than these flags.
+        let mut live = self.alloc_uninit::<u32>(n)?;
+        self.fill_u32(&mut live, 0)?;
         let (count, dim) = self.config().grid(n);
         // Every round decides at least the undecided node of largest key; at most
         // MAX_MIS2_ROUNDS rounds, as on the CPU.
         let mut decided = false;
-        for _round in 0..crate::sparse::algebra::aggregate::MAX_MIS2_ROUNDS {
+        for round in 0..crate::sparse::algebra::aggregate::MAX_MIS2_ROUNDS as u32 {
             self.write(&mut left, &[0])?;
-            self.launch::<()>(true, || {
-                // SAFETY: the CSR invariants (columns below n); every array has n values.
-                unsafe {
-                    spread_kernel::launch_unchecked::<R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        s.row_ptr.arg(),
-                        s.col_idx.arg(),
-                        state.arg(),
-                        m2h.arg(),
-                        m2l.arg(),
-                        m1h.arg(),
-                        m1l.arg(),
-                        n,
-                        true,
-                    )
-                }
-            })?;
-            self.launch::<()>(false, || {
-                // SAFETY: as above.
-                unsafe {
-                    spread_kernel::launch_unchecked::<R>(
-                        self.client(),
-                        count.clone(),
-                        dim,
-                        s.row_ptr.arg(),
-                        s.col_idx.arg(),
-                        state.arg(),
-                        m1h.arg(),
-                        m1l.arg(),
-                        m2h.arg(),
-                        m2l.arg(),
-                        n,
-                        false,
-                    )
-                }
-            })?;
+            for first in [true, false] {
+                let (input, output) = if first {
+                    ((&m2h, &m2l), (&m1h, &m1l))
+                } else {
+                    ((&m1h, &m1l), (&m2h, &m2l))
+                };
+                self.launch::<()>(first, || {
+                    // SAFETY: the CSR invariants (columns below n); every array has n
+                    // values.
+                    unsafe {
+                        spread_kernel::launch_unchecked::<R>(
+                            self.client(),
+                            count.clone(),
+                            dim,
+                            s.row_ptr.arg(),
+                            s.col_idx.arg(),
+                            state.arg(),
+                            live.arg(),
+                            round,
+                            input.0.arg(),
+                            input.1.arg(),
+                            output.0.arg(),
+                            output.1.arg(),
+                            n,
+                            first,
+                        )
+                    }
+                })?;
+            }
             self.launch::<()>((), || {
-                // SAFETY: every array has n values; left has 1.
+                // SAFETY: the CSR invariants; every array has n values; left has 1.
                 unsafe {
                     decide_kernel::launch_unchecked::<R>(
                         self.client(),
                         count.clone(),
                         dim,
+                        s.row_ptr.arg(),
+                        s.col_idx.arg(),
                         state.arg(),
                         m2h.arg(),
                         m2l.arg(),
+                        live.arg(),
+                        round,
                         left.arg(),
                         n,
                     )
@@ -94,6 +94,7 @@ impl<R: CubeRuntime> Cube<R> {
                 break;
             }
         }
+        drop(live);
         if !decided {
             // The nodes still undecided after the last round become roots, as on the CPU
             // (so the same aggregates): through the host, as it is rare.

@@ -6,13 +6,18 @@ use cubecl::prelude::*;
 
 use super::kernels::key_high;
 
-/// `m[i]` = the largest key within distance 1 of `i`; `first`: keys from `state`, else
-/// from `(in_hi, in_lo)`.
+/// `m[i]` = the largest key within distance 1 of `i`, for the rows whose result the round
+/// reads. `first`: keys from `state`, for the nodes `i` with `live[i] == round` (every node
+/// in round 0), which the decide pass of the previous round marked: the undecided nodes and
+/// their neighbours. Otherwise: from `(in_hi, in_lo)`, for the undecided nodes only (the
+/// decide pass reads no other). Rows skipped keep a stale `m`, which no one reads.
 #[cube(launch_unchecked)]
 pub(super) fn spread_kernel(
     row_ptr: &Array<u32>,
     cols: &Array<u32>,
     state: &Array<u32>,
+    live: &Array<u32>,
+    round: u32,
     in_hi: &Array<u32>,
     in_lo: &Array<u32>,
     out_hi: &mut Array<u32>,
@@ -23,38 +28,50 @@ pub(super) fn spread_kernel(
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < n {
-        let mut bh = in_hi[i];
-        let mut bl = in_lo[i];
+        let mut needed = state[i] == 1;
         if first {
-            bh = key_high(state[i], u32::cast_from(i));
-            bl = u32::cast_from(i);
+            needed = round == 0 || live[i] == round;
         }
-        for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
-            let j = cols[k];
-            let mut h = in_hi[j as usize];
-            let mut l = in_lo[j as usize];
+        if needed {
+            let mut bh = in_hi[i];
+            let mut bl = in_lo[i];
             if first {
-                h = key_high(state[j as usize], j);
-                l = j;
+                bh = key_high(state[i], u32::cast_from(i));
+                bl = u32::cast_from(i);
             }
-            if h > bh || (h == bh && l > bl) {
-                bh = h;
-                bl = l;
+            for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+                let j = cols[k];
+                let mut h = in_hi[j as usize];
+                let mut l = in_lo[j as usize];
+                if first {
+                    h = key_high(state[j as usize], j);
+                    l = j;
+                }
+                if h > bh || (h == bh && l > bl) {
+                    bh = h;
+                    bl = l;
+                }
             }
+            out_hi[i] = bh;
+            out_lo[i] = bl;
         }
-        out_hi[i] = bh;
-        out_lo[i] = bl;
         i += stride;
     }
 }
 
 /// An undecided node whose distance-2 maximum is a root leaves; one that is its own
-/// maximum becomes a root; `left[0] = 1` if any stays undecided.
+/// maximum becomes a root; one that stays undecided sets `left[0] = 1` and marks itself
+/// and its neighbours `live = round + 1`: the rows whose distance-1 maxima the next round
+/// needs (the pattern need not be symmetric: the marks go along the undecided node's row).
 #[cube(launch_unchecked)]
 pub(super) fn decide_kernel(
+    row_ptr: &Array<u32>,
+    cols: &Array<u32>,
     state: &mut Array<u32>,
     m_hi: &Array<u32>,
     m_lo: &Array<u32>,
+    live: &mut Array<u32>,
+    round: u32,
     left: &mut Array<u32>,
     n: usize,
 ) {
@@ -68,6 +85,11 @@ pub(super) fn decide_kernel(
                 state[i] = 2;
             } else {
                 left[0] = 1;
+                live[i] = round + 1;
+                for k in row_ptr[i] as usize..row_ptr[i + 1] as usize {
+                    let j = cols[k] as usize;
+                    live[j] = round + 1;
+                }
             }
         }
         i += stride;

@@ -267,13 +267,21 @@ pub(super) fn strength_kernel<V: Float>(
     }
 }
 
+/// `flag[0] = 1` if an entry is zero (`zeros`), or not `> 0` (NaN included); `flag` is
+/// not touched otherwise. Every unit that writes, writes the same 1.
 #[cube(launch_unchecked)]
-pub(super) fn count_nonpositive_kernel(x: &Array<f64>, flag: &mut Array<u32>, n: usize) {
+pub(super) fn flag_values_kernel(
+    x: &Array<f64>,
+    flag: &mut Array<u32>,
+    n: usize,
+    #[comptime] zeros: bool,
+) {
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < n {
         let positive = x[i] > 0.0; // false for NaN too
-        if !positive {
+        let hit = if zeros { x[i] == 0.0 } else { !positive };
+        if hit {
             flag[0] = 1;
         }
         i += stride;

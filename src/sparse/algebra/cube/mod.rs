@@ -558,23 +558,11 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
     }
 
     fn count_nonpositive(&self, x: &CubeBuffer<f64>) -> Result<usize> {
-        let n = x.len();
-        let flag = self.alloc::<u32>(1)?;
-        let (count, dim) = self.config().grid(n);
-        self.launch::<()>((), || {
-            // SAFETY: x has n values, flag 1.
-            unsafe {
-                count_nonpositive_kernel::launch_unchecked::<R>(
-                    self.client(),
-                    count,
-                    dim,
-                    x.arg(),
-                    flag.arg(),
-                    n,
-                )
-            }
-        })?;
-        Ok(self.download(&flag)?[0] as usize)
+        self.flag_values(x, false).map(usize::from)
+    }
+
+    fn any_zero(&self, x: &CubeBuffer<f64>) -> Result<bool> {
+        self.flag_values(x, true)
     }
 
     fn strided_ones(&self, n: usize, step: usize) -> Result<CubeBuffer<f64>> {
@@ -627,6 +615,28 @@ impl<R: CubeRuntime> Cube<R> {
     /// except on llvmpipe above its loop budget (the caller then computes on the host).
     fn loops_fit(&self, iterations: usize) -> bool {
         iterations <= LLVMPIPE_LOOP_BUDGET || !self.info().device.contains("llvmpipe")
+    }
+
+    /// Whether an entry of `x` is zero (`zeros`) or not `> 0` (NaN included).
+    fn flag_values(&self, x: &CubeBuffer<f64>, zeros: bool) -> Result<bool> {
+        let n = x.len();
+        let flag = self.alloc::<u32>(1)?;
+        let (count, dim) = self.config().grid(n);
+        self.launch::<()>((), || {
+            // SAFETY: x has n values, flag 1.
+            unsafe {
+                flag_values_kernel::launch_unchecked::<R>(
+                    self.client(),
+                    count,
+                    dim,
+                    x.arg(),
+                    flag.arg(),
+                    n,
+                    zeros,
+                )
+            }
+        })?;
+        Ok(self.download(&flag)?[0] != 0)
     }
 
     /// Sorts each row of a CSR pattern by column, values along; `longest`: the longest
