@@ -19,7 +19,8 @@
 //! in the same order — the terms of each output entry of a product summed in the order of the
 //! left factor's row (a unit per row; on devices with 32-lane planes, a plane per row for rows
 //! above 32 entries, which adds its lanes' sums by a fixed tree; rows above the kernel's limit
-//! in pieces, summed piece after piece), ties between aggregation candidates broken by the same
+//! in pieces, summed piece after piece — with a right factor of at most 512 columns, a cube
+//! per row in eight such pieces), ties between aggregation candidates broken by the same
 //! hash of the row index — so a hierarchy built on a device is the CPU's up to rounding (the
 //! device contracts products into fused multiply-adds; f32 values accumulate in f32 there).
 //! No device kernel uses floating-point atomics (absent on wgpu); 32-bit integer atomics
@@ -298,7 +299,9 @@ fn check_square<B: BackendCore, V: Element>(op: &'static str, a: &Csr<B, V>) -> 
 /// unit per row, or (32-lane planes, a matrix with a row above 32 entries) a plane per row,
 /// each lane in order and the lanes by a fixed tree — and sums rows above the kernel's limit
 /// (64 entries for the unit kernel, 128 for the plane kernel) in pieces of 32 or 128 (each
-/// piece's sum, then the pieces in order).
+/// piece's sum, then the pieces in order); when `B` has at most 512 columns (a coarse level's
+/// `R·AP`), such rows take a cube each instead, accumulated densely in shared memory in eight
+/// consecutive pieces of the row (each in `A`'s order, then the pieces in order).
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`] if `a.ncols() != b.nrows()`; [`Error::DeviceMismatch`] for

@@ -95,11 +95,27 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(300, 400, 65, 90),
             RandomPattern::uniform(400, 50, 1, 3),
         ),
-        // Rows of 130..300 entries: on 32-lane plane devices, pieces of 128 (a plane each),
-        // then summed (lavapipe takes such rows to the host).
+        // Rows of 130..300 entries and a B of 80 columns: a cube per row, accumulated
+        // densely in shared memory in eight segments (lavapipe takes such rows to the host).
         (
             RandomPattern::uniform(200, 600, 130, 300),
             RandomPattern::uniform(600, 80, 1, 4),
+        ),
+        // The same with B's rows of up to 40 entries over 509 columns (the widest dense
+        // row, 512), and with rows of 65..90 (dense on lavapipe; a plane a row elsewhere).
+        (
+            RandomPattern::uniform(150, 700, 130, 300),
+            RandomPattern::uniform(700, 509, 0, 40),
+        ),
+        (
+            RandomPattern::uniform(120, 700, 65, 90),
+            RandomPattern::uniform(700, 300, 1, 12),
+        ),
+        // Rows of 130..300 entries and a B of 900 columns, too wide for a dense row: pieces
+        // of 128 (a plane each) on 32-lane plane devices, then summed.
+        (
+            RandomPattern::uniform(200, 600, 130, 300),
+            RandomPattern::uniform(600, 900, 1, 4),
         ),
         // Transposes with rows of ~100 and ~225 entries: sorted by rank.
         (

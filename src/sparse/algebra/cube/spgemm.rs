@@ -21,12 +21,7 @@ impl<R: CubeRuntime> Cube<R> {
         b: &Csr<Self, V>,
     ) -> Result<Csr<Self, V>> {
         let n = a.nrows;
-        // A row's merge takes at most (its length) x (the columns it selects) steps.
         let (la, lb) = (a.stats.max, b.stats.max);
-        if !self.loops_fit(la.saturating_mul(la.saturating_mul(lb)).saturating_mul(2)) {
-            let c = crate::sparse::algebra::host::spgemm(&a.to_host()?, &b.to_host()?)?;
-            return c.to_backend(self);
-        }
         // With 32-lane plane operations, rows above SPGEMM_PLANE_ABOVE take a plane each
         // (cursors in registers, up to SPGEMM_PLANE_MAX entries, longer rows in pieces of
         // that many); else rows above SPGEMM_SPLIT_ABOVE are cut into pieces of SPGEMM_PIECE.
@@ -37,6 +32,23 @@ impl<R: CubeRuntime> Cube<R> {
         } else {
             (SPGEMM_SPLIT_ABOVE, SPGEMM_PIECE)
         };
+        // Rows too long for one merge and a narrow B (a coarse level's R·AP): a cube per row,
+        // accumulated densely (each unit walks at most a row's products and the width).
+        let width = b.ncols.next_power_of_two().max(32);
+        let shared = width * (SPGEMM_DENSE_PLANES * std::mem::size_of::<V>() + 4);
+        if la > limit
+            && n > 0
+            && width <= SPGEMM_DENSE_MAX_WIDTH
+            && shared <= info.max_shared_bytes
+            && self.loops_fit(la.saturating_mul(lb).saturating_add(width))
+        {
+            return self.spgemm_dense(a, b, width);
+        }
+        // A row's merge takes at most (its length) x (the columns it selects) steps.
+        if !self.loops_fit(la.saturating_mul(la.saturating_mul(lb)).saturating_mul(2)) {
+            let c = crate::sparse::algebra::host::spgemm(&a.to_host()?, &b.to_host()?)?;
+            return c.to_backend(self);
+        }
         if la > limit && n > 0 {
             return self.spgemm_split(a, b, piece);
         }
@@ -128,6 +140,65 @@ impl<R: CubeRuntime> Cube<R> {
                         n,
                         slots,
                         dim,
+                        fill,
+                    )
+                }
+            })
+        };
+        pass(&dummy_u, &dummy_u2, &dummy_v, &counts, false)?;
+        let (c_ptr, nnz, stats) = self.exclusive_scan(&counts, n, b.ncols, "the product")?;
+        drop(counts);
+        let cols = self.alloc_uninit::<u32>(nnz)?;
+        let vals = self.alloc_uninit::<V>(nnz)?;
+        pass(&c_ptr, &cols, &vals, &dummy_u2, true)?;
+        Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
+    }
+
+    /// `A·B` by [`spgemm_dense_kernel`] (`B` of at most `width` columns, a power of two
+    /// within the device's shared memory): a cube per row of `A`, symbolic then numeric.
+    fn spgemm_dense<V: Scalar>(
+        &self,
+        a: &Csr<Self, V>,
+        b: &Csr<Self, V>,
+        width: usize,
+    ) -> Result<Csr<Self, V>> {
+        let n = a.nrows;
+        let cubes = n.clamp(1, self.config().max_cubes as usize);
+        let (count, dim) = (
+            CubeCount::Static(cubes as u32, 1, 1),
+            CubeDim::new_1d(SPGEMM_DENSE_DIM as u32),
+        );
+        let counts = self.alloc_uninit::<u32>(n)?;
+        let dummy_u = self.alloc::<u32>(1)?;
+        let dummy_u2 = self.alloc::<u32>(1)?;
+        let dummy_v = self.alloc::<V>(1)?;
+        let pass = |c_ptr: &CubeBuffer<u32>,
+                    cols: &CubeBuffer<u32>,
+                    vals: &CubeBuffer<V>,
+                    counts: &CubeBuffer<u32>,
+                    fill: bool| {
+            self.launch::<V>((fill, width), || {
+                // SAFETY: the CSR invariants of A and B (A's columns index B's rows, B's
+                // columns below ncols <= width); counts has one slot per row; with `fill`,
+                // c_ptr offsets each row's count, which the numeric pass reproduces.
+                unsafe {
+                    spgemm_dense_kernel::launch_unchecked::<V, R>(
+                        self.client(),
+                        count.clone(),
+                        dim,
+                        a.row_ptr.arg(),
+                        a.col_idx.arg(),
+                        a.values.arg(),
+                        b.row_ptr.arg(),
+                        b.col_idx.arg(),
+                        b.values.arg(),
+                        c_ptr.arg(),
+                        cols.arg(),
+                        vals.arg(),
+                        counts.arg(),
+                        n,
+                        b.ncols,
+                        width,
                         fill,
                     )
                 }

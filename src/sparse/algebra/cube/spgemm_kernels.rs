@@ -20,6 +20,108 @@ pub(super) const SPGEMM_SPLIT_ABOVE: usize = 64;
 pub(super) const SPGEMM_PLANE_ABOVE: usize = 32;
 pub(super) const SPGEMM_PLANE_MAX: usize = 128;
 
+/// The dense-row SpGEMM's units a cube: [`SPGEMM_DENSE_PLANES`] planes of 32.
+pub(super) const SPGEMM_DENSE_DIM: usize = 256;
+/// The planes of a dense-row cube, each summing its own segment of `A`'s row.
+pub(super) const SPGEMM_DENSE_PLANES: usize = 8;
+/// The widest `B` (columns, rounded up to a power of two) the dense-row kernel takes.
+pub(super) const SPGEMM_DENSE_MAX_WIDTH: usize = 512;
+
+/// Row `i` of `A·B` for a `B` of at most `width` columns (a coarse level's `R·AP`: few,
+/// long rows of `A`, few columns), a cube per row, the row accumulated densely in shared
+/// memory. Plane `w` of the cube takes the `w`-th of [`SPGEMM_DENSE_PLANES`] consecutive
+/// segments of `A`'s row and walks its products in `A`'s order, lane `l` adding those of the
+/// columns `c ≡ l (mod 32)` into the plane's own accumulator; then each column's segment sums
+/// are added in segment order (deterministic: the split form's pieces, in order), and unit 0
+/// walks the columns in order, counting those touched (`fill` false; entries that cancel
+/// count: the pattern is structural) or writing them at `c_ptr[i]`.
+#[cube(launch_unchecked)]
+pub(super) fn spgemm_dense_kernel<V: Float>(
+    a_ptr: &Array<u32>,
+    a_cols: &Array<u32>,
+    a_vals: &Array<V>,
+    b_ptr: &Array<u32>,
+    b_cols: &Array<u32>,
+    b_vals: &Array<V>,
+    c_ptr: &Array<u32>,
+    c_cols: &mut Array<u32>,
+    c_vals: &mut Array<V>,
+    counts: &mut Array<u32>,
+    n: usize,
+    ncols: usize,
+    #[comptime] width: usize,
+    #[comptime] fill: bool,
+) {
+    let planes = comptime![SPGEMM_DENSE_PLANES];
+    let dim = comptime![SPGEMM_DENSE_DIM];
+    let mut acc = SharedMemory::<V>::new(comptime!(width * SPGEMM_DENSE_PLANES));
+    let mut touched = SharedMemory::<u32>::new(width);
+    let t = UNIT_POS as usize;
+    let lane = t % 32;
+    let w = t / 32;
+    let mut i = CUBE_POS;
+    while i < n {
+        let mut c = t;
+        while c < width * planes {
+            acc[c] = V::new(0.0);
+            c += dim;
+        }
+        let mut c = t;
+        while c < width {
+            touched[c] = 0;
+            c += dim;
+        }
+        sync_cube();
+        let s = a_ptr[i] as usize;
+        let len = a_ptr[i + 1] as usize - s;
+        let lo = s + len * w / planes;
+        let hi = s + len * (w + 1) / planes;
+        let base = w * width;
+        for k in lo..hi {
+            let j = a_cols[k] as usize;
+            let av = a_vals[k];
+            for m in b_ptr[j] as usize..b_ptr[j + 1] as usize {
+                let col = b_cols[m] as usize;
+                if col % 32 == lane {
+                    acc[base + col] += av * b_vals[m];
+                    touched[col] = 1;
+                }
+            }
+        }
+        sync_cube();
+        let mut c = t;
+        while c < width {
+            let mut sum = acc[c];
+            for q in 1..planes {
+                sum += acc[q * width + c];
+            }
+            acc[c] = sum;
+            c += dim;
+        }
+        sync_cube();
+        if t == 0 {
+            if fill {
+                let mut at = c_ptr[i] as usize;
+                for col in 0..ncols {
+                    if touched[col] == 1 {
+                        c_cols[at] = u32::cast_from(col);
+                        c_vals[at] = acc[col];
+                        at += 1;
+                    }
+                }
+            } else {
+                let mut total = 0u32;
+                for col in 0..ncols {
+                    total += touched[col];
+                }
+                counts[i] = total;
+            }
+        }
+        sync_cube();
+        i += CUBE_COUNT;
+    }
+}
+
 /// Row `i` of `A·B` by a merge of the selected rows of `B`: entry `k` of `A`'s row keeps a
 /// cursor into row `A(i, k)` of `B`, that row's end, and the column the cursor shows
 /// (`u32::MAX` once the row is used up). The cursors live in shared memory, `slots` per unit
