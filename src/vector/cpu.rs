@@ -220,37 +220,51 @@ fn reduce_chunks_mut2<T: Scalar>(
     pairwise(&partials)
 }
 
+/// Runs `body(start, chunk)` on the fixed chunks of a mutable slice and adds the returned
+/// chunk sums pairwise (the one-slice form of [`reduce_chunks_mut2`]).
+fn reduce_chunks_mut<T: Scalar>(
+    a: &mut [T],
+    body: impl Fn(usize, &mut [T]) -> f64 + Sync + Send,
+) -> f64 {
+    let partials: Vec<f64> = if a.len() < SERIAL_BELOW {
+        a.chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(c, a)| body(c * CHUNK, a))
+            .collect()
+    } else {
+        a.par_chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(c, a)| body(c * CHUNK, a))
+            .collect()
+    };
+    pairwise(&partials)
+}
+
+/// `r −= alpha q` on one chunk, returning its `r · r`.
+fn residual_chunk<T: Scalar>(alpha: T, q: &[T], r: &mut [T]) -> f64 {
+    for (r, q) in r.iter_mut().zip(q) {
+        *r -= alpha * *q;
+    }
+    lanes2(r, r, |v, _| v * v)
+}
+
 /// The fused CG update `x += alpha p; r -= alpha q`, returning the new `r · r`
 /// (accumulated in f64) from the same pass.
 pub(crate) fn cg_update<T: Scalar>(alpha: T, p: &[T], q: &[T], x: &mut [T], r: &mut [T]) -> f64 {
     reduce_chunks_mut2(x, r, |start, x, r| {
         let end = start + x.len();
-        let (p, q) = (&p[start..end], &q[start..end]);
-        for (x, p) in x.iter_mut().zip(p) {
+        for (x, p) in x.iter_mut().zip(&p[start..end]) {
             *x += alpha * *p;
         }
-        for (r, q) in r.iter_mut().zip(q) {
-            *r -= alpha * *q;
-        }
-        lanes2(r, r, |v, _| v * v)
+        residual_chunk(alpha, &q[start..end], r)
     })
 }
 
 /// `r −= α q`, returning `r · r` (the residual half of [`cg_update`], the same sums).
 pub(crate) fn residual_update<T: Scalar>(alpha: T, q: &[T], r: &mut [T]) -> f64 {
-    let body = |(c, r): (usize, &mut [T])| {
-        let q = &q[c * CHUNK..c * CHUNK + r.len()];
-        for (r, q) in r.iter_mut().zip(q) {
-            *r -= alpha * *q;
-        }
-        lanes2(r, r, |v, _| v * v)
-    };
-    let partials: Vec<f64> = if r.len() < SERIAL_BELOW {
-        r.chunks_mut(CHUNK).enumerate().map(body).collect()
-    } else {
-        r.par_chunks_mut(CHUNK).enumerate().map(body).collect()
-    };
-    pairwise(&partials)
+    reduce_chunks_mut(r, |start, r| {
+        residual_chunk(alpha, &q[start..start + r.len()], r)
+    })
 }
 
 /// `r · (d ∘ r)`, accumulated in f64, the product `d ∘ r` rounded to `T` first: the same

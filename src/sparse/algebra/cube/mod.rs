@@ -245,61 +245,38 @@ impl<R: CubeRuntime> SparseAlgebraOps for Cube<R> {
     fn csr_strength<V: Scalar>(&self, a: &Csr<Self, V>, theta: f64) -> Result<Csr<Self, V>> {
         let n = a.nrows;
         let d = self.csr_diagonal(a)?;
-        let counts = self.alloc_uninit::<u32>(n)?;
         let (count, dim) = self.config().grid(n);
-        // The unused arrays of each pass are bound to small dummies.
-        let dummy_u = self.alloc::<u32>(1)?;
-        let dummy_u2 = self.alloc::<u32>(1)?;
-        let dummy_v = self.alloc::<V>(1)?;
-        self.launch::<V>(false, || {
-            // SAFETY: the CSR invariants; d and counts have n values; the fill arrays are
-            // not touched when fill is false.
-            unsafe {
-                strength_kernel::launch_unchecked::<V, R>(
-                    self.client(),
-                    count.clone(),
-                    dim,
-                    a.row_ptr.arg(),
-                    a.col_idx.arg(),
-                    a.values.arg(),
-                    d.arg(),
-                    scalar(V::from_f64(theta)),
-                    dummy_u.arg(),
-                    dummy_u2.arg(),
-                    dummy_v.arg(),
-                    counts.arg(),
-                    n,
-                    false,
-                )
-            }
-        })?;
-        let (row_ptr, nnz, stats) =
-            self.exclusive_scan(&counts, n, a.ncols, "the strength graph")?;
-        drop(counts);
-        let cols = self.alloc_uninit::<u32>(nnz)?;
-        let vals = self.alloc_uninit::<V>(nnz)?;
-        self.launch::<V>(true, || {
-            // SAFETY: row_ptr offsets each row's strong entries within nnz.
-            unsafe {
-                strength_kernel::launch_unchecked::<V, R>(
-                    self.client(),
-                    count,
-                    dim,
-                    a.row_ptr.arg(),
-                    a.col_idx.arg(),
-                    a.values.arg(),
-                    d.arg(),
-                    scalar(V::from_f64(theta)),
-                    row_ptr.arg(),
-                    cols.arg(),
-                    vals.arg(),
-                    dummy_u2.arg(),
-                    n,
-                    true,
-                )
-            }
-        })?;
-        Ok(self.csr_from((n, a.ncols), row_ptr, cols, vals, stats))
+        // The counting pass, then the fill at the scanned offsets (the unused arrays of each
+        // pass are small dummies).
+        let pass = |row_ptr: &CubeBuffer<u32>,
+                    cols: &CubeBuffer<u32>,
+                    vals: &CubeBuffer<V>,
+                    counts: &CubeBuffer<u32>,
+                    fill: bool| {
+            self.launch::<V>(fill, || {
+                // SAFETY: the CSR invariants; d and counts have n values; with `fill`,
+                // row_ptr offsets each row's strong entries within the arrays filled.
+                unsafe {
+                    strength_kernel::launch_unchecked::<V, R>(
+                        self.client(),
+                        count.clone(),
+                        dim,
+                        a.row_ptr.arg(),
+                        a.col_idx.arg(),
+                        a.values.arg(),
+                        d.arg(),
+                        scalar(V::from_f64(theta)),
+                        row_ptr.arg(),
+                        cols.arg(),
+                        vals.arg(),
+                        counts.arg(),
+                        n,
+                        fill,
+                    )
+                }
+            })
+        };
+        self.count_then_fill("the strength graph", n, a.ncols, pass)
     }
 
     fn csr_transpose<V: Scalar>(&self, a: &Csr<Self, V>) -> Result<Csr<Self, V>> {

@@ -78,11 +78,6 @@ impl<R: CubeRuntime> Cube<R> {
             CubeCount::Static(cubes as u32, 1, 1),
             CubeDim::new_1d(dim as u32),
         );
-        let counts = self.alloc_uninit::<u32>(n)?;
-        let dummy_u = self.alloc::<u32>(1)?;
-        let dummy_u2 = self.alloc::<u32>(1)?;
-        let dummy_v = self.alloc::<V>(1)?;
-
         // The symbolic pass (counts) and the numeric one (fill at c_ptr), one kernel.
         let pass = |c_ptr: &CubeBuffer<u32>,
                     cols: &CubeBuffer<u32>,
@@ -145,13 +140,7 @@ impl<R: CubeRuntime> Cube<R> {
                 }
             })
         };
-        pass(&dummy_u, &dummy_u2, &dummy_v, &counts, false)?;
-        let (c_ptr, nnz, stats) = self.exclusive_scan(&counts, n, b.ncols, "the product")?;
-        drop(counts);
-        let cols = self.alloc_uninit::<u32>(nnz)?;
-        let vals = self.alloc_uninit::<V>(nnz)?;
-        pass(&c_ptr, &cols, &vals, &dummy_u2, true)?;
-        Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
+        self.count_then_fill("the product", n, b.ncols, pass)
     }
 
     /// `A·B` by [`spgemm_dense_kernel`] (`B` of at most `width` columns, a power of two
@@ -168,10 +157,6 @@ impl<R: CubeRuntime> Cube<R> {
             CubeCount::Static(cubes as u32, 1, 1),
             CubeDim::new_1d(SPGEMM_DENSE_DIM as u32),
         );
-        let counts = self.alloc_uninit::<u32>(n)?;
-        let dummy_u = self.alloc::<u32>(1)?;
-        let dummy_u2 = self.alloc::<u32>(1)?;
-        let dummy_v = self.alloc::<V>(1)?;
         let pass = |c_ptr: &CubeBuffer<u32>,
                     cols: &CubeBuffer<u32>,
                     vals: &CubeBuffer<V>,
@@ -204,13 +189,37 @@ impl<R: CubeRuntime> Cube<R> {
                 }
             })
         };
+        self.count_then_fill("the product", n, b.ncols, pass)
+    }
+
+    /// A sparse result (`what`, for errors) of `n` rows and `ncols` columns by the two
+    /// passes of one kernel around a scan: `pass(c_ptr, cols, vals, counts, fill)` counts each row's entries into `counts`
+    /// (`fill` false; the other arrays are dummies), then writes each row at its offset in
+    /// `c_ptr` (`fill` true; `counts` is a dummy).
+    pub(super) fn count_then_fill<V: Scalar>(
+        &self,
+        what: &str,
+        n: usize,
+        ncols: usize,
+        pass: impl Fn(
+            &CubeBuffer<u32>,
+            &CubeBuffer<u32>,
+            &CubeBuffer<V>,
+            &CubeBuffer<u32>,
+            bool,
+        ) -> Result<()>,
+    ) -> Result<Csr<Self, V>> {
+        let counts = self.alloc_uninit::<u32>(n)?;
+        let dummy_u = self.alloc::<u32>(1)?;
+        let dummy_u2 = self.alloc::<u32>(1)?;
+        let dummy_v = self.alloc::<V>(1)?;
         pass(&dummy_u, &dummy_u2, &dummy_v, &counts, false)?;
-        let (c_ptr, nnz, stats) = self.exclusive_scan(&counts, n, b.ncols, "the product")?;
+        let (c_ptr, nnz, stats) = self.exclusive_scan(&counts, n, ncols, what)?;
         drop(counts);
         let cols = self.alloc_uninit::<u32>(nnz)?;
         let vals = self.alloc_uninit::<V>(nnz)?;
         pass(&c_ptr, &cols, &vals, &dummy_u2, true)?;
-        Ok(self.csr_from((n, b.ncols), c_ptr, cols, vals, stats))
+        Ok(self.csr_from((n, ncols), c_ptr, cols, vals, stats))
     }
 
     /// `A·B` for an `A` with long rows: each row cut into pieces of `piece` entries (a
