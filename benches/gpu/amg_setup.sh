@@ -26,9 +26,11 @@ if [ -z "${NO_VENDOR:-}" ]; then
   rm -rf "$dump"
 fi
 timeout 100 $bin/bench --suite amg --backend wgpu --amg-matrix poisson7:128 --reps 3 2>&1 | grep -E "^wgpu"
-# HDG_AMG_ONLY=1: the AMG stage only (block-Jacobi's is the slow one, 2.6 s on 640²).
+# HDG_AMG_ONLY=1: the AMG stage only (block-Jacobi's is the slow one, 2.6 s on 640²);
+# NO_HDG=1: neither (nor the hdg_poisson report).
 flags=("--hdg-amg" "")
 [ -n "${HDG_AMG_ONLY:-}" ] && flags=("--hdg-amg")
+[ -n "${NO_HDG:-}" ] && flags=()
 for flag in "${flags[@]}"; do
   timeout 240 $bin/bench --suite hdg --backend cuda --hdg-n ${HDG_N:-320,640} --degrees 3 --spmv-precision f64 --hdg-rtol 1e-10 $flag > "$out/bench_hdg.txt" 2>&1
   echo "bench hdg $flag rc=$?"; grep -E "^(cuda|bknd) |^  " "$out/bench_hdg.txt"
@@ -38,7 +40,7 @@ import json,sys
 d=json.load(sys.stdin); a=d.get('amg') or {}; p=a.get('phases') or {}
 ph=' '.join('%s %.3f' % (k[:5], v) for k, v in p.items() if v >= 0.0005)
 print('%-5s %4s %-13s %5s %-5s %s | amg setup %s levels %s | %s' % (d['backend'][:5], sys.argv[1], d['precond'], d['iterations'], d['converged'], ' '.join('%s %.3f' % (k, v) for k, v in d['seconds'].items()), ('%.3f' % a['setup_seconds']) if a else '-', a.get('level_rows',''), ph))" "$1"; }
-for n in 640; do
+for n in $([ -z "${NO_HDG:-}" ] && echo 640); do
   timeout 120 $bin/hdg_poisson --mesh square:$n --degree 3 --backend cuda --precond amg --amg-degree 3 --rtol ${HDG_RTOL:-1e-8} --no-post-process --json 2> "$out/err.txt" | hrow $n || tail -2 "$out/err.txt"
 done
 row() { python3 -c "

@@ -141,7 +141,115 @@ fn one<B: FullBackend>(b: &B, spec: &str, options: &Options) -> Result<()> {
         "  {spec}: one cycle {plain:.3} ms unprofiled (finest level {choice}, {} levels)",
         amg.info().levels.len()
     );
-    print_cycle_profile(&amg, &rhs)
+    print_cycle_profile(&amg, &rhs)?;
+    drop(amg);
+    // The same hierarchy in f32 (`solve --amg-precision f32`: the finest level rounded from
+    // the solver's operator, in its format).
+    let fine = op.to_precision::<f32>()?;
+    let amg = Amg::<B, f32>::with_owned_operator(b, &host, Box::new(fine), &AmgParams::default())?;
+    let rhs = Vector::from_slice(b, &galerkin::random::random_vec::<f32>(host.nrows(), 7))?;
+    let mut z = Vector::zeros(b, host.nrows())?;
+    amg.precondition(&rhs, &mut z)?;
+    b.synchronize()?;
+    let start = std::time::Instant::now();
+    for _ in 0..cycles {
+        amg.precondition(&rhs, &mut z)?;
+    }
+    b.synchronize()?;
+    let plain32 = start.elapsed().as_secs_f64() * 1e3 / cycles as f64;
+    println!(
+        "  {spec}: f32 hierarchy, one cycle {plain32:.3} ms unprofiled ({:.2}x faster than f64)",
+        plain / plain32
+    );
+    print_cycle_profile(&amg, &rhs)?;
+    outer_iteration(b, &op, amg, plain32, reps)
+}
+
+/// Where the time of the f64 flexible PCG around the f32 hierarchy (`solve --amg-precision
+/// f32`) goes outside the cycle: each of its vector operations on random data (µs, median),
+/// then the solve itself to 1e-8 (b = A·1, x = 0) against its cycles at `cycle_ms` each.
+fn outer_iteration<B: FullBackend>(
+    b: &B,
+    op: &SparseMatrix<B, f64>,
+    amg: Amg<'_, B, f32>,
+    cycle_ms: f64,
+    reps: usize,
+) -> Result<()> {
+    use galerkin::solver::LinearOperator;
+    use galerkin::solver::{MixedPrecision, SolverParams, Stopping};
+    use galerkin::vector::{
+        cg_scalars, cg_update_device, dot_into, pcg_flexible_rotate_device, xpay_device,
+    };
+    let n = op.nrows();
+    let random = |seed| Vector::from_slice(b, &galerkin::random::random_vec::<f64>(n, seed));
+    let (p, mut q, mut x, mut r, mut z) =
+        (random(1)?, random(2)?, random(3)?, random(4)?, random(5)?);
+    let mut p = p;
+    let mut low = Vector::<B, f32>::zeros(b, n)?;
+    let mut s = Vector::from_slice(b, &[1.0, 2.0, 0.5, 1.0, 1.5, 1.25, 0.75])?;
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    let t_apply = median(b, reps, || {
+        op.apply_dot_device(&p, &mut q, &mut s, cg_scalars::PQ)
+    })?;
+    let t_update = median(b, reps, || cg_update_device(&mut s, &p, &q, &mut x, &mut r))?;
+    let t_dot = median(b, reps, || dot_into(&r, &z, &mut s, cg_scalars::RZ_NEW))?;
+    let t_down = median(b, reps, || low.convert_from(&r))?;
+    let t_up = median(b, reps, || z.convert_from(&low))?;
+    let t_rotate = median(b, reps, || pcg_flexible_rotate_device(&mut s))?;
+    let t_xpay = median(b, reps, || xpay_device(&s, &z, &mut p))?;
+    let sum = t_apply + t_update + 2 * t_dot + t_down + t_up + t_rotate + t_xpay;
+    println!(
+        "  outer f64 iteration, µs: q = Ap & p·q {:.1}, update {:.1}, dot {:.1} (x2), f64->f32 {:.1}, f32->f64 {:.1}, rotate {:.1}, xpay {:.1}: {:.1}",
+        us(t_apply), us(t_update), us(t_dot), us(t_down), us(t_up), us(t_rotate), us(t_xpay), us(sum)
+    );
+    let ones = Vector::from_slice(b, &vec![1.0; n])?;
+    let mut rhs = Vector::zeros(b, n)?;
+    op.apply(&ones, &mut rhs)?;
+    let m = MixedPrecision::new(amg);
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let mut x = Vector::zeros(b, n)?;
+        // When each residual reaches the host (ms from the start).
+        let seen = std::cell::RefCell::new(Vec::new());
+        let t0 = std::cell::Cell::new(std::time::Instant::now());
+        let params = SolverParams {
+            stop: Stopping::new(1e-8, 1000),
+            flexible: true,
+            monitor: galerkin::solver::Monitor::new(|_| {
+                seen.borrow_mut()
+                    .push(t0.get().elapsed().as_secs_f64() * 1e3);
+                galerkin::solver::Control::Continue
+            }),
+            ..SolverParams::default()
+        };
+        b.synchronize()?;
+        t0.set(std::time::Instant::now());
+        let report = galerkin::solver::pcg(op, Some(&m), &rhs, &mut x, &params)?;
+        b.synchronize()?;
+        let total = t0.get().elapsed().as_secs_f64() * 1e3;
+        drop(params);
+        runs.push((total, report.iterations, seen.into_inner()));
+    }
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (solve_ms, its, seen) = runs.swap_remove(1);
+    if let (Some(first), Some(last)) = (seen.first(), seen.last()) {
+        let steps: Vec<String> = seen
+            .windows(2)
+            .map(|w| format!("{:.2}", w[1] - w[0]))
+            .collect();
+        println!(
+            "  residuals on the host at {first:.2} ms (the first), then every [{}] ms; the last at {last:.2}, the solve returned at {solve_ms:.2}",
+            steps.join(" ")
+        );
+    }
+    let outside = solve_ms - its as f64 * cycle_ms;
+    println!(
+        "  flexible PCG around the f32 hierarchy: {its} iterations, {solve_ms:.2} ms; {its} cycles {:.2} ms; the rest {outside:.2} ms = {:.1} µs an iteration (the operations above: {:.1})",
+        its as f64 * cycle_ms,
+        outside * 1e3 / its.max(1) as f64,
+        us(sum)
+    );
+    Ok(())
 }
 
 /// The SpMV of level `level`'s operator `a` in CSR (the hierarchy's own) and in SELL-32

@@ -80,6 +80,21 @@ impl<'p, 'a> Tracker<'p, 'a> {
         self.best_at = k;
     }
 
+    /// Whether the next recorded residual is expected to meet the tolerance: the last one
+    /// times the ratio of the last two is at most the target. A solver that reads its
+    /// residual from a device behind work it has already queued (the next preconditioner
+    /// and product) reads it first instead: a round trip, where a stop would throw that
+    /// work away. Every rank of a distributed solve records the same residuals, so every
+    /// rank answers the same.
+    pub(crate) fn expects_convergence(&self) -> bool {
+        match self.history[..] {
+            [.., older, last] if older > 0.0 && last.is_finite() && last > self.target => {
+                last * (last / older) <= self.target
+            }
+            _ => false,
+        }
+    }
+
     /// Whether `residual` meets the tolerance.
     pub(crate) fn converged(&self, residual: f64) -> bool {
         residual <= self.target
@@ -156,5 +171,36 @@ impl<'p, 'a> Tracker<'p, 'a> {
             time: self.start.elapsed(),
             operator_applications: self.applications,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::solver::Stopping;
+
+    #[test]
+    fn expects_convergence_extrapolates_the_last_ratio() {
+        let params = SolverParams {
+            stop: Stopping::new(1e-3, 100),
+            progress: Progress::Never,
+            ..SolverParams::default()
+        };
+        // ‖b‖ = 1: the target is 1e-3.
+        let mut t = Tracker::new(&params, "CG", 1.0);
+        assert!(!t.expects_convergence(), "nothing recorded");
+        t.record(0, 1.0);
+        assert!(!t.expects_convergence(), "one residual: no ratio");
+        t.record(1, 0.1);
+        assert!(!t.expects_convergence(), "0.1 x 0.1 = 1e-2 > 1e-3");
+        t.record(2, 0.011);
+        assert!(!t.expects_convergence(), "0.011 x 0.11 = 1.2e-3 > 1e-3");
+        t.record(3, 0.003);
+        assert!(t.expects_convergence(), "0.003 x 0.27 = 8.2e-4 <= 1e-3");
+        // A rise predicts no convergence; one already below the target is not "next".
+        t.record(4, 0.004);
+        assert!(!t.expects_convergence());
+        t.record(5, 1e-4);
+        assert!(!t.expects_convergence());
     }
 }

@@ -289,6 +289,52 @@ pub fn pcg_flexible_rotate_device<B: VectorOps, T: Scalar>(
     unsafe { backend.pcg_rotate_device(scalars.buffer_mut()?, true) }
 }
 
+/// Flexible PCG's step after a preconditioner applied in precision `L` (an f32 hierarchy
+/// inside an f64 solve), on the device scalars (see [`cg_scalars`]): `s[RZ_PREV] = r · z`
+/// of the `z` about to be overwritten, `z = round(low)`, `s[RZ_NEW] = r · z`, then
+/// [`pcg_flexible_rotate_device`]. One pass over the vectors on a device (the dot products,
+/// the conversion and the rotation would take four), with the sums those four steps give.
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the vector lengths
+/// differ or `scalars` has fewer than [`cg_scalars::FLEXIBLE_LEN`] entries.
+pub fn pcg_flexible_convert_device<B: VectorOps, L: Scalar, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    low: &Vector<B, L>,
+    r: &Vector<B, T>,
+    z: &mut Vector<B, T>,
+) -> Result<()> {
+    const OP: &str = "pcg_flexible_convert_device";
+    agree(OP, "r", z, r)?;
+    agree(OP, "low", z, low)?;
+    if scalars.len() < cg_scalars::FLEXIBLE_LEN {
+        return Err(crate::error::Error::dims(
+            OP,
+            "scalars (at least cg_scalars::FLEXIBLE_LEN)",
+            cg_scalars::FLEXIBLE_LEN,
+            scalars.len(),
+        ));
+    }
+    check_device(OP, &z.backend, &scalars.backend)?;
+    if z.parts() > 1 {
+        // Split vectors: the four steps, each adding up over the parts.
+        dot_into(r, z, scalars, cg_scalars::RZ_PREV)?;
+        z.convert_from(low)?;
+        dot_into(r, z, scalars, cg_scalars::RZ_NEW)?;
+        return pcg_flexible_rotate_device(scalars);
+    }
+    let backend = z.backend.clone();
+    // SAFETY: equal lengths, len(scalars) >= FLEXIBLE_LEN, one device: checked above.
+    unsafe {
+        backend.pcg_flexible_convert_device(
+            scalars.buffer_mut()?,
+            low.buffer()?,
+            r.buffer()?,
+            z.buffer_mut()?,
+        )
+    }
+}
+
 /// PCG with the Jacobi preconditioner `z = d ∘ r`, update and inner products in one pass on
 /// the device scalars (see [`cg_scalars`]): `α = s[RR] / s[PQ]`; `x += α p`; `r −= α q`;
 /// `rz = r · (d ∘ r)`; `s[BETA] = rz / s[RZ]`; `s[RZ] = s[RR] = rz`; `s[RZ_NEW] = r · r`.

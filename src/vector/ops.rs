@@ -302,6 +302,35 @@ pub trait VectorOps: BackendCore + Sealed {
         slots: [usize; 2],
     ) -> Result<()>;
 
+    /// Flexible PCG's step after a preconditioner applied in another precision, on the
+    /// device scalars (see [`cg_scalars`]): `s[RZ_PREV] = r · z` of the `z` about to be
+    /// overwritten; `z = round(low)`; `s[RZ_NEW] = r · z`; then the flexible rotation of
+    /// [`pcg_rotate_device`](Self::pcg_rotate_device). The default is those four steps
+    /// ([`dot_device`](Self::dot_device), [`convert`](Self::convert), `dot_device`,
+    /// `pcg_rotate_device`); a device makes them one pass over the vectors with the same
+    /// sums.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// `low`, `r` and `z` have the same length; `len(scalars) >= cg_scalars::FLEXIBLE_LEN`.
+    unsafe fn pcg_flexible_convert_device<L: Scalar, T: Scalar>(
+        &self,
+        scalars: &mut Self::Buffer<T>,
+        low: &Self::Buffer<L>,
+        r: &Self::Buffer<T>,
+        z: &mut Self::Buffer<T>,
+    ) -> Result<()> {
+        // SAFETY: the caller's contract covers each step.
+        unsafe {
+            self.dot_device(r, z, scalars, cg_scalars::RZ_PREV)?;
+            self.convert(low, z)?;
+            self.dot_device(r, z, scalars, cg_scalars::RZ_NEW)?;
+            self.pcg_rotate_device(scalars, true)
+        }
+    }
+
     /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
     /// out of range are left unchanged (nothing is accessed out of bounds).
     ///

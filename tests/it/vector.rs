@@ -256,6 +256,81 @@ fn fused_cg_update<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// Flexible PCG's step after an f32 preconditioner (`pcg_flexible_convert_device`: on a
+/// device one pass for two dot products, the conversion and the rotation) against an f64
+/// loop: `z` rounded from the f32 values exactly, `r·z` of the old and the new `z`, `β`
+/// from them; the slots it must not touch poisoned and checked; and the same sums as the
+/// four separate steps it replaces.
+fn fused_flexible_convert<B: Backend, T: Scalar>(b: &B) {
+    use galerkin::vector::{
+        cg_scalars as cs, dot_into, pcg_flexible_convert_device, pcg_flexible_rotate_device,
+    };
+    for n in LENGTHS {
+        let (rs, zs) = (random_vec::<T>(n, 31), random_vec::<T>(n, 32));
+        let lows = random_vec::<f32>(n, 33);
+        let (r, low) = (upload(b, &rs), upload(b, &lows));
+        let mut start = poison::<T>(cs::FLEXIBLE_LEN);
+        start[cs::RZ] = T::from_f64(0.8125);
+        let rz_old = 0.8125;
+        let fused = {
+            let mut z = upload(b, &zs);
+            let mut s = upload(b, &start);
+            pcg_flexible_convert_device(&mut s, &low, &r, &mut z).unwrap();
+            (z.to_vec().unwrap(), s.to_vec().unwrap())
+        };
+        let steps = {
+            let mut z = upload(b, &zs);
+            let mut s = upload(b, &start);
+            dot_into(&r, &z, &mut s, cs::RZ_PREV).unwrap();
+            z.convert_from(&low).unwrap();
+            dot_into(&r, &z, &mut s, cs::RZ_NEW).unwrap();
+            pcg_flexible_rotate_device(&mut s).unwrap();
+            s.to_vec().unwrap()
+        };
+        let (z, s) = fused;
+        let z_ref: Vec<T> = lows.iter().map(|v| T::from_f64(f64::from(*v))).collect();
+        assert!(
+            z.iter().zip(&z_ref).all(|(a, b)| a.as_f64() == b.as_f64()),
+            "flexible convert z n={n} ({})",
+            T::DTYPE
+        );
+        let rw = widen(&rs);
+        let prev = exact_sum(rw.iter().zip(widen(&zs)).map(|(r, z)| r * z));
+        let next = exact_sum(rw.iter().zip(widen(&z_ref)).map(|(r, z)| r * z));
+        let scale = exact_sum(rw.iter().zip(widen(&zs)).map(|(r, z)| (r * z).abs())).max(
+            exact_sum(rw.iter().zip(widen(&z_ref)).map(|(r, z)| (r * z).abs())),
+        );
+        let got = [s[cs::RZ_PREV], s[cs::RZ_NEW], s[cs::RZ], s[cs::RR]];
+        assert_close_scaled(
+            &got,
+            &[prev, next, next, next],
+            scale,
+            n,
+            &format!("flexible convert sums n={n}"),
+        );
+        let beta = (s[cs::RZ_NEW].as_f64() - s[cs::RZ_PREV].as_f64()) / rz_old;
+        assert_close_scaled(
+            &[s[cs::BETA]],
+            &[beta],
+            scale / rz_old,
+            4,
+            &format!("flexible convert β n={n}"),
+        );
+        // PQ and slot 3 (unused) are not the step's: still poisoned.
+        for slot in [cs::PQ, cs::BETA + 1] {
+            assert!(s[slot].as_f64().is_nan(), "slot {slot} written, n={n}");
+        }
+        // The four steps' sums (the same up to the contraction of a multiply-add).
+        assert_close_scaled(
+            &[s[cs::RZ_PREV], s[cs::RZ_NEW], s[cs::BETA]],
+            &widen(&[steps[cs::RZ_PREV], steps[cs::RZ_NEW], steps[cs::BETA]]),
+            scale.max(scale / rz_old),
+            4,
+            &format!("flexible convert against its four steps n={n}"),
+        );
+    }
+}
+
 /// The Chronopoulos–Gear step in its three forms (no preconditioner, Jacobi, another `u`)
 /// against an f64 loop; the device scalars poisoned first, the untouched slots checked.
 fn fused_cgcg_update<B: Backend, T: Scalar>(b: &B) {
@@ -496,6 +571,7 @@ backend_tests!(
     convert,
     fused_cg_update,
     fused_cgcg_update,
+    fused_flexible_convert,
     fused_pointwise_mul_dot,
     reads_from_several_threads,
     download_later,

@@ -11,7 +11,9 @@
 //! With `flexible` (a preconditioner `M` that is not exactly symmetric or fixed, such as an
 //! f32 hierarchy inside an f64 solve; not with Jacobi) the Polak–Ribière
 //! `β = (r·z − r·z_old) / (r·z)_old`, `r·z_old` summed before `z` is overwritten
-//! ([`pcg_flexible_rotate_device`]): no host round trip either.
+//! ([`Preconditioner::precondition_flexible_device`]; for
+//! [`MixedPrecision`](crate::solver::MixedPrecision) one pass with its conversion of `z`):
+//! no host round trip either.
 //! The arithmetic is the host form's: identical iteration counts on the CPU.
 
 use crate::bundle::Backend;
@@ -21,8 +23,8 @@ use crate::solver::cg::{CgScalars, Pending, Readout};
 use crate::solver::report::StopReason;
 use crate::solver::{LinearOperator, Preconditioner};
 use crate::vector::{
-    cg_scalars, cg_update_device, dot_into, jacobi_xpay_device, pcg_flexible_rotate_device,
-    pcg_jacobi_update_device, pcg_rotate_device, xpay_device, Vector,
+    cg_scalars, cg_update_device, dot_into, jacobi_xpay_device, pcg_jacobi_update_device,
+    pcg_rotate_device, xpay_device, Vector,
 };
 
 /// The device-resident scalars of one CG run, with its vectors.
@@ -94,17 +96,13 @@ impl<'b, 'o, B: Backend, S: Scalar> DeviceScalars<'b, 'o, B, S> {
     /// the first β is not used).
     fn precondition(&mut self, r: &Vector<B, S>) -> Result<()> {
         match self.m {
+            Some(m) if self.flexible => {
+                m.precondition_flexible_device(r, &mut self.z, &mut self.scalars)
+            }
             Some(m) => {
-                if self.flexible {
-                    dot_into(r, &self.z, &mut self.scalars, cg_scalars::RZ_PREV)?;
-                }
                 m.precondition(r, &mut self.z)?;
                 dot_into(r, &self.z, &mut self.scalars, cg_scalars::RZ_NEW)?;
-                if self.flexible {
-                    pcg_flexible_rotate_device(&mut self.scalars)
-                } else {
-                    pcg_rotate_device(&mut self.scalars)
-                }
+                pcg_rotate_device(&mut self.scalars)
             }
             None => Ok(()),
         }

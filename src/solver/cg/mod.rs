@@ -187,7 +187,10 @@ pub(crate) trait CgScalars<'b, V, S> {
 /// its scalars where `c` keeps them. The next direction and product run before a deferred
 /// read is waited for; they leave `x` and `r` alone, so a stop returns the `x` it would
 /// return without them (one product more than the iterations), and a stop the read shows
-/// is reported even if that extra work failed.
+/// is reported even if that extra work failed. Where the residuals so far say the read will
+/// show convergence ([`Tracker::expects_convergence`]), it is taken before that work (with
+/// a strong preconditioner such as AMG, the last preconditioner application and product
+/// are a whole iteration's work).
 pub(crate) fn iterate<'b, V, S: Scalar, C: CgScalars<'b, V, S>>(
     t: &mut Tracker<'_, '_>,
     c: &mut C,
@@ -211,7 +214,7 @@ pub(crate) fn iterate<'b, V, S: Scalar, C: CgScalars<'b, V, S>>(
         c.update(x, &mut r)?;
         let last = k >= t.max_iter();
         if last || (k - k0).is_multiple_of(check_every) {
-            let pending = c.read(&r, last)?;
+            let pending = c.read(&r, last || t.expects_convergence())?;
             if let Pending::Now(out) = pending {
                 if let Some(reason) = stop_test(t, k, out) {
                     break reason;

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::operator::OperatorCost;
 use crate::scalar::Scalar;
 use crate::solver::precond::Preconditioner;
-use crate::vector::Vector;
+use crate::vector::{pcg_flexible_convert_device, Vector};
 
 /// Two vectors of one backend and precision.
 type VectorPair<B, I> = (Vector<B, I>, Vector<B, I>);
@@ -38,15 +38,14 @@ impl<B: Backend, I: Scalar, P: Preconditioner<B, I>> MixedPrecision<B, I, P> {
     pub fn inner(&self) -> &P {
         &self.inner
     }
-}
 
-impl<B: Backend, S: Scalar, I: Scalar, P: Preconditioner<B, I>> Preconditioner<B, S>
-    for MixedPrecision<B, I, P>
-{
-    fn size(&self) -> usize {
-        self.inner.size()
-    }
-    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+    /// `r` rounded to `I`, the inner preconditioner applied to it, and `back` given its
+    /// result (which writes `z` in the solver's precision).
+    fn apply_low<S: Scalar>(
+        &self,
+        r: &Vector<B, S>,
+        back: impl FnOnce(&Vector<B, I>) -> Result<()>,
+    ) -> Result<()> {
         let mut scratch = self.scratch.borrow_mut();
         let fits = matches!(&*scratch, Some((a, _)) if a.len() == r.len() && a.backend().same_device(r.backend()));
         if !fits {
@@ -57,7 +56,27 @@ impl<B: Backend, S: Scalar, I: Scalar, P: Preconditioner<B, I>> Preconditioner<B
         let (r_low, z_low) = scratch.as_mut().expect("allocated above");
         r_low.convert_from(r)?;
         self.inner.precondition(r_low, z_low)?;
-        z.convert_from(z_low)
+        back(z_low)
+    }
+}
+
+impl<B: Backend, S: Scalar, I: Scalar, P: Preconditioner<B, I>> Preconditioner<B, S>
+    for MixedPrecision<B, I, P>
+{
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<()> {
+        self.apply_low(r, |z_low| z.convert_from(z_low))
+    }
+    fn precondition_flexible_device(
+        &self,
+        r: &Vector<B, S>,
+        z: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+    ) -> Result<()> {
+        // The sums of r·z (old and new) and the rotation folded into the conversion.
+        self.apply_low(r, |z_low| pcg_flexible_convert_device(scalars, z_low, r, z))
     }
     fn cost(&self) -> OperatorCost {
         self.inner.cost()

@@ -35,6 +35,30 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
         r.dot(z)
     }
 
+    /// `z = M⁻¹ r` inside flexible PCG with device-resident scalars (see
+    /// [`cg_scalars`](crate::vector::cg_scalars)): `s[RZ_PREV] = r · z` of the `z` about to be
+    /// overwritten, then `z = M⁻¹ r`, `s[RZ_NEW] = r · z` and the flexible rotation
+    /// ([`pcg_flexible_rotate_device`](crate::vector::pcg_flexible_rotate_device)). The
+    /// default does exactly that; [`MixedPrecision`] folds the sums and the rotation into
+    /// its conversion of `z` (one pass over the vectors instead of four).
+    ///
+    /// # Errors
+    /// As [`precondition`](Self::precondition), and
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `scalars` has fewer
+    /// than [`cg_scalars::FLEXIBLE_LEN`](crate::vector::cg_scalars::FLEXIBLE_LEN) entries.
+    fn precondition_flexible_device(
+        &self,
+        r: &Vector<B, S>,
+        z: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+    ) -> Result<()> {
+        use crate::vector::{cg_scalars, dot_into, pcg_flexible_rotate_device};
+        dot_into(r, z, scalars, cg_scalars::RZ_PREV)?;
+        self.precondition(r, z)?;
+        dot_into(r, z, scalars, cg_scalars::RZ_NEW)?;
+        pcg_flexible_rotate_device(scalars)
+    }
+
     /// Work of one application.
     fn cost(&self) -> OperatorCost {
         OperatorCost::default()
@@ -59,6 +83,14 @@ macro_rules! forward_preconditioner {
             }
             fn precondition_dot(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> Result<S> {
                 (**self).precondition_dot(r, z)
+            }
+            fn precondition_flexible_device(
+                &self,
+                r: &Vector<B, S>,
+                z: &mut Vector<B, S>,
+                scalars: &mut Vector<B, S>,
+            ) -> Result<()> {
+                (**self).precondition_flexible_device(r, z, scalars)
             }
             fn cost(&self) -> OperatorCost {
                 (**self).cost()

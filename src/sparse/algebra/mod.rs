@@ -300,8 +300,9 @@ fn check_square<B: BackendCore, V: Element>(op: &'static str, a: &Csr<B, V>) -> 
 /// each lane in order and the lanes by a fixed tree — and sums rows above the kernel's limit
 /// (64 entries for the unit kernel, 128 for the plane kernel) in pieces of 32 or 128 (each
 /// piece's sum, then the pieces in order); when `B` has at most 512 columns (a coarse level's
-/// `R·AP`), such rows take a cube each instead, accumulated densely in shared memory in eight
-/// consecutive pieces of the row (each in `A`'s order, then the pieces in order).
+/// `R·AP`), such rows take a cube each instead, accumulated densely in shared memory in up to
+/// 32 consecutive pieces of the row (each in `A`'s order, then the pieces in order; as many
+/// pieces as 48 KiB of shared memory hold, fewer where the device offers less).
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`] if `a.ncols() != b.nrows()`; [`Error::DeviceMismatch`] for

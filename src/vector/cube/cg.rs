@@ -683,3 +683,105 @@ pub(crate) unsafe fn cgcg_update<R: CubeRuntime, T: Scalar>(
         }
     })
 }
+
+/// Flexible PCG's step after a preconditioner in another precision, in one pass: partial
+/// sums of `r · z` of the old `z` in `partials[0..cubes]`, `z = round(low)`, partial sums of
+/// `r · z` of the new one in `partials[cubes..2 cubes]`, each summed as `dot_kernel` sums
+/// `r · z` (the same lines, units and tree: the same bits).
+#[cube(launch_unchecked)]
+fn flexible_convert_kernel<L: Float, F: Float, N: Size>(
+    low: &Array<Vector<L, N>>,
+    r: &Array<Vector<F, N>>,
+    z: &mut Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    #[comptime] cube_dim: usize,
+) {
+    let mut prev = Vector::<F, N>::new(F::new(0.0));
+    let mut next = Vector::<F, N>::new(F::new(0.0));
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < r.len() {
+        let ri = r[i];
+        prev += ri * z[i];
+        let zi = Vector::<F, N>::cast_from(low[i]);
+        z[i] = zi;
+        next += ri * zi;
+        i += stride;
+    }
+    let prev = cube_sum::<F>(lane_sum::<F, N>(prev), cube_dim);
+    let next = cube_sum::<F>(lane_sum::<F, N>(next), cube_dim);
+    if UNIT_POS == 0 {
+        partials[CUBE_POS] = prev;
+        partials[CUBE_COUNT + CUBE_POS] = next;
+    }
+}
+
+/// One cube adds the two halves of the partials of [`flexible_convert_kernel`]:
+/// `s[RZ_PREV]`, `s[RZ_NEW]`, then the flexible rotation of [`pcg_rotate_kernel`].
+#[cube(launch_unchecked)]
+fn flexible_convert_finish_kernel<F: Float>(
+    partials: &Array<F>,
+    scalars: &mut Array<F>,
+    cubes: usize,
+    #[comptime] cube_dim: usize,
+) {
+    let (prev, next) = two_partial_sums::<F>(partials, cubes, cube_dim);
+    if UNIT_POS == 0 {
+        scalars[RZ_PREV] = prev;
+        scalars[RZ_NEW] = next;
+        scalars[BETA] = (next - prev) / scalars[RZ];
+        scalars[RZ] = next;
+        scalars[RR] = next;
+    }
+}
+
+/// `s[RZ_PREV] = r · z`; `z = round(low)`; `s[RZ_NEW] = r · z`; the flexible rotation.
+///
+/// # Safety
+/// `low`, `r` and `z` have the same length; `scalars` holds `cg_scalars::FLEXIBLE_LEN`
+/// values.
+pub(crate) unsafe fn pcg_flexible_convert_device<R: CubeRuntime, L: Scalar, T: Scalar>(
+    b: &Cube<R>,
+    scalars: &mut CubeBuffer<T>,
+    low: &CubeBuffer<L>,
+    r: &CubeBuffer<T>,
+    z: &mut CubeBuffer<T>,
+) -> Result<()> {
+    // The dot product's lines (narrower `low` lines where `L` is the wider type).
+    let line = line_size::<T>().min(line_size::<L>());
+    let (cubes, count, dim) = b.config().reduce(r.padded_len() / line);
+    let out = partials::<R, T>(b, 2 * cubes);
+    b.launch::<(L, T)>((line, dim.x), || {
+        // SAFETY: equal lengths (the caller's contract), so equal padded lengths; `out`
+        // holds two slots per cube.
+        unsafe {
+            flexible_convert_kernel::launch_unchecked::<L, T, R>(
+                b.client(),
+                count,
+                dim,
+                line,
+                low.arg(),
+                r.arg(),
+                z.arg(),
+                out.arg(),
+                dim.x as usize,
+            )
+        }
+    })?;
+    let fdim = b.config().cube_dim;
+    b.launch::<T>(fdim, || {
+        // SAFETY: one cube reads the 2 `cubes` partials; unit 0 writes slots below
+        // FLEXIBLE_LEN (the caller's contract).
+        unsafe {
+            flexible_convert_finish_kernel::launch_unchecked::<T, R>(
+                b.client(),
+                CubeCount::Static(1, 1, 1),
+                CubeDim::new_1d(fdim),
+                out.arg(),
+                scalars.arg(),
+                cubes,
+                fdim as usize,
+            )
+        }
+    })
+}

@@ -197,6 +197,16 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         unsafe { cg::pcg_rotate_device(self, scalars, flexible) }
     }
 
+    unsafe fn pcg_flexible_convert_device<L: Scalar, T: Scalar>(
+        &self,
+        scalars: &mut CubeBuffer<T>,
+        low: &CubeBuffer<L>,
+        r: &CubeBuffer<T>,
+        z: &mut CubeBuffer<T>,
+    ) -> Result<()> {
+        unsafe { cg::pcg_flexible_convert_device(self, scalars, low, r, z) }
+    }
+
     unsafe fn pcg_jacobi_update_device<T: Scalar>(
         &self,
         scalars: &mut CubeBuffer<T>,

@@ -129,55 +129,86 @@ fn cg_check_every<B: Backend, T: Scalar>(b: &B) {
 
 backend_tests!(cg_check_every);
 
-/// CG reads its scalars while the next direction and product run: a solve that stops at a
+/// CG reads its scalars while the next direction and product run, unless its residuals so
+/// far say the read will show convergence (then it reads first). A solve that stops at a
 /// read (converged before the limit) returns exactly the iterate of one stopped there by the
-/// limit (nothing queued after the last update), bit for bit, with one product more. Plain
-/// CG, PCG-Jacobi (fused) and PCG with block Jacobi (a preconditioner applied in the overlap).
+/// limit (nothing queued after the last update), bit for bit, with one product more where
+/// the read came behind that work (`Some(true)`: a stop the residuals did not foretell),
+/// none where it came first, either where `overlapped` is `None`.
+fn stops_on_the_iterate_it_read<B: Backend, T: Scalar>(
+    b: &B,
+    a: &Csr<B, T>,
+    m: Option<&dyn Preconditioner<B, T>>,
+    rtol: f64,
+    what: &str,
+    overlapped: Option<bool>,
+) {
+    let n = a.nrows();
+    let bv = Vector::from_slice(b, &random_vec::<T>(n, 41)).unwrap();
+    let solve = |max_iter: usize| {
+        let mut x = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); n]).unwrap();
+        x.fill(T::ZERO).unwrap();
+        let params = quiet(rtol, max_iter);
+        let report = match m {
+            Some(m) => pcg(a, Some(m), &bv, &mut x, &params),
+            None => cg(a, &bv, &mut x, &params),
+        };
+        let report = report.unwrap();
+        (report, x.to_vec().unwrap())
+    };
+    let (read, x_read) = solve(1000);
+    assert_eq!(read.reason, StopReason::Converged, "{what}: {read}");
+    assert!(read.iterations > 5, "{what}: {read}");
+    let (limit, x_limit) = solve(read.iterations);
+    assert_eq!(
+        read.iterations, limit.iterations,
+        "{what}: {read} vs {limit}"
+    );
+    let extra = read.operator_applications - limit.operator_applications;
+    match overlapped {
+        Some(true) => assert_eq!(extra, 1, "{what}: {read} vs {limit}"),
+        Some(false) => assert_eq!(extra, 0, "{what}: {read} vs {limit}"),
+        None => assert!(extra <= 1, "{what}: {read} vs {limit}"),
+    }
+    let same = x_read
+        .iter()
+        .zip(&x_limit)
+        .all(|(u, v)| u.as_f64().to_bits() == v.as_f64().to_bits());
+    assert!(same, "{what}: the overlapped work changed x");
+}
+
+/// [`stops_on_the_iterate_it_read`] for plain CG, PCG-Jacobi (fused) and PCG with block
+/// Jacobi (a preconditioner applied in the overlap) on a Poisson matrix, and for CG on a
+/// diagonal matrix of 8 distinct values: a Krylov space that holds the solution after 8
+/// steps, so the residual falls at once where the ones before foretold no stop (the read
+/// comes behind the next product).
 fn cg_stops_on_the_iterate_it_read<B: Backend, T: Scalar>(b: &B) {
     let a_host = spd_problem::<T>();
-    let n = a_host.nrows();
     let a = a_host.to_backend(b).unwrap();
-    let bv = Vector::from_slice(b, &random_vec::<T>(n, 41)).unwrap();
     let jacobi = Jacobi::<B, T>::new(b, &a_host).unwrap();
     let blocks = BlockJacobi::<B, T>::new(b, &a_host, 6).unwrap();
     let jacobi: &dyn Preconditioner<B, T> = &jacobi;
     let blocks: &dyn Preconditioner<B, T> = &blocks;
-    let cases = [
+    for (what, m) in [
         ("CG", None),
         ("PCG-Jacobi", Some(jacobi)),
         ("PCG-block-Jacobi", Some(blocks)),
-    ];
-    for (what, m) in cases {
-        let solve = |max_iter: usize| {
-            let mut x = Vector::from_slice(b, &vec![T::from_f64(f64::NAN); n]).unwrap();
-            x.fill(T::ZERO).unwrap();
-            let params = quiet(tol::<T>(), max_iter);
-            let report = match m {
-                Some(m) => pcg(&a, Some(m), &bv, &mut x, &params),
-                None => cg(&a, &bv, &mut x, &params),
-            };
-            let report = report.unwrap();
-            (report, x.to_vec().unwrap())
-        };
-        let (read, x_read) = solve(1000);
-        assert_eq!(read.reason, StopReason::Converged, "{what}: {read}");
-        assert!(read.iterations > 5, "{what}: {read}");
-        let (limit, x_limit) = solve(read.iterations);
-        assert_eq!(
-            read.iterations, limit.iterations,
-            "{what}: {read} vs {limit}"
-        );
-        assert_eq!(
-            read.operator_applications,
-            limit.operator_applications + 1,
-            "{what}: {read} vs {limit}"
-        );
-        let same = x_read
-            .iter()
-            .zip(&x_limit)
-            .all(|(u, v)| u.as_f64().to_bits() == v.as_f64().to_bits());
-        assert!(same, "{what}: the overlapped work changed x");
+    ] {
+        stops_on_the_iterate_it_read(b, &a, m, tol::<T>(), what, None);
     }
+    let n = 400;
+    let values: Vec<T> = (0..n).map(|i| T::from_f64(1.0 + (i % 8) as f64)).collect();
+    let diagonal = Csr::new(
+        n,
+        n,
+        (0..=n as u32).collect(),
+        (0..n as u32).collect(),
+        values,
+    )
+    .unwrap()
+    .to_backend(b)
+    .unwrap();
+    stops_on_the_iterate_it_read(b, &diagonal, None, tol::<T>(), "CG, 8 values", Some(true));
 }
 
 backend_tests!(cg_stops_on_the_iterate_it_read);

@@ -95,8 +95,15 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(300, 400, 65, 90),
             RandomPattern::uniform(400, 50, 1, 3),
         ),
+        // Rows of 0..128 entries (empty ones too): a plane a row on 32-lane plane devices,
+        // one to four cursors a lane.
+        (
+            RandomPattern::uniform(900, 1500, 0, 128),
+            RandomPattern::uniform(1500, 2000, 0, 6),
+        ),
         // Rows of 130..300 entries and a B of 80 columns: a cube per row, accumulated
-        // densely in shared memory in eight segments (lavapipe takes such rows to the host).
+        // densely in shared memory in up to 32 segments (lavapipe takes such rows to the
+        // host).
         (
             RandomPattern::uniform(200, 600, 130, 300),
             RandomPattern::uniform(600, 80, 1, 4),

@@ -35,14 +35,19 @@ impl<R: CubeRuntime> Cube<R> {
         // Rows too long for one merge and a narrow B (a coarse level's R·AP): a cube per row,
         // accumulated densely (each unit walks at most a row's products and the width).
         let width = b.ncols.next_power_of_two().max(32);
-        let shared = width * (SPGEMM_DENSE_PLANES * std::mem::size_of::<V>() + 4);
+        let dense = dense_planes(
+            width,
+            std::mem::size_of::<V>(),
+            info.max_shared_bytes,
+            info.max_units_per_cube as usize,
+        );
         if la > limit
             && n > 0
             && width <= SPGEMM_DENSE_MAX_WIDTH
-            && shared <= info.max_shared_bytes
+            && dense > 0
             && self.loops_fit(la.saturating_mul(lb).saturating_add(width))
         {
-            return self.spgemm_dense(a, b, width);
+            return self.spgemm_dense(a, b, width, dense);
         }
         // A row's merge takes at most (its length) x (the columns it selects) steps.
         if !self.loops_fit(la.saturating_mul(la.saturating_mul(lb)).saturating_mul(2)) {
@@ -143,29 +148,32 @@ impl<R: CubeRuntime> Cube<R> {
         self.count_then_fill("the product", n, b.ncols, pass)
     }
 
-    /// `A·B` by [`spgemm_dense_kernel`] (`B` of at most `width` columns, a power of two
-    /// within the device's shared memory): a cube per row of `A`, symbolic then numeric.
+    /// `A·B` by [`spgemm_dense_kernel`] (`B` of at most `width` columns, a power of two;
+    /// `planes` as [`dense_planes`] gives): a cube per row of `A`, symbolic then numeric.
     fn spgemm_dense<V: Scalar>(
         &self,
         a: &Csr<Self, V>,
         b: &Csr<Self, V>,
         width: usize,
+        planes: usize,
     ) -> Result<Csr<Self, V>> {
         let n = a.nrows;
         let cubes = n.clamp(1, self.config().max_cubes as usize);
         let (count, dim) = (
             CubeCount::Static(cubes as u32, 1, 1),
-            CubeDim::new_1d(SPGEMM_DENSE_DIM as u32),
+            CubeDim::new_1d(32 * planes as u32),
         );
         let pass = |c_ptr: &CubeBuffer<u32>,
                     cols: &CubeBuffer<u32>,
                     vals: &CubeBuffer<V>,
                     counts: &CubeBuffer<u32>,
                     fill: bool| {
-            self.launch::<V>((fill, width), || {
+            self.launch::<V>((fill, width, planes), || {
                 // SAFETY: the CSR invariants of A and B (A's columns index B's rows, B's
-                // columns below ncols <= width); counts has one slot per row; with `fill`,
-                // c_ptr offsets each row's count, which the numeric pass reproduces.
+                // columns below ncols <= width, distinct within a row); counts has one slot
+                // per row; with `fill`, c_ptr offsets each row's count, which the numeric
+                // pass reproduces; 32 planes units a cube and width (planes + 1) values of
+                // shared memory fit the device (dense_planes).
                 unsafe {
                     spgemm_dense_kernel::launch_unchecked::<V, R>(
                         self.client(),
@@ -184,6 +192,7 @@ impl<R: CubeRuntime> Cube<R> {
                         n,
                         b.ncols,
                         width,
+                        planes,
                         fill,
                     )
                 }
@@ -307,11 +316,48 @@ impl<R: CubeRuntime> Cube<R> {
     }
 }
 
+/// The planes of a dense-row SpGEMM cube for a `B` of `width` columns (a power of two) and
+/// values of `value` bytes: as many (a power of two, at most [`SPGEMM_DENSE_MAX_PLANES`]) as
+/// the accumulators (`width` values a plane) and the touched flags (`width` u32) fit in
+/// [`SPGEMM_DENSE_SHARED`] or the device's shared memory if less, with 32 units a plane
+/// within the device's units a cube; 0 if not one fits.
+pub(super) fn dense_planes(
+    width: usize,
+    value: usize,
+    max_shared: usize,
+    max_units: usize,
+) -> usize {
+    let budget = max_shared
+        .min(SPGEMM_DENSE_SHARED)
+        .saturating_sub(width.saturating_mul(4));
+    let fit = budget / width.saturating_mul(value).max(1);
+    prev_power_of_two(fit.min(SPGEMM_DENSE_MAX_PLANES).min(max_units / 32))
+}
+
 /// The largest power of two at most `n` (0 for 0).
 fn prev_power_of_two(n: usize) -> usize {
     if n == 0 {
         0
     } else {
         1 << (usize::BITS - 1 - n.leading_zeros())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dense_planes_fill_the_shared_memory_and_the_cube() {
+        // 48 KiB: 16 planes of 256 f64 columns (2 KiB each, 1 KiB of flags), 8 of 512.
+        assert_eq!(dense_planes(256, 8, 227 * 1024, 1024), 16);
+        assert_eq!(dense_planes(512, 8, 48 * 1024, 1024), 8);
+        assert_eq!(dense_planes(32, 4, 48 * 1024, 1024), 32);
+        // lavapipe's 32 KiB; a device of 256 units a cube.
+        assert_eq!(dense_planes(512, 8, 32 * 1024, 1024), 4);
+        assert_eq!(dense_planes(64, 4, 48 * 1024, 256), 8);
+        // Not one plane: 0.
+        assert_eq!(dense_planes(512, 8, 4 * 1024, 1024), 0);
+        assert_eq!(dense_planes(32, 8, 48 * 1024, 16), 0);
     }
 }

@@ -20,21 +20,28 @@ pub(super) const SPGEMM_SPLIT_ABOVE: usize = 64;
 pub(super) const SPGEMM_PLANE_ABOVE: usize = 32;
 pub(super) const SPGEMM_PLANE_MAX: usize = 128;
 
-/// The dense-row SpGEMM's units a cube: [`SPGEMM_DENSE_PLANES`] planes of 32.
-pub(super) const SPGEMM_DENSE_DIM: usize = 256;
-/// The planes of a dense-row cube, each summing its own segment of `A`'s row.
-pub(super) const SPGEMM_DENSE_PLANES: usize = 8;
+/// The most planes a dense-row cube takes (its units: 32 a plane).
+pub(super) const SPGEMM_DENSE_MAX_PLANES: usize = 32;
+/// The shared memory a dense-row cube may take, whatever the device offers beyond it: the
+/// number of planes, and so the order of the sums, does not vary between devices that offer
+/// at least this much.
+pub(super) const SPGEMM_DENSE_SHARED: usize = 48 * 1024;
 /// The widest `B` (columns, rounded up to a power of two) the dense-row kernel takes.
 pub(super) const SPGEMM_DENSE_MAX_WIDTH: usize = 512;
 
 /// Row `i` of `A·B` for a `B` of at most `width` columns (a coarse level's `R·AP`: few,
 /// long rows of `A`, few columns), a cube per row, the row accumulated densely in shared
-/// memory. Plane `w` of the cube takes the `w`-th of [`SPGEMM_DENSE_PLANES`] consecutive
-/// segments of `A`'s row and walks its products in `A`'s order, lane `l` adding those of the
-/// columns `c ≡ l (mod 32)` into the plane's own accumulator; then each column's segment sums
-/// are added in segment order (deterministic: the split form's pieces, in order), and unit 0
-/// walks the columns in order, counting those touched (`fill` false; entries that cancel
-/// count: the pattern is structural) or writing them at `c_ptr[i]`.
+/// memory. Plane `w` of the cube's `planes` takes the `w`-th of as many consecutive segments
+/// of `A`'s row and walks it in `A`'s order, one entry `k` a step: its lanes take the
+/// entries of `B`'s row `A(i, k)` (distinct columns: no two lanes add to the same one) and add
+/// the products into the plane's own accumulator. Every plane takes the same number of steps
+/// (the longest segment's), with a barrier after each, so a column's products are added in
+/// `A`'s order; the step's entry of `A` and its row of `B` are read one step ahead. Then each
+/// column's segment sums are added in segment order (deterministic for a given `planes`: the
+/// split form's pieces, in order), and unit 0 walks the columns in order, counting those
+/// touched (`fill` false; entries that cancel count: the pattern is structural) or writing
+/// them at `c_ptr[i]`.
+#[allow(clippy::manual_div_ceil)]
 #[cube(launch_unchecked)]
 pub(super) fn spgemm_dense_kernel<V: Float>(
     a_ptr: &Array<u32>,
@@ -50,11 +57,11 @@ pub(super) fn spgemm_dense_kernel<V: Float>(
     n: usize,
     ncols: usize,
     #[comptime] width: usize,
+    #[comptime] planes: usize,
     #[comptime] fill: bool,
 ) {
-    let planes = comptime![SPGEMM_DENSE_PLANES];
-    let dim = comptime![SPGEMM_DENSE_DIM];
-    let mut acc = SharedMemory::<V>::new(comptime!(width * SPGEMM_DENSE_PLANES));
+    let dim = comptime![planes * 32];
+    let mut acc = SharedMemory::<V>::new(comptime!(width * planes));
     let mut touched = SharedMemory::<u32>::new(width);
     let t = UNIT_POS as usize;
     let lane = t % 32;
@@ -74,21 +81,45 @@ pub(super) fn spgemm_dense_kernel<V: Float>(
         sync_cube();
         let s = a_ptr[i] as usize;
         let len = a_ptr[i + 1] as usize - s;
-        let lo = s + len * w / planes;
         let hi = s + len * (w + 1) / planes;
+        // The same for every unit of the cube: at least every segment's length.
+        let steps = (len + planes - 1) / planes;
         let base = w * width;
-        for k in lo..hi {
+        let mut k = s + len * w / planes;
+        let mut start = 0usize;
+        let mut end = 0usize;
+        let mut av = V::new(0.0);
+        if k < hi {
             let j = a_cols[k] as usize;
-            let av = a_vals[k];
-            for m in b_ptr[j] as usize..b_ptr[j + 1] as usize {
-                let col = b_cols[m] as usize;
-                if col % 32 == lane {
-                    acc[base + col] += av * b_vals[m];
-                    touched[col] = 1;
-                }
-            }
+            start = b_ptr[j] as usize;
+            end = b_ptr[j + 1] as usize;
+            av = a_vals[k];
         }
-        sync_cube();
+        for _ in 0..steps {
+            // The next step's entry, read before this one's products are added.
+            let next = k + 1;
+            let mut next_start = 0usize;
+            let mut next_end = 0usize;
+            let mut next_av = V::new(0.0);
+            if next < hi {
+                let j = a_cols[next] as usize;
+                next_start = b_ptr[j] as usize;
+                next_end = b_ptr[j + 1] as usize;
+                next_av = a_vals[next];
+            }
+            let mut m = start + lane;
+            while m < end {
+                let col = b_cols[m] as usize;
+                acc[base + col] += av * b_vals[m];
+                touched[col] = 1;
+                m += 32;
+            }
+            sync_cube();
+            k = next;
+            start = next_start;
+            end = next_end;
+            av = next_av;
+        }
         let mut c = t;
         while c < width {
             let mut sum = acc[c];
