@@ -125,18 +125,7 @@ fn one<B: FullBackend>(b: &B, spec: &str, options: &Options) -> Result<()> {
     // The cycle of the default hierarchy, the finest level in the format `solve` picks.
     let (op, choice) = SparseMatrix::<B, f64>::auto(b, &host)?;
     let amg = Amg::<B, f64>::with_operator(b, &host, &op, &AmgParams::default())?;
-    let rhs: Vec<f64> = galerkin::random::random_vec(host.nrows(), 7);
-    let rhs = Vector::from_slice(b, &rhs)?;
-    let mut z = Vector::zeros(b, host.nrows())?;
-    amg.precondition(&rhs, &mut z)?;
-    b.synchronize()?;
-    let cycles = 10;
-    let start = std::time::Instant::now();
-    for _ in 0..cycles {
-        amg.precondition(&rhs, &mut z)?;
-    }
-    b.synchronize()?;
-    let plain = start.elapsed().as_secs_f64() * 1e3 / cycles as f64;
+    let (plain, rhs) = cycle_ms(b, &amg)?;
     println!(
         "  {spec}: one cycle {plain:.3} ms unprofiled (finest level {choice}, {} levels)",
         amg.info().levels.len()
@@ -147,22 +136,30 @@ fn one<B: FullBackend>(b: &B, spec: &str, options: &Options) -> Result<()> {
     // the solver's operator, in its format).
     let fine = op.to_precision::<f32>()?;
     let amg = Amg::<B, f32>::with_owned_operator(b, &host, Box::new(fine), &AmgParams::default())?;
-    let rhs = Vector::from_slice(b, &galerkin::random::random_vec::<f32>(host.nrows(), 7))?;
-    let mut z = Vector::zeros(b, host.nrows())?;
-    amg.precondition(&rhs, &mut z)?;
-    b.synchronize()?;
-    let start = std::time::Instant::now();
-    for _ in 0..cycles {
-        amg.precondition(&rhs, &mut z)?;
-    }
-    b.synchronize()?;
-    let plain32 = start.elapsed().as_secs_f64() * 1e3 / cycles as f64;
+    let (plain32, rhs) = cycle_ms(b, &amg)?;
     println!(
         "  {spec}: f32 hierarchy, one cycle {plain32:.3} ms unprofiled ({:.2}x faster than f64)",
         plain / plain32
     );
     print_cycle_profile(&amg, &rhs)?;
     outer_iteration(b, &op, amg, plain32, reps)
+}
+
+/// ms per cycle of `amg` (ten back to back after one untimed) on a random right-hand side,
+/// which is returned for the profile.
+fn cycle_ms<B: FullBackend, T: Scalar>(b: &B, amg: &Amg<'_, B, T>) -> Result<(f64, Vector<B, T>)> {
+    let n = amg.size();
+    let rhs = Vector::from_slice(b, &galerkin::random::random_vec::<T>(n, 7))?;
+    let mut z = Vector::zeros(b, n)?;
+    amg.precondition(&rhs, &mut z)?;
+    b.synchronize()?;
+    let cycles = 10;
+    let start = std::time::Instant::now();
+    for _ in 0..cycles {
+        amg.precondition(&rhs, &mut z)?;
+    }
+    b.synchronize()?;
+    Ok((start.elapsed().as_secs_f64() * 1e3 / cycles as f64, rhs))
 }
 
 /// Where the time of the f64 flexible PCG around the f32 hierarchy (`solve --amg-precision

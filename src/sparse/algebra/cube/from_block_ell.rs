@@ -102,9 +102,6 @@ impl<R: CubeRuntime> Cube<R> {
         let n = a.nrows;
         let m = a.block_size;
         let big_m = n.div_ceil(m.max(1)) * m;
-        let counts = self.alloc_uninit::<u32>(n.max(1))?;
-        let (dummy_u, dummy_v) = (self.alloc::<u32>(1)?, self.alloc::<V>(1)?);
-        let dummy_u2 = self.alloc::<u32>(1)?;
         let (count, dim) = self.config().grid(n);
         let launch = |row_ptr: &CubeBuffer<u32>,
                       cols: &CubeBuffer<u32>,
@@ -136,17 +133,11 @@ impl<R: CubeRuntime> Cube<R> {
                 }
             })
         };
-        launch(&dummy_u, &dummy_u2, &dummy_v, &counts, false)?;
-        let (row_ptr, nnz, stats) =
-            self.exclusive_scan(&counts, n, a.ncols, "the CSR copy of a block-ELL matrix")?;
-        drop(counts);
-        let cols = self.alloc_uninit::<u32>(nnz)?;
-        let vals = self.alloc_uninit::<V>(nnz)?;
-        launch(&row_ptr, &cols, &vals, &dummy_u, true)?;
-        let mut values = self.alloc_uninit::<f64>(nnz)?;
+        let c = self.count_then_fill("the CSR copy of a block-ELL matrix", n, a.ncols, launch)?;
+        let mut values = self.alloc_uninit::<f64>(c.nnz())?;
         // SAFETY: both value buffers hold nnz entries of this backend.
-        unsafe { self.convert(&vals, &mut values)? };
-        Ok(self.csr_from((n, a.ncols), row_ptr, cols, values, stats))
+        unsafe { self.convert(&c.values, &mut values)? };
+        Ok(self.csr_from((n, a.ncols), c.row_ptr, c.col_idx, values, c.stats))
     }
 }
 
