@@ -95,15 +95,33 @@ pub(crate) fn convert<S: Element, D: Element>(src: &[S], dst: &mut [D]) {
     });
 }
 
+/// `p[i] = round(r[i]) + beta p[i]`: [`axpby`] with `alpha = 1` where the types agree (the
+/// same bits), `r` rounded to `p`'s precision first otherwise.
+pub(crate) fn xpay_convert<L: Scalar, T: Scalar>(r: &[L], beta: T, p: &mut [T]) {
+    for_chunks(p, |start, p| {
+        let r = &r[start..start + p.len()];
+        p.iter_mut()
+            .zip(r)
+            .for_each(|(p, &r)| *p = T::ONE * T::from_f64(r.as_f64()) + beta * *p);
+    });
+}
+
+/// [`dot`] of `x` with `y` rounded to `x`'s precision (the same sum as `dot(x, round(y))`).
+pub(crate) fn dot_mixed<T: Scalar, L: Scalar>(x: &[T], y: &[L]) -> f64 {
+    reduce_chunks(x.len(), |s, e| {
+        lanes2(&x[s..e], &y[s..e], |a, b| a * T::from_f64(b).as_f64())
+    })
+}
+
 /// Adds eight f64 lanes in a fixed order.
 fn combine(l: [f64; 8]) -> f64 {
     ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
 }
 
-/// Sums `term(a[i], b[i])` over two equal-length slices into eight f64 lanes (element `i`
-/// to lane `i % 8`).
+/// Sums `term(a[i], b[i])` over two equal-length slices (of one precision or two) into
+/// eight f64 lanes (element `i` to lane `i % 8`).
 #[inline(always)]
-fn lanes2<T: Scalar>(a: &[T], b: &[T], term: impl Fn(f64, f64) -> f64) -> f64 {
+fn lanes2<T: Scalar, U: Scalar>(a: &[T], b: &[U], term: impl Fn(f64, f64) -> f64) -> f64 {
     let mut lanes = [0.0f64; 8];
     let (ac, ar) = a.as_chunks::<8>();
     let (bc, br) = b.as_chunks::<8>();

@@ -221,14 +221,16 @@ pub fn cg_update_device<B: VectorOps, T: Scalar>(
     }
 }
 
-/// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`].
+/// `p = r + s[BETA] p` with the device-resident β of [`cg_update_device`]; `r` may be of
+/// another precision (rounded to `p`'s first: exactly from f32 to f64), as the `z` of a
+/// preconditioner applied in f32 ([`pcg_flexible_low_device`]).
 ///
 /// # Errors
 /// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the lengths differ or
 /// `scalars` has fewer than [`cg_scalars::LEN`] entries.
-pub fn xpay_device<B: VectorOps, T: Scalar>(
+pub fn xpay_device<B: VectorOps, L: Scalar, T: Scalar>(
     scalars: &Vector<B, T>,
-    r: &Vector<B, T>,
+    r: &Vector<B, L>,
     p: &mut Vector<B, T>,
 ) -> Result<()> {
     agree("xpay_device", "r", p, r)?;
@@ -276,14 +278,7 @@ pub fn pcg_rotate_device<B: VectorOps, T: Scalar>(scalars: &mut Vector<B, T>) ->
 pub fn pcg_flexible_rotate_device<B: VectorOps, T: Scalar>(
     scalars: &mut Vector<B, T>,
 ) -> Result<()> {
-    if scalars.len() < cg_scalars::FLEXIBLE_LEN {
-        return Err(crate::error::Error::dims(
-            "pcg_flexible_rotate_device",
-            "scalars (at least cg_scalars::FLEXIBLE_LEN)",
-            cg_scalars::FLEXIBLE_LEN,
-            scalars.len(),
-        ));
-    }
+    check_flexible_scalars("pcg_flexible_rotate_device", scalars.len())?;
     let backend = scalars.backend.clone();
     // SAFETY: len(scalars) >= FLEXIBLE_LEN: checked above.
     unsafe { backend.pcg_rotate_device(scalars.buffer_mut()?, true) }
@@ -307,14 +302,7 @@ pub fn pcg_flexible_convert_device<B: VectorOps, L: Scalar, T: Scalar>(
     const OP: &str = "pcg_flexible_convert_device";
     agree(OP, "r", z, r)?;
     agree(OP, "low", z, low)?;
-    if scalars.len() < cg_scalars::FLEXIBLE_LEN {
-        return Err(crate::error::Error::dims(
-            OP,
-            "scalars (at least cg_scalars::FLEXIBLE_LEN)",
-            cg_scalars::FLEXIBLE_LEN,
-            scalars.len(),
-        ));
-    }
+    check_flexible_scalars(OP, scalars.len())?;
     check_device(OP, &z.backend, &scalars.backend)?;
     if z.parts() > 1 {
         // Split vectors: the four steps, each adding up over the parts.
@@ -331,6 +319,50 @@ pub fn pcg_flexible_convert_device<B: VectorOps, L: Scalar, T: Scalar>(
             low.buffer()?,
             r.buffer()?,
             z.buffer_mut()?,
+        )
+    }
+}
+
+/// Flexible PCG's step where the preconditioner keeps its output `z` in another precision
+/// (`low`, the new one; `old`, the one before), on the device scalars (see [`cg_scalars`]):
+/// `s[RZ_PREV] = r · old`, `s[RZ_NEW] = r · low` (each rounded to `r`'s precision first),
+/// then the flexible rotation of [`pcg_flexible_rotate_device`]. One pass that writes only
+/// the scalars: [`pcg_flexible_convert_device`] with `z = round(old)`, the same sums, without
+/// storing `z` in `r`'s precision; the direction then takes `low` itself
+/// ([`xpay_device`]).
+///
+/// # Errors
+/// [`Error::DimensionMismatch`](crate::error::Error::DimensionMismatch) if the vector lengths
+/// differ or `scalars` has fewer than [`cg_scalars::FLEXIBLE_LEN`] entries.
+pub fn pcg_flexible_low_device<B: VectorOps, L: Scalar, T: Scalar>(
+    scalars: &mut Vector<B, T>,
+    low: &Vector<B, L>,
+    old: &Vector<B, L>,
+    r: &Vector<B, T>,
+) -> Result<()> {
+    const OP: &str = "pcg_flexible_low_device";
+    agree(OP, "low", r, low)?;
+    agree(OP, "old", r, old)?;
+    check_flexible_scalars(OP, scalars.len())?;
+    check_device(OP, &r.backend, &scalars.backend)?;
+    if r.parts() > 1 {
+        // Split vectors: each `z` rounded into a vector of r's precision, then the steps,
+        // each adding up over the parts.
+        let mut z = Vector::<B, T>::zeros(&r.backend, r.len())?;
+        z.convert_from(old)?;
+        dot_into(r, &z, scalars, cg_scalars::RZ_PREV)?;
+        z.convert_from(low)?;
+        dot_into(r, &z, scalars, cg_scalars::RZ_NEW)?;
+        return pcg_flexible_rotate_device(scalars);
+    }
+    let backend = r.backend.clone();
+    // SAFETY: equal lengths, len(scalars) >= FLEXIBLE_LEN, one device: checked above.
+    unsafe {
+        backend.pcg_flexible_low_device(
+            scalars.buffer_mut()?,
+            low.buffer()?,
+            old.buffer()?,
+            r.buffer()?,
         )
     }
 }
@@ -464,6 +496,19 @@ pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()
             reason: format!("slot {slot} is not below the {len} device scalars"),
         })
     }
+}
+
+/// Checks that the device scalars hold the flexible step's slots.
+fn check_flexible_scalars(op: &'static str, len: usize) -> Result<()> {
+    if len < cg_scalars::FLEXIBLE_LEN {
+        return Err(crate::error::Error::dims(
+            op,
+            "scalars (at least cg_scalars::FLEXIBLE_LEN)",
+            cg_scalars::FLEXIBLE_LEN,
+            len,
+        ));
+    }
+    Ok(())
 }
 
 fn check_scalars(op: &'static str, len: usize) -> Result<()> {

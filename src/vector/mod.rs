@@ -70,8 +70,8 @@ mod ops;
 
 pub use fused::{
     cg_scalars, cg_update, cg_update_device, cgcg_update, dot_into, jacobi_xpay_device,
-    pcg_flexible_convert_device, pcg_flexible_rotate_device, pcg_jacobi_update_device,
-    pcg_rotate_device, pointwise_mul_dot, xpay_device, CgCgU,
+    pcg_flexible_convert_device, pcg_flexible_low_device, pcg_flexible_rotate_device,
+    pcg_jacobi_update_device, pcg_rotate_device, pointwise_mul_dot, xpay_device, CgCgU,
 };
 pub(crate) use fused::{check_slot, pcg_jacobi_residual_device};
 pub use index::DeviceIndex;

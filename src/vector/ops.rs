@@ -210,17 +210,18 @@ pub trait VectorOps: BackendCore + Sealed {
     ) -> Result<()>;
 
     /// `p = r + s[BETA] p` with the device-resident β of
-    /// [`cg_update_device`](Self::cg_update_device).
+    /// [`cg_update_device`](Self::cg_update_device); `r` of any precision, rounded to `p`'s
+    /// (exactly, where `p`'s is the wider; the identity where they are the same).
     ///
     /// # Errors
     /// Device errors.
     ///
     /// # Safety
     /// `r` and `p` have the same length; `len(scalars) >= cg_scalars::LEN`.
-    unsafe fn xpay_device<T: Scalar>(
+    unsafe fn xpay_device<L: Scalar, T: Scalar>(
         &self,
         scalars: &Self::Buffer<T>,
-        r: &Self::Buffer<T>,
+        r: &Self::Buffer<L>,
         p: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
@@ -330,6 +331,26 @@ pub trait VectorOps: BackendCore + Sealed {
             self.pcg_rotate_device(scalars, true)
         }
     }
+
+    /// Flexible PCG's step where the preconditioner keeps `z` in another precision, old and
+    /// new (see [`cg_scalars`]): `s[RZ_PREV] = r · round(old)`; `s[RZ_NEW] = r · round(low)`;
+    /// the flexible rotation. The sums are those of
+    /// [`pcg_flexible_convert_device`](Self::pcg_flexible_convert_device) with
+    /// `z = round(old)` (the same bits); nothing but the scalars is written.
+    ///
+    /// # Errors
+    /// Device errors.
+    ///
+    /// # Safety
+    /// `low`, `old` and `r` have the same length; `len(scalars) >=
+    /// cg_scalars::FLEXIBLE_LEN`.
+    unsafe fn pcg_flexible_low_device<L: Scalar, T: Scalar>(
+        &self,
+        scalars: &mut Self::Buffer<T>,
+        low: &Self::Buffer<L>,
+        old: &Self::Buffer<L>,
+        r: &Self::Buffer<T>,
+    ) -> Result<()>;
 
     /// `y[i] = x[index[i]]` for every `i < min(len(y), len(index))`; entries whose index is
     /// out of range are left unchanged (nothing is accessed out of bounds).
@@ -474,14 +495,28 @@ impl VectorOps for Cpu {
         Ok(())
     }
 
-    unsafe fn xpay_device<T: Scalar>(
+    unsafe fn xpay_device<L: Scalar, T: Scalar>(
         &self,
         scalars: &Vec<T>,
-        r: &Vec<T>,
+        r: &Vec<L>,
         p: &mut Vec<T>,
     ) -> Result<()> {
-        cpu::axpby(T::ONE, r, scalars[cg_scalars::BETA], p);
+        cpu::xpay_convert(r, scalars[cg_scalars::BETA], p);
         Ok(())
+    }
+
+    unsafe fn pcg_flexible_low_device<L: Scalar, T: Scalar>(
+        &self,
+        scalars: &mut Vec<T>,
+        low: &Vec<L>,
+        old: &Vec<L>,
+        r: &Vec<T>,
+    ) -> Result<()> {
+        // The sums of `dot_device(r, z)` with z = round(old), then round(low).
+        scalars[cg_scalars::RZ_PREV] = T::from_f64(cpu::dot_mixed(r, old));
+        scalars[cg_scalars::RZ_NEW] = T::from_f64(cpu::dot_mixed(r, low));
+        // SAFETY: len(scalars) >= FLEXIBLE_LEN (the caller's contract).
+        unsafe { self.pcg_rotate_device(scalars, true) }
     }
 
     unsafe fn pcg_rotate_device<T: Scalar>(

@@ -52,13 +52,17 @@ fn fmg_cycles<B: Backend + TensorOps>(b: &B, dim: usize, k: usize, levels: usize
     report.cycles
 }
 
-/// The seed's Table 1 (2D, L = 4) and Table 2 (3D, L = 4) on the CPU.
+/// The paper's convention (its Algorithms 1 and 2: the load `M I_h f`, `x += P e_c`) against
+/// the seed's Table 1 (2D, L = 4) and Table 2 (3D, L = 4; L = 3 from k = 5) on the CPU, at the
+/// seed's sizes (its L is our `levels + 1`: 8 cells, 4 from k = 5 in 3D). Our cycle is the
+/// stronger (`docs/history/seed-003-conventions.md`, E1 and E3): each count is at least one
+/// and at most the seed's. The seed's counts themselves are reproduced, under its code's
+/// conventions, by the two tests after this one.
 #[test]
-#[ignore = "tier 2 (long): cargo test --release -- --ignored"]
-fn fmg_iterations_equal_the_seed() {
+fn fmg_iterations_in_the_papers_convention_are_at_most_the_seeds() {
     let cpu = Cpu::new();
     let table1 = [9, 5, 3, 3, 3, 2, 2, 2, 2, 2];
-    let got: Vec<usize> = (1..=10).map(|k| fmg_cycles(&cpu, 2, k, 4)).collect();
+    let got: Vec<usize> = (1..=10).map(|k| fmg_cycles(&cpu, 2, k, 3)).collect();
     announce(&format!(
         "[multigrid] 2D L=4 FMG cycles k=1..10: {got:?} (seed {table1:?})"
     ));
@@ -68,7 +72,7 @@ fn fmg_iterations_equal_the_seed() {
     );
     let table2 = [6, 5, 3, 3, 3, 3, 2, 2];
     let got: Vec<usize> = (1..=8)
-        .map(|k| fmg_cycles(&cpu, 3, k, if k <= 4 { 4 } else { 3 }))
+        .map(|k| fmg_cycles(&cpu, 3, k, if k <= 4 { 3 } else { 2 }))
         .collect();
     announce(&format!(
         "[multigrid] 3D FMG cycles k=1..8: {got:?} (seed {table2:?})"

@@ -331,6 +331,77 @@ fn fused_flexible_convert<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// The flexible step with both `z` kept in f32 (`pcg_flexible_low_device`, then the
+/// direction from the f32 `z`) against the step that stores `z` in `T`
+/// (`pcg_flexible_convert_device` from `z = round(old)`, then the direction from it): the
+/// same scalars and direction to the bit; the sums against an f64 loop; the slots the step
+/// does not own still poisoned.
+fn fused_flexible_low<B: Backend, T: Scalar>(b: &B) {
+    use galerkin::vector::{
+        cg_scalars as cs, pcg_flexible_convert_device, pcg_flexible_low_device, xpay_device,
+    };
+    for n in LENGTHS {
+        let rs = random_vec::<T>(n, 41);
+        let (olds, lows) = (random_vec::<f32>(n, 42), random_vec::<f32>(n, 43));
+        let ps = random_vec::<T>(n, 44);
+        let (r, old, low) = (upload(b, &rs), upload(b, &olds), upload(b, &lows));
+        let mut start = poison::<T>(cs::FLEXIBLE_LEN);
+        start[cs::RZ] = T::from_f64(0.8125);
+        let stored = {
+            let z_old: Vec<T> = olds.iter().map(|v| T::from_f64(f64::from(*v))).collect();
+            let (mut z, mut s, mut p) = (upload(b, &z_old), upload(b, &start), upload(b, &ps));
+            pcg_flexible_convert_device(&mut s, &low, &r, &mut z).unwrap();
+            xpay_device(&s, &z, &mut p).unwrap();
+            (s.to_vec().unwrap(), p.to_vec().unwrap())
+        };
+        let kept = {
+            let (mut s, mut p) = (upload(b, &start), upload(b, &ps));
+            pcg_flexible_low_device(&mut s, &low, &old, &r).unwrap();
+            xpay_device(&s, &low, &mut p).unwrap();
+            (s.to_vec().unwrap(), p.to_vec().unwrap())
+        };
+        let bits = |v: &[T]| v.iter().map(|x| x.as_f64().to_bits()).collect::<Vec<_>>();
+        for slot in [cs::RZ_PREV, cs::RZ_NEW, cs::RZ, cs::RR, cs::BETA] {
+            assert_eq!(
+                kept.0[slot].as_f64().to_bits(),
+                stored.0[slot].as_f64().to_bits(),
+                "flexible low slot {slot} n={n} ({})",
+                T::DTYPE
+            );
+        }
+        assert_eq!(bits(&kept.1), bits(&stored.1), "flexible low p n={n}");
+        for slot in [cs::PQ, cs::BETA + 1] {
+            assert!(kept.0[slot].as_f64().is_nan(), "slot {slot} written, n={n}");
+        }
+        let rw = widen(&rs);
+        let round = |v: &[f32]| -> Vec<f64> {
+            v.iter()
+                .map(|x| T::from_f64(f64::from(*x)).as_f64())
+                .collect()
+        };
+        let (ow, lw) = (round(&olds), round(&lows));
+        let prev = exact_sum(rw.iter().zip(&ow).map(|(r, z)| r * z));
+        let next = exact_sum(rw.iter().zip(&lw).map(|(r, z)| r * z));
+        let scale = exact_sum(rw.iter().zip(&ow).map(|(r, z)| (r * z).abs()))
+            .max(exact_sum(rw.iter().zip(&lw).map(|(r, z)| (r * z).abs())));
+        assert_close_scaled(
+            &[kept.0[cs::RZ_PREV], kept.0[cs::RZ_NEW]],
+            &[prev, next],
+            scale,
+            n,
+            &format!("flexible low sums n={n}"),
+        );
+        // The direction against an f64 loop from the step's own β.
+        let beta = kept.0[cs::BETA].as_f64();
+        let want: Vec<f64> = lw
+            .iter()
+            .zip(widen(&ps))
+            .map(|(z, p)| z + beta * p)
+            .collect();
+        assert_close(&kept.1, &want, 4, &format!("flexible low p n={n}"));
+    }
+}
+
 /// The Chronopoulos–Gear step in its three forms (no preconditioner, Jacobi, another `u`)
 /// against an f64 loop; the device scalars poisoned first, the untouched slots checked.
 fn fused_cgcg_update<B: Backend, T: Scalar>(b: &B) {
@@ -572,6 +643,7 @@ backend_tests!(
     fused_cg_update,
     fused_cgcg_update,
     fused_flexible_convert,
+    fused_flexible_low,
     fused_pointwise_mul_dot,
     reads_from_several_threads,
     download_later,

@@ -13,7 +13,10 @@
 //! `β = (r·z − r·z_old) / (r·z)_old`, `r·z_old` summed before `z` is overwritten
 //! ([`Preconditioner::precondition_flexible_device`]; for
 //! [`MixedPrecision`](crate::solver::MixedPrecision) one pass with its conversion of `z`):
-//! no host round trip either.
+//! no host round trip either. After the first direction the step and the direction come
+//! together ([`Preconditioner::precondition_flexible_direction_device`]), which lets
+//! `MixedPrecision` keep `z` in its own precision (the sums and the direction read it
+//! rounded up; no `z` of the solver's precision is written).
 //! The arithmetic is the host form's: identical iteration counts on the CPU.
 
 use crate::bundle::Backend;
@@ -178,11 +181,21 @@ impl<'b, B: Backend, S: Scalar> CgScalars<'b, Vector<B, S>, S> for DeviceScalars
     fn advance(&mut self, r: &Vector<B, S>) -> Result<Option<StopReason>> {
         match self.jacobi {
             Some(d) => jacobi_xpay_device(&self.scalars, d, r, &mut self.p)?,
-            None => {
-                self.precondition(r)?;
-                let z = if self.m.is_some() { &self.z } else { r };
-                xpay_device(&self.scalars, z, &mut self.p)?;
-            }
+            None => match self.m {
+                // The flexible step and the direction together: a preconditioner in another
+                // precision then keeps its z in that precision (one pass fewer over z).
+                Some(m) if self.flexible => m.precondition_flexible_direction_device(
+                    r,
+                    &mut self.z,
+                    &mut self.scalars,
+                    &mut self.p,
+                )?,
+                _ => {
+                    self.precondition(r)?;
+                    let z = if self.m.is_some() { &self.z } else { r };
+                    xpay_device(&self.scalars, z, &mut self.p)?;
+                }
+            },
         }
         self.a
             .apply_dot_device(&self.p, &mut self.q, &mut self.scalars, cg_scalars::PQ)?;

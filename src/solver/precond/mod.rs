@@ -59,6 +59,31 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
         pcg_flexible_rotate_device(scalars)
     }
 
+    /// The flexible PCG's whole step to its next direction on device scalars (see
+    /// [`cg_scalars`](crate::vector::cg_scalars)): what
+    /// [`precondition_flexible_device`](Self::precondition_flexible_device) does, then
+    /// `p = z + s[BETA] p` ([`xpay_device`](crate::vector::xpay_device)). Not for the first
+    /// direction (its β is not one). The default does exactly that. [`MixedPrecision`] keeps
+    /// its `z`, old and new, in its own precision instead, its old `z` the output of its
+    /// previous application: where that is what the caller's `z` holds (as in PCG, whose
+    /// first direction takes `precondition_flexible_device`), its sums and `p` are the
+    /// default's to the last bit; `z` is left as it was (the caller must not read it).
+    ///
+    /// # Errors
+    /// As [`precondition_flexible_device`](Self::precondition_flexible_device), and
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `p` is not of `r`'s
+    /// length.
+    fn precondition_flexible_direction_device(
+        &self,
+        r: &Vector<B, S>,
+        z: &mut Vector<B, S>,
+        scalars: &mut Vector<B, S>,
+        p: &mut Vector<B, S>,
+    ) -> Result<()> {
+        self.precondition_flexible_device(r, z, scalars)?;
+        crate::vector::xpay_device(scalars, z, p)
+    }
+
     /// Work of one application.
     fn cost(&self) -> OperatorCost {
         OperatorCost::default()
@@ -91,6 +116,15 @@ macro_rules! forward_preconditioner {
                 scalars: &mut Vector<B, S>,
             ) -> Result<()> {
                 (**self).precondition_flexible_device(r, z, scalars)
+            }
+            fn precondition_flexible_direction_device(
+                &self,
+                r: &Vector<B, S>,
+                z: &mut Vector<B, S>,
+                scalars: &mut Vector<B, S>,
+                p: &mut Vector<B, S>,
+            ) -> Result<()> {
+                (**self).precondition_flexible_direction_device(r, z, scalars, p)
             }
             fn cost(&self) -> OperatorCost {
                 (**self).cost()

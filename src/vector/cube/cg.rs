@@ -75,11 +75,12 @@ fn cg_update_device_kernel<F: Float, N: Size>(
     cube_sum_to::<F>(share, partials, cube_dim);
 }
 
-/// `p = r + s[BETA] p`.
+/// `p = r + s[BETA] p`, `r` of any float type (rounded exactly to `p`'s wider one; the
+/// identity where the types are the same).
 #[cube(launch_unchecked)]
-fn xpay_device_kernel<F: Float, N: Size>(
+fn xpay_device_kernel<L: Float, F: Float, N: Size>(
     scalars: &Array<F>,
-    r: &Array<Vector<F, N>>,
+    r: &Array<Vector<L, N>>,
     p: &mut Array<Vector<F, N>>,
     len: usize,
 ) {
@@ -87,7 +88,8 @@ fn xpay_device_kernel<F: Float, N: Size>(
     let stride = CUBE_COUNT * CUBE_DIM as usize;
     let mut i = ABSOLUTE_POS;
     while i < p.len() {
-        p[i] = mask_tail::<F, N>(r[i] + b * p[i], i, len);
+        let ri = Vector::<F, N>::cast_from(r[i]);
+        p[i] = mask_tail::<F, N>(ri + b * p[i], i, len);
         i += stride;
     }
 }
@@ -169,11 +171,24 @@ fn pcg_jacobi_update_kernel<F: Float, N: Size>(
         rz += r_new * (di * r_new);
         i += stride;
     }
-    let rr = cube_sum::<F>(lane_sum::<F, N>(rr), cube_dim);
-    let rz = cube_sum::<F>(lane_sum::<F, N>(rz), cube_dim);
+    cube_sums2_to::<F, N>(rr, rz, partials, cube_dim);
+}
+
+/// The cube's two sums of `first` and `second` (lane sums, then the tree of `cube_sum`):
+/// unit 0 writes them to `partials[CUBE_POS]` and `partials[CUBE_COUNT + CUBE_POS]`, the two
+/// halves that [`two_partial_sums`] adds.
+#[cube]
+fn cube_sums2_to<F: Float, N: Size>(
+    first: Vector<F, N>,
+    second: Vector<F, N>,
+    partials: &mut Array<F>,
+    #[comptime] cube_dim: usize,
+) {
+    let first = cube_sum::<F>(lane_sum::<F, N>(first), cube_dim);
+    let second = cube_sum::<F>(lane_sum::<F, N>(second), cube_dim);
     if UNIT_POS == 0 {
-        partials[CUBE_POS] = rr;
-        partials[CUBE_COUNT + CUBE_POS] = rz;
+        partials[CUBE_POS] = first;
+        partials[CUBE_COUNT + CUBE_POS] = second;
     }
 }
 
@@ -344,18 +359,19 @@ pub(crate) unsafe fn update_device<R: CubeRuntime, T: Scalar>(
 ///
 /// # Safety
 /// `r` and `p` have the same length; `scalars` holds `cg_scalars::LEN` values.
-pub(crate) unsafe fn xpay_device<R: CubeRuntime, T: Scalar>(
+pub(crate) unsafe fn xpay_device<R: CubeRuntime, L: Scalar, T: Scalar>(
     b: &Cube<R>,
     scalars: &CubeBuffer<T>,
-    r: &CubeBuffer<T>,
+    r: &CubeBuffer<L>,
     p: &mut CubeBuffer<T>,
 ) -> Result<()> {
-    let line = line_size::<T>();
+    // Narrower `r` lines where `L` is the wider type (as the flexible conversion's).
+    let line = line_size::<T>().min(line_size::<L>());
     let (count, dim) = b.config().grid(p.padded_len() / line);
-    b.launch::<T>(line, || {
+    b.launch::<(L, T)>(line, || {
         // SAFETY: equal lengths and the scalar slots (the caller's contract).
         unsafe {
-            xpay_device_kernel::launch_unchecked::<T, R>(
+            xpay_device_kernel::launch_unchecked::<L, T, R>(
                 b.client(),
                 count,
                 dim,
@@ -708,12 +724,31 @@ fn flexible_convert_kernel<L: Float, F: Float, N: Size>(
         next += ri * zi;
         i += stride;
     }
-    let prev = cube_sum::<F>(lane_sum::<F, N>(prev), cube_dim);
-    let next = cube_sum::<F>(lane_sum::<F, N>(next), cube_dim);
-    if UNIT_POS == 0 {
-        partials[CUBE_POS] = prev;
-        partials[CUBE_COUNT + CUBE_POS] = next;
+    cube_sums2_to::<F, N>(prev, next, partials, cube_dim);
+}
+
+/// [`flexible_convert_kernel`] with the old `z` kept in the low precision too and the new
+/// one not written out: partial sums of `r · round(old)` and of `r · round(low)` (the same
+/// lines, units and tree as `flexible_convert_kernel` with `z = round(old)`: the same bits).
+#[cube(launch_unchecked)]
+fn flexible_low_kernel<L: Float, F: Float, N: Size>(
+    low: &Array<Vector<L, N>>,
+    old: &Array<Vector<L, N>>,
+    r: &Array<Vector<F, N>>,
+    partials: &mut Array<F>,
+    #[comptime] cube_dim: usize,
+) {
+    let mut prev = Vector::<F, N>::new(F::new(0.0));
+    let mut next = Vector::<F, N>::new(F::new(0.0));
+    let stride = CUBE_COUNT * CUBE_DIM as usize;
+    let mut i = ABSOLUTE_POS;
+    while i < r.len() {
+        let ri = r[i];
+        prev += ri * Vector::<F, N>::cast_from(old[i]);
+        next += ri * Vector::<F, N>::cast_from(low[i]);
+        i += stride;
     }
+    cube_sums2_to::<F, N>(prev, next, partials, cube_dim);
 }
 
 /// One cube adds the two halves of the partials of [`flexible_convert_kernel`]:
@@ -768,6 +803,20 @@ pub(crate) unsafe fn pcg_flexible_convert_device<R: CubeRuntime, L: Scalar, T: S
             )
         }
     })?;
+    // SAFETY: `out` holds two slots per cube; `scalars` FLEXIBLE_LEN (the caller's contract).
+    unsafe { flexible_finish(b, &out, scalars, cubes) }
+}
+
+/// [`flexible_convert_finish_kernel`] on the `2 cubes` partials in `out`.
+///
+/// # Safety
+/// `out` holds `2 cubes` values; `scalars` `cg_scalars::FLEXIBLE_LEN`.
+unsafe fn flexible_finish<R: CubeRuntime, T: Scalar>(
+    b: &Cube<R>,
+    out: &CubeBuffer<T>,
+    scalars: &mut CubeBuffer<T>,
+    cubes: usize,
+) -> Result<()> {
     let fdim = b.config().cube_dim;
     b.launch::<T>(fdim, || {
         // SAFETY: one cube reads the 2 `cubes` partials; unit 0 writes slots below
@@ -784,4 +833,43 @@ pub(crate) unsafe fn pcg_flexible_convert_device<R: CubeRuntime, L: Scalar, T: S
             )
         }
     })
+}
+
+/// `s[RZ_PREV] = r · round(old)`; `s[RZ_NEW] = r · round(low)`; the flexible rotation: the
+/// flexible step with both `z` kept in the preconditioner's precision (nothing written but
+/// the scalars).
+///
+/// # Safety
+/// `low`, `old` and `r` have the same length; `scalars` holds `cg_scalars::FLEXIBLE_LEN`
+/// values.
+pub(crate) unsafe fn pcg_flexible_low_device<R: CubeRuntime, L: Scalar, T: Scalar>(
+    b: &Cube<R>,
+    scalars: &mut CubeBuffer<T>,
+    low: &CubeBuffer<L>,
+    old: &CubeBuffer<L>,
+    r: &CubeBuffer<T>,
+) -> Result<()> {
+    // The lines, cubes and tree of `pcg_flexible_convert_device` (the same sums).
+    let line = line_size::<T>().min(line_size::<L>());
+    let (cubes, count, dim) = b.config().reduce(r.padded_len() / line);
+    let out = partials::<R, T>(b, 2 * cubes);
+    b.launch::<(L, T)>((line, dim.x), || {
+        // SAFETY: equal lengths (the caller's contract), so equal padded lengths; `out`
+        // holds two slots per cube.
+        unsafe {
+            flexible_low_kernel::launch_unchecked::<L, T, R>(
+                b.client(),
+                count,
+                dim,
+                line,
+                low.arg(),
+                old.arg(),
+                r.arg(),
+                out.arg(),
+                dim.x as usize,
+            )
+        }
+    })?;
+    // SAFETY: as above.
+    unsafe { flexible_finish(b, &out, scalars, cubes) }
 }

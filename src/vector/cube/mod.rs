@@ -180,13 +180,23 @@ impl<R: CubeRuntime> VectorOps for Cube<R> {
         unsafe { cg::update_device(self, scalars, p, q, x, r) }
     }
 
-    unsafe fn xpay_device<T: Scalar>(
+    unsafe fn xpay_device<L: Scalar, T: Scalar>(
         &self,
         scalars: &CubeBuffer<T>,
-        r: &CubeBuffer<T>,
+        r: &CubeBuffer<L>,
         p: &mut CubeBuffer<T>,
     ) -> Result<()> {
         unsafe { cg::xpay_device(self, scalars, r, p) }
+    }
+
+    unsafe fn pcg_flexible_low_device<L: Scalar, T: Scalar>(
+        &self,
+        scalars: &mut CubeBuffer<T>,
+        low: &CubeBuffer<L>,
+        old: &CubeBuffer<L>,
+        r: &CubeBuffer<T>,
+    ) -> Result<()> {
+        unsafe { cg::pcg_flexible_low_device(self, scalars, low, old, r) }
     }
 
     unsafe fn pcg_rotate_device<T: Scalar>(
