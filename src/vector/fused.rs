@@ -499,7 +499,7 @@ pub(crate) fn check_slot(op: &'static str, len: usize, slot: usize) -> Result<()
 }
 
 /// Checks that the device scalars hold the flexible step's slots.
-fn check_flexible_scalars(op: &'static str, len: usize) -> Result<()> {
+pub(crate) fn check_flexible_scalars(op: &'static str, len: usize) -> Result<()> {
     if len < cg_scalars::FLEXIBLE_LEN {
         return Err(crate::error::Error::dims(
             op,

@@ -64,7 +64,7 @@ use crate::scalar::Element;
 mod arithmetic;
 pub(crate) mod cpu;
 pub(crate) mod cube;
-mod fused;
+pub(crate) mod fused;
 mod index;
 mod ops;
 

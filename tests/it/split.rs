@@ -131,6 +131,7 @@ fn split_vector_ops<B: Backend, T: Scalar>(b: &B) {
 
         device_scalars::<B, T>(b, &s, len);
         cgcg_parts::<B, T>(b, &s, len);
+        flexible_low_parts::<B, T>(b, &s, len);
     }
 }
 
@@ -173,6 +174,74 @@ fn cgcg_parts<B: Backend, T: Scalar>(b: &B, s: &B, len: usize) {
         assert_sum(sc[2], rr, rr, "cgcg_update r·r");
         assert_sum(sc[0], ru, ru, "cgcg_update r·u");
         assert_eq!(sc[1].as_f64(), -9.0, "cgcg_update kept slot 1");
+    }
+}
+
+/// The flexible step around an f32 `z` on split vectors against whole ones: the fused step
+/// (`pcg_flexible_low_device`, then the direction from the f32 `z`), and `MixedPrecision`'s
+/// direction over three steps (split vectors take its fallback through a `z` in `T`).
+fn flexible_low_parts<B: Backend, T: Scalar>(b: &B, s: &B, len: usize) {
+    use cg_scalars::{BETA, FLEXIBLE_LEN, RR, RZ, RZ_NEW, RZ_PREV};
+    use galerkin::solver::{MixedPrecision, Preconditioner};
+    use galerkin::vector::pcg_flexible_low_device;
+    let rs: Vec<Vec<T>> = (0..4).map(|k| random_vec::<T>(len, 30 + k)).collect();
+    let (lows, olds) = (random_vec::<f32>(len, 40), random_vec::<f32>(len, 41));
+    let ps = random_vec::<T>(len, 42);
+    let diag = random_range::<f64>(len, 0.5, 2.0, 43);
+    let mut start = vec![T::from_f64(f64::NAN); FLEXIBLE_LEN];
+    start[RZ] = T::from_f64(0.8125);
+    let tol = |w: f64, scale: f64| 1e3 * T::EPS * w.abs().max(scale).max(1.0);
+    // Per backend: the fused step's scalars and p, then MixedPrecision's.
+    let mut results: Vec<[Vec<T>; 4]> = Vec::new();
+    for backend in [s, b] {
+        let (low, old) = (
+            Vector::from_slice(backend, &lows).unwrap(),
+            Vector::from_slice(backend, &olds).unwrap(),
+        );
+        let r = Vector::from_slice(backend, &rs[0]).unwrap();
+        let mut sc = Vector::from_slice(backend, &start).unwrap();
+        let mut p = Vector::from_slice(backend, &ps).unwrap();
+        pcg_flexible_low_device(&mut sc, &low, &old, &r).unwrap();
+        xpay_device(&sc, &low, &mut p).unwrap();
+        let fused = (sc.to_vec().unwrap(), p.to_vec().unwrap());
+        let m = MixedPrecision::<B, f32, _>::new(
+            Jacobi::<B, f32>::from_diagonal(backend, &diag).unwrap(),
+        );
+        let mut sc = Vector::from_slice(backend, &start).unwrap();
+        let mut p = Vector::from_slice(backend, &ps).unwrap();
+        let mut z = Vector::<B, T>::zeros(backend, len).unwrap();
+        for r in &rs[1..] {
+            let r = Vector::from_slice(backend, r).unwrap();
+            m.precondition_flexible_direction_device(&r, &mut z, &mut sc, &mut p)
+                .unwrap();
+        }
+        results.push([fused.0, fused.1, sc.to_vec().unwrap(), p.to_vec().unwrap()]);
+    }
+    let (split, whole) = (&results[0], &results[1]);
+    for (what, g, w) in [
+        ("fused", &split[0], &whole[0]),
+        ("mixed", &split[2], &whole[2]),
+    ] {
+        let scale = w[RZ_PREV].as_f64().abs().max(w[RZ_NEW].as_f64().abs());
+        for slot in [RZ_PREV, RZ_NEW, RZ, RR, BETA] {
+            let (g, w) = (g[slot].as_f64(), w[slot].as_f64());
+            // β's error is the sums' over the old RZ.
+            let scale = if slot == BETA { scale / 0.01 } else { scale };
+            assert!(
+                (g - w).abs() <= tol(w, scale),
+                "{what} slot {slot}: {g} vs {w}"
+            );
+        }
+    }
+    for (what, g, w) in [
+        ("fused", &split[1], &whole[1]),
+        ("mixed", &split[3], &whole[3]),
+    ] {
+        let scale = w.iter().fold(0.0f64, |m, v| m.max(v.as_f64().abs()));
+        for (i, (g, w)) in g.iter().zip(w.iter()).enumerate() {
+            let (g, w) = (g.as_f64(), w.as_f64());
+            assert!((g - w).abs() <= tol(w, scale), "{what} p[{i}]: {g} vs {w}");
+        }
     }
 }
 

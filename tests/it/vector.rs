@@ -402,6 +402,94 @@ fn fused_flexible_low<B: Backend, T: Scalar>(b: &B) {
     }
 }
 
+/// `MixedPrecision`'s flexible direction (both `z` kept in f32, the old one its own last
+/// output) against the trait's default path around the same f32 preconditioner (`z`
+/// converted and stored in `T`, the sums by `dot`), four steps of random residuals from
+/// `z = 0`: the sums, β and the direction agree to rounding every step, so the turn of its
+/// two `z` follows the steps. A `p` of the wrong length is refused before any work: the
+/// scalars are left as they were.
+fn mixed_precision_direction_matches_the_default<B: Backend, T: Scalar>(b: &B) {
+    use galerkin::solver::{Jacobi, MixedPrecision, Preconditioner};
+    use galerkin::vector::cg_scalars as cs;
+    /// Only `precondition` forwarded: the trait's default flexible steps.
+    struct Plain<P>(P);
+    impl<B: Backend, S: Scalar, P: Preconditioner<B, S>> Preconditioner<B, S> for Plain<P> {
+        fn size(&self) -> usize {
+            self.0.size()
+        }
+        fn precondition(&self, r: &Vector<B, S>, z: &mut Vector<B, S>) -> galerkin::Result<()> {
+            self.0.precondition(r, z)
+        }
+    }
+    for n in [1usize, 31, 1000, (1 << 16) + 3] {
+        let diag = random_range::<f64>(n, 0.5, 2.0, 50);
+        let jacobi = || Jacobi::<B, f32>::from_diagonal(b, &diag).unwrap();
+        let kept = MixedPrecision::<B, f32, _>::new(jacobi());
+        let plain = Plain(MixedPrecision::<B, f32, _>::new(jacobi()));
+        let mut start = poison::<T>(cs::FLEXIBLE_LEN);
+        start[cs::RZ] = T::from_f64(0.8125);
+        let ps = random_vec::<T>(n, 51);
+        let (mut s1, mut p1, mut z1) = (upload(b, &start), upload(b, &ps), poisoned::<B, T>(b, n));
+        let (mut s2, mut p2) = (upload(b, &start), upload(b, &ps));
+        let mut z2 = Vector::<B, T>::zeros(b, n).unwrap();
+        for step in 0..4u64 {
+            let r = upload(b, &random_vec::<T>(n, 52 + step));
+            kept.precondition_flexible_direction_device(&r, &mut z1, &mut s1, &mut p1)
+                .unwrap();
+            plain
+                .precondition_flexible_direction_device(&r, &mut z2, &mut s2, &mut p2)
+                .unwrap();
+            let (a, want) = (s1.to_vec().unwrap(), widen(&s2.to_vec().unwrap()));
+            let scale = want[cs::RZ_PREV].abs().max(want[cs::RZ_NEW].abs());
+            for slot in [cs::RZ_PREV, cs::RZ_NEW, cs::RZ, cs::RR] {
+                assert_close_scaled(
+                    &a[slot..=slot],
+                    &want[slot..=slot],
+                    scale,
+                    n,
+                    &format!("mixed direction slot {slot} step {step} n={n}"),
+                );
+            }
+            // β = (RZ_NEW − RZ_PREV) / RZ: its error is the sums' over the denominator.
+            let beta_scale = scale / want[cs::RZ].abs().min(scale).max(f64::MIN_POSITIVE);
+            assert_close_scaled(
+                &a[cs::BETA..=cs::BETA],
+                &want[cs::BETA..=cs::BETA],
+                beta_scale.max(want[cs::BETA].abs()),
+                n,
+                &format!("mixed direction beta step {step} n={n}"),
+            );
+            let want_p = widen(&p2.to_vec().unwrap());
+            let p_scale = want_p.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert_close_scaled(
+                &p1.to_vec().unwrap(),
+                &want_p,
+                p_scale,
+                n,
+                &format!("mixed direction p step {step} n={n}"),
+            );
+        }
+        // A wrong length: refused first, the scalars untouched.
+        let before = s1.to_vec().unwrap();
+        let r = upload(b, &random_vec::<T>(n, 60));
+        let mut short = poisoned::<B, T>(b, n + 1);
+        let err = kept
+            .precondition_flexible_direction_device(&r, &mut z1, &mut s1, &mut short)
+            .unwrap_err();
+        assert!(
+            matches!(err, galerkin::Error::DimensionMismatch { .. }),
+            "{err}"
+        );
+        let after = s1.to_vec().unwrap();
+        let bits = |v: &[T]| v.iter().map(|x| x.as_f64().to_bits()).collect::<Vec<_>>();
+        assert_eq!(
+            bits(&after),
+            bits(&before),
+            "scalars changed by a refused call"
+        );
+    }
+}
+
 /// The Chronopoulos–Gear step in its three forms (no preconditioner, Jacobi, another `u`)
 /// against an f64 loop; the device scalars poisoned first, the untouched slots checked.
 fn fused_cgcg_update<B: Backend, T: Scalar>(b: &B) {
@@ -644,6 +732,7 @@ backend_tests!(
     fused_cgcg_update,
     fused_flexible_convert,
     fused_flexible_low,
+    mixed_precision_direction_matches_the_default,
     fused_pointwise_mul_dot,
     reads_from_several_threads,
     download_later,

@@ -40,7 +40,8 @@ pub(crate) struct DeviceScalars<'b, 'o, B: Backend, S: Scalar> {
     scalars: Vector<B, S>,
     p: Vector<B, S>,
     q: Vector<B, S>,
-    /// `M r` (empty without `M` or with Jacobi).
+    /// `M r` (empty without `M` or with Jacobi); in the flexible steps, whatever the
+    /// preconditioner leaves there (`MixedPrecision` keeps its own `z` and writes none).
     z: Vector<B, S>,
     /// Where the update leaves `r·r` for the stopping test.
     residual_slot: usize,

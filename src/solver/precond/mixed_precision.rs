@@ -24,7 +24,10 @@ struct Scratch<B: Backend, I: Scalar> {
 ///
 /// Inside the device-scalar flexible PCG it keeps `z` in `I`, the new one and the one
 /// before ([`Preconditioner::precondition_flexible_direction_device`]): the sums and the
-/// direction read them rounded up, and no `z` in `S` is written.
+/// direction read them rounded up, and no `z` in `S` is written. So one `MixedPrecision`
+/// serves one solve at a time: another application between two steps of that PCG (by a
+/// second solver sharing it, or a direct [`precondition`](Preconditioner::precondition))
+/// would replace the `z` its next step reads as the old one, and its β would be wrong.
 pub struct MixedPrecision<B: Backend, I: Scalar, P: Preconditioner<B, I>> {
     inner: P,
     /// Kept from one application to the next (large vectors: a fresh allocation per
@@ -108,6 +111,7 @@ impl<B: Backend, S: Scalar, I: Scalar, P: Preconditioner<B, I>> Preconditioner<B
         scalars: &mut Vector<B, S>,
         p: &mut Vector<B, S>,
     ) -> Result<()> {
+        super::check_flexible_direction(r, z, scalars, p)?;
         if r.parts() > 1 {
             // Split vectors: the conversion into z, then the direction from it.
             self.precondition_flexible_device(r, z, scalars)?;

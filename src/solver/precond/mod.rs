@@ -70,9 +70,11 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
     /// default's to the last bit; `z` is left as it was (the caller must not read it).
     ///
     /// # Errors
-    /// As [`precondition_flexible_device`](Self::precondition_flexible_device), and
-    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `p` is not of `r`'s
-    /// length.
+    /// [`Error::DimensionMismatch`](crate::Error::DimensionMismatch) if `z` or `p` is not of
+    /// `r`'s length or `scalars` holds fewer than
+    /// [`cg_scalars::FLEXIBLE_LEN`](crate::vector::cg_scalars::FLEXIBLE_LEN) values, checked
+    /// before anything is computed (the scalars are then as they were); the preconditioner's
+    /// and the device's errors.
     fn precondition_flexible_direction_device(
         &self,
         r: &Vector<B, S>,
@@ -80,6 +82,7 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
         scalars: &mut Vector<B, S>,
         p: &mut Vector<B, S>,
     ) -> Result<()> {
+        check_flexible_direction(r, z, scalars, p)?;
         self.precondition_flexible_device(r, z, scalars)?;
         crate::vector::xpay_device(scalars, z, p)
     }
@@ -95,6 +98,20 @@ pub trait Preconditioner<B: Backend, S: Scalar> {
     fn inverse_diagonal(&self) -> Option<&Vector<B, S>> {
         None
     }
+}
+
+/// The sizes [`Preconditioner::precondition_flexible_direction_device`] needs, checked
+/// before any of its work (a mismatch found at its end would leave the scalars rotated).
+pub(crate) fn check_flexible_direction<B: Backend, S: Scalar>(
+    r: &Vector<B, S>,
+    z: &Vector<B, S>,
+    scalars: &Vector<B, S>,
+    p: &Vector<B, S>,
+) -> Result<()> {
+    const OP: &str = "precondition_flexible_direction_device";
+    crate::error::check_len(OP, "z", r.len(), z.len())?;
+    crate::error::check_len(OP, "p", r.len(), p.len())?;
+    crate::vector::fused::check_flexible_scalars(OP, scalars.len())
 }
 
 macro_rules! forward_preconditioner {
