@@ -6,18 +6,19 @@
 #   source .gpu/setup.sh; SOLVES="base:.gpu/bin/solve-base new:.gpu/bin/solve" bash benches/gpu/amg_ratio.sh
 # Prints one line per run (build, matrix, precision, iterations, solve seconds) and per build
 # and matrix the medians and their ratio. MATRICES (default poisson7:256 fvm-tet:120), REPS
-# (default 3).
+# (default 3), BACKEND (default cuda).
 set -uo pipefail
 solves=${SOLVES:-new:.gpu/bin/solve}
 reps=${REPS:-3}
 matrices=${MATRICES:-poisson7:256 fvm-tet:120}
+backend=${BACKEND:-cuda}
 log=$(mktemp)
 for rep in $(seq "$reps"); do
   for m in $matrices; do
     for entry in $solves; do
       name=${entry%%:*} bin=${entry#*:}
       for prec in same f32; do
-        timeout 120 "$bin" --matrix "$m" --backend cuda --precond amg --amg-degree 3 \
+        timeout 120 "$bin" --matrix "$m" --backend "$backend" --precond amg --amg-degree 3 \
           --amg-precision "$prec" --tol 1e-8 --warmup --max-iter 500 --json 2>/dev/null \
           | python3 -c '
 import json, sys
