@@ -20,7 +20,7 @@ use std::time::Instant;
 use clap::{Parser, ValueEnum};
 use galerkin::io::vtk::{UnstructuredGrid, VtkCell};
 use galerkin::multigrid::{
-    solve_poisson, solve_poisson_keeping, PoissonOptions, PoissonRhs, PoissonSolution,
+    solve_poisson, solve_poisson_keeping, PatchForm, PoissonOptions, PoissonRhs, PoissonSolution,
     PoissonSolver, SmootherKind,
 };
 use galerkin::solver::driver::SolvePrecision;
@@ -49,6 +49,17 @@ enum SmootherArg {
     Patch,
     /// Chebyshev–Jacobi, degree 4
     Chebyshev,
+}
+
+/// `--patch-form`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PatchFormArg {
+    /// fused where its kernel fits the device's on-chip memory, else split
+    Auto,
+    /// the local residual and the solves in one kernel (refused where it does not fit)
+    Fused,
+    /// the level's operator, then the local solves (a third of the fused on-chip memory)
+    Split,
 }
 
 /// `--rhs`.
@@ -90,6 +101,9 @@ struct Args {
     /// The smoother of the V-cycle.
     #[arg(long, value_enum, default_value_t = SmootherArg::Patch)]
     smoother: SmootherArg,
+    /// The form of the vertex-patch smoothing step.
+    #[arg(long, value_enum, default_value_t = PatchFormArg::Auto)]
+    patch_form: PatchFormArg,
     /// f64; mixed (V-cycle in f32 inside the f64 solve); f32 throughout.
     #[arg(long, value_enum, default_value_t = PrecisionArg::F64)]
     precision: PrecisionArg,
@@ -156,6 +170,11 @@ fn options(args: &Args) -> PoissonOptions {
         smoother: match args.smoother {
             SmootherArg::Patch => SmootherKind::Patch,
             SmootherArg::Chebyshev => SmootherKind::Chebyshev,
+        },
+        patch_form: match args.patch_form {
+            PatchFormArg::Auto => PatchForm::Auto,
+            PatchFormArg::Fused => PatchForm::Fused,
+            PatchFormArg::Split => PatchForm::Split,
         },
         precision: match args.precision {
             PrecisionArg::F64 => SolvePrecision::F64,
@@ -301,6 +320,7 @@ fn report(args: &Args, outcome: &Outcome) {
             "dofs": dofs,
             "solver": format!("{:?}", args.solver).to_lowercase(),
             "smoother": format!("{:?}", args.smoother).to_lowercase(),
+            "patch_form": o.patch_form.map(PatchForm::name),
             "precision": format!("{:?}", args.precision).to_lowercase(),
             "backend": o.device,
             "iterations": o.iterations,
@@ -323,8 +343,13 @@ fn report(args: &Args, outcome: &Outcome) {
         args.dim, args.degree, args.levels, o.grid.cells, dofs
     );
     println!(
-        "  solver {:?}, smoother {:?}, precision {:?}, rhs {:?}",
-        args.solver, args.smoother, args.precision, args.rhs
+        "  solver {:?}, smoother {:?}{}, precision {:?}, rhs {:?}",
+        args.solver,
+        args.smoother,
+        o.patch_form
+            .map_or(String::new(), |f| format!(" (patch steps {})", f.name())),
+        args.precision,
+        args.rhs
     );
     println!(
         "  {} after {} iterations; relative residual {:.3e} (f64 system)",

@@ -6,7 +6,10 @@
 #           wgpu), the patch kernel under ncu (bank conflicts);
 # part "d": after a kernel change: tests, registers/occupancy, tensor suite, solves;
 # part "c": after the last changes: tests, conformance, part b, FMG through the example;
-# part "b": the solver tests and the seed's 3D solves (see `solves` below).
+# part "b": the solver tests and the seed's 3D solves (see `solves` below);
+# part "s": the split patch form (#43, 2026-12-02): tests, the tensor suite (fused and split
+#           columns, f64 and f32), the 3D Q7 and Q8 solves on wgpu (split) and CUDA in both
+#           forms, the mg suite on wgpu at k = 7 (refused before in f64).
 # Full logs go to $OUT; the tail of each is printed.
 set -uo pipefail
 part=${1:-a}
@@ -67,6 +70,18 @@ elif [ "$part" = c ]; then
     timeout 60 $bin/poisson_mg --backend cuda --dim 3 --degree 3 --levels 6 --solver fmg --precision $p --json > "$out/fmg_$p.json" 2>&1
     echo "fmg cuda $p rc=$?: $(head -c 500 "$out/fmg_$p.json")"
   done
+elif [ "$part" = s ]; then
+  tests tensor:: multigrid::
+  tensor_suite 8
+  for k in 7 8; do
+    for be_form in wgpu:auto cuda:fused cuda:split; do
+      be=${be_form%%:*}; form=${be_form##*:}
+      timeout 60 $bin/poisson_mg --backend $be --dim 3 --degree $k --levels 4 --solver gmres --patch-form $form --json > "$out/ex_${k}_${be}_${form}.json" 2>&1
+      echo "Q$k $be $form rc=$?: $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["patch_form"], d["iterations"], "%.2e" % d["relative_residual"], "solve %.4f s" % d["seconds"]["solve"], "%.3e DoF/s" % d["dofs_per_second"])' "$out/ex_${k}_${be}_${form}.json" 2>&1 | tail -1)"
+    done
+  done
+  timeout 150 $bin/bench --suite mg --backend wgpu --degrees 7 --scale 0.125 > "$out/mg_wgpu.txt" 2>&1
+  echo "mg wgpu rc=$?"; grep -vE "^\[bench\]" "$out/mg_wgpu.txt" | tail -8
 else
   tests solver::
   solves

@@ -15,7 +15,7 @@
 use std::f64::consts::PI;
 use std::time::Instant;
 
-use galerkin::multigrid::{level_rhs, Multigrid, MultigridParams};
+use galerkin::multigrid::{level_rhs, Multigrid, MultigridParams, PatchForm};
 use galerkin::solver::{
     fgmres, gmres, pcg, LinearOperator, MixedPrecision, Progress, SolverParams, Stopping,
 };
@@ -75,7 +75,7 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
         T::DTYPE
     );
     println!(
-        "{:>2} {:>4} {:>11} | {:>9} {:>7} {:>6} | {:>9} {:>7} {:>6} | {:>9} {:>7} | {:>9} {:>8}",
+        "{:>2} {:>4} {:>11} | {:>9} {:>7} {:>6} | {:>9} {:>7} {:>6} | {:>9} {:>7} | {:>9} {:>8} {:>5} | {:>9}",
         "k",
         "L",
         "dofs",
@@ -88,7 +88,9 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
         "mass µs",
         "%roof",
         "smooth ms",
-        "GFLOP/s"
+        "GFLOP/s",
+        "form",
+        "split ms"
     );
     for k in (1..=8).filter(|k| options.hdg_degrees.contains(k)) {
         let level = level_for(k, target);
@@ -136,18 +138,31 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
             }
         }
         let t_mass = time(&TensorOperator::<B, T>::new(b, grid, OperatorKind::Mass)?)?;
-        let smooth = match Multigrid::<B, T>::new(b, 3, k, level, MultigridParams::default()) {
-            Ok(mg) => {
-                let rhs = Vector::from_slice(b, &x0)?;
-                let mut z = Vector::<B, T>::zeros(b, n)?;
-                let t = median(b, options.reps.min(10), || mg.smooth_once(&mut z, &rhs))?;
-                let patches = (grid.cells - 1).pow(3) as f64;
-                Some((t, patches * patch_flops(k) / t.as_secs_f64() / 1e9))
+        // One patch-smoothing step in the default form (fused where it fits) and split.
+        let smooth_time = |form: PatchForm| -> Result<Option<(std::time::Duration, PatchForm)>> {
+            let params = MultigridParams {
+                patch_form: form,
+                ..Default::default()
+            };
+            match Multigrid::<B, T>::new(b, 3, k, level, params) {
+                Ok(mg) => {
+                    let rhs = Vector::from_slice(b, &x0)?;
+                    let mut z = Vector::<B, T>::zeros(b, n)?;
+                    let t = median(b, options.reps.min(10), || mg.smooth_once(&mut z, &rhs))?;
+                    Ok(mg.patch_form().map(|f| (t, f)))
+                }
+                Err(e) => {
+                    eprintln!("  k = {k}: no {form:?} patch smoother: {e}");
+                    Ok(None)
+                }
             }
-            Err(e) => {
-                eprintln!("  k = {k}: no patch smoother: {e}");
-                None
-            }
+        };
+        let patches = (grid.cells - 1).pow(3) as f64;
+        let smooth = smooth_time(PatchForm::Auto)?
+            .map(|(t, f)| (t, patches * patch_flops(k) / t.as_secs_f64() / 1e9, f));
+        let split = match smooth {
+            Some((t, _, PatchForm::Split)) => Some(t),
+            _ => smooth_time(PatchForm::Split)?.map(|(t, _)| t),
         };
         let us = |t: std::time::Duration| t.as_secs_f64() * 1e6;
         let gdof = |t: std::time::Duration| n as f64 / t.as_secs_f64() / 1e9;
@@ -159,11 +174,17 @@ fn tensor_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()
                 format!("{:.0}", roof(t)),
             )
         });
-        let (sm_ms, sm_gf) = smooth.map_or(("-".into(), "-".into()), |(t, g)| {
-            (format!("{:.2}", t.as_secs_f64() * 1e3), format!("{g:.0}"))
-        });
+        let (sm_ms, sm_gf, sm_form) =
+            smooth.map_or(("-".into(), "-".into(), "-".into()), |(t, g, f)| {
+                (
+                    format!("{:.2}", t.as_secs_f64() * 1e3),
+                    format!("{g:.0}"),
+                    f.name().to_string(),
+                )
+            });
+        let split_ms = split.map_or("-".into(), |t| format!("{:.2}", t.as_secs_f64() * 1e3));
         println!(
-            "{k:>2} {level:>4} {n:>11} | {:>9.0} {:>7.2} {:>6.0} | {col_us:>9} {col_g:>7} {col_r:>6} | {:>9.0} {:>7.0} | {sm_ms:>9} {sm_gf:>8}",
+            "{k:>2} {level:>4} {n:>11} | {:>9.0} {:>7.2} {:>6.0} | {col_us:>9} {col_g:>7} {col_r:>6} | {:>9.0} {:>7.0} | {sm_ms:>9} {sm_gf:>8} {sm_form:>5} | {split_ms:>9}",
             us(t_lap),
             gdof(t_lap),
             roof(t_lap),

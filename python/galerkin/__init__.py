@@ -284,6 +284,7 @@ def poisson_mg(
     scatter="auto",
     keep_solution=True,
     backend="cpu",
+    patch_form="auto",
 ):
     """``−Δu = f`` on the unit square or cube with continuous ``Q_k`` elements, matrix-free,
     by geometric multigrid with the vertex-patch smoother (seed 003): the ``poisson_mg``
@@ -303,11 +304,15 @@ def poisson_mg(
         iteration limit, GMRES's restart.
     scatter : ``"auto"``, ``"atomic"`` or ``"colour"``.
     keep_solution : return the nodal solution ``u`` (False for the largest problems).
+    patch_form : the patch-smoothing step's form: ``"auto"`` (fused where its kernel fits
+        the device's shared memory, else split), ``"fused"`` or ``"split"`` (the level's
+        operator, then the local solves: the same iterates in a third of the memory).
 
     Returns
     -------
     dict with the example's JSON keys — ``dim``, ``degree``, ``levels``, ``dofs``,
-    ``solver``, ``smoother``, ``precision``, ``backend``, ``iterations``, ``converged``,
+    ``solver``, ``smoother``, ``patch_form`` (the form that ran, or None where no patch
+    kernel fits), ``precision``, ``backend``, ``iterations``, ``converged``,
     ``relative_residual``, ``residual_history`` (array), ``l2_error``,
     ``l2_error_interpolant`` (‖u_h − I_h u‖, seed 003's Table 7 quantity), ``seconds`` (per
     phase), ``dofs_per_second``, ``memory_bytes``, ``memory_bytes_estimate`` — and ``nodes``
@@ -334,6 +339,7 @@ def poisson_mg(
         scatter=scatter,
         keep_solution=bool(keep_solution),
         backend=backend,
+        patch_form=patch_form,
     )
 
 

@@ -133,6 +133,7 @@ def poisson_mg(
     scatter: Literal["auto", "atomic", "colour"] = "auto",
     keep_solution: bool = True,
     backend: Backend = "cpu",
+    patch_form: Literal["auto", "fused", "split"] = "auto",
 ) -> dict[str, Any]: ...
 def maxwell(
     mesh: str = "box:4",

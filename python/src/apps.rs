@@ -321,7 +321,7 @@ impl BackendTask for PoissonTask {
 #[pyo3(signature = (
     dim=2, degree=3, levels=5, *, solver="fmg", smoother="patch", precision="f64",
     rhs="sine", tol=1e-9, max_iter=100, restart=10, scatter="auto", keep_solution=true,
-    backend="cpu"
+    backend="cpu", patch_form="auto"
 ))]
 #[allow(clippy::too_many_arguments)]
 fn poisson_mg<'py>(
@@ -339,6 +339,7 @@ fn poisson_mg<'py>(
     scatter: &str,
     keep_solution: bool,
     backend: &str,
+    patch_form: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let kind = backend_kind(backend)?;
     let options = PoissonOptions {
@@ -382,6 +383,7 @@ fn poisson_mg<'py>(
                 ))
             }
         },
+        patch_form: patch_form.parse().map_err(to_py)?,
         progress: false,
     };
     let grid = options.check().map_err(to_py)?;
@@ -399,6 +401,7 @@ fn poisson_mg<'py>(
     d.set_item("dofs", grid.len())?;
     d.set_item("solver", solver)?;
     d.set_item("smoother", smoother)?;
+    d.set_item("patch_form", s.patch_form.map(|f| f.name()))?;
     d.set_item("precision", options.precision.name())?;
     d.set_item("backend", &s.device)?;
     d.set_item("iterations", s.iterations)?;

@@ -451,6 +451,12 @@ def test_poisson_mg_3d_and_bad_input():
     r = galerkin.poisson_mg(3, 2, 2, rhs="one", keep_solution=False)
     assert r["converged"] and r["l2_error"] is None and r["u"] is None
     assert r["dofs"] == 9**3 and r["memory_bytes_estimate"] > 0
+    assert r["patch_form"] == "fused"
+    # The split form: the same solve.
+    s = galerkin.poisson_mg(3, 2, 2, rhs="one", keep_solution=False, patch_form="split")
+    assert s["patch_form"] == "split" and s["converged"]
+    assert s["iterations"] == r["iterations"]
+    assert abs(s["relative_residual"] - r["relative_residual"]) <= 1e-3 * r["relative_residual"]
     for kw, word in [
         (dict(dim=4), "dim"),
         (dict(degree=11), "degree"),
@@ -459,6 +465,7 @@ def test_poisson_mg_3d_and_bad_input():
         (dict(solver="sor"), "solver"),
         (dict(smoother="gs"), "smoother"),
         (dict(scatter="magic"), "scatter"),
+        (dict(patch_form="halved"), "patch_form"),
         (dict(rhs="cosine"), "rhs"),
     ]:
         with pytest.raises(ValueError, match=word):

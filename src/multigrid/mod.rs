@@ -8,8 +8,18 @@
 //! Level `l` has `2^l` cells per direction. The coarsest level is 1: its only interior
 //! vertex has a patch that covers the whole domain, so one patch-smoothing step solves it
 //! exactly (the seed's "one step of the smoother on level 0, where it is an exact solver";
-//! a one-cell level has no interior vertex). Where the fused patch kernel does not fit the
-//! device's shared memory, the Chebyshev variant solves level 1 by CG instead.
+//! a one-cell level has no interior vertex). Where no patch kernel fits the device's shared
+//! memory, the Chebyshev variant solves level 1 by CG instead.
+//!
+//! # The patch step's two forms
+//! Fused ([`PatchForm::Fused`]), one kernel a colour loads each patch's closure, applies the
+//! local operator and solves. Split ([`PatchForm::Split`]), a colour is the level's operator
+//! `A x` (the one-pass kernel) and then a kernel that reads `b − A x` on the patch interiors
+//! and solves: the same iterates (the global residual at a patch's interior nodes is the
+//! local one), a third of the shared memory (`(2k − 1)^d` values a patch against
+//! `(2k + 1)^d + (2k − 1)(2k + 1)^{d−1}`), 2^d operator launches a step. The default
+//! ([`PatchForm::Auto`]) takes the fused form wherever it fits (on wgpu's 48 KiB: to k = 6 in
+//! f64, 3D) and the split one elsewhere (to k = 9 in f64, k = 10 in f32).
 
 pub mod check;
 mod fmg;
@@ -31,6 +41,7 @@ use crate::tensor::ops::{boundary, PatchData, TensorOps};
 use crate::tensor::{Basis1d, OperatorKind, TensorOperator};
 use crate::vector::Vector;
 
+pub use crate::tensor::PatchForm;
 pub use check::{TensorCheck, TensorStage};
 pub use fmg::{fmg, interpolant, l2_error, l2_error_vector, level_rhs, FmgParams, FmgReport};
 pub use poisson::{
@@ -60,6 +71,10 @@ pub struct MultigridParams {
     /// converged faster in every case measured (docs/benchmarks.md), but is not symmetric:
     /// use it with GMRES, FGMRES or flexible PCG.
     pub symmetric: bool,
+    /// The form of the vertex-patch smoothing step: [`PatchForm::Auto`] (the default) takes
+    /// the fused kernel where it fits the device's on-chip memory and the split one
+    /// (the level's operator, then the local solves) where only that fits.
+    pub patch_form: PatchForm,
 }
 
 /// One level: its operator and smoother.
@@ -82,8 +97,9 @@ struct Work<B: Backend + TensorOps, T: Scalar> {
 pub struct Multigrid<B: Backend + TensorOps, T: Scalar> {
     levels: Vec<Level<B, T>>,
     transfers: Vec<Transfer<B, T>>,
-    /// `[M_p | A_p | S | λ]` of the reference patch, the same on every level; `None` where
-    /// the fused patch kernel does not fit the device (then level 1 is solved by CG).
+    /// `[M_p | A_p | S | λ]` of the reference patch, the same on every level, in the form
+    /// resolved for the device; `None` where no patch kernel fits the device (then, with
+    /// the Chebyshev smoother, level 1 is solved by CG).
     patch: Option<PatchData<B, T>>,
     symmetric: bool,
     work: RefCell<Vec<Work<B, T>>>,
@@ -140,7 +156,10 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
             levels: Vec::new(),
             transfers: Vec::new(),
             // The coarse solve uses the patch data wherever it fits, whatever the smoother.
-            patch: match (params.smoother, PatchData::new(backend, dim, &basis)) {
+            patch: match (
+                params.smoother,
+                PatchData::new(backend, dim, &basis, params.patch_form),
+            ) {
                 (SmootherKind::Patch, data) => Some(data?),
                 (_, Ok(data)) => Some(data),
                 (_, Err(Error::Unsupported { .. })) => None,
@@ -204,12 +223,25 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
         self.levels.len()
     }
 
+    /// The form the patch-smoothing steps take here, [`PatchForm::Fused`] or
+    /// [`PatchForm::Split`] ([`MultigridParams::patch_form`] resolved for the device); `None`
+    /// where no patch kernel fits (the Chebyshev smoother, level 1 solved by CG).
+    pub fn patch_form(&self) -> Option<PatchForm> {
+        self.patch.as_ref().map(|p| {
+            if p.split() {
+                PatchForm::Split
+            } else {
+                PatchForm::Fused
+            }
+        })
+    }
+
     /// Solves level 1 (index 0) for `w.x` from `w.b`.
     fn coarse_solve(&self, w: &mut Work<B, T>) -> Result<()> {
         let a = &self.levels[0].op;
         w.x.fill(T::ZERO)?;
         match &self.patch {
-            Some(data) => patch_step(a, data, &mut w.x, &w.b, false),
+            Some(data) => patch_step(a, data, &mut w.x, &w.b, false, &mut w.r),
             None => {
                 let params = SolverParams {
                     stop: Stopping::new(100.0 * T::EPS, 10 * a.nrows()),
@@ -231,9 +263,15 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
         let (w, wc) = (&mut upper[0], &mut lower[l - 1]);
         let level = &self.levels[l];
         let a = &level.op;
-        level
-            .smoother
-            .smooth(a, self.patch.as_ref(), &mut w.x, &w.b, false, &mut w.s)?;
+        level.smoother.smooth(
+            a,
+            self.patch.as_ref(),
+            &mut w.x,
+            &w.b,
+            false,
+            &mut w.s,
+            &mut w.r,
+        )?;
         a.apply(&w.x, &mut w.r)?;
         w.r.axpby(T::ONE, &w.b, -T::ONE)?;
         let transfer = &self.transfers[l - 1];
@@ -252,6 +290,7 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
             &w.b,
             self.symmetric,
             &mut w.s,
+            &mut w.r,
         )
     }
 
@@ -282,13 +321,15 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
         let mut work = self.work.borrow_mut();
         let top = work.len() - 1;
         let level = &self.levels[top];
+        let w = &mut work[top];
         level.smoother.smooth(
             &level.op,
             self.patch.as_ref(),
             x,
             b,
             false,
-            &mut work[top].s,
+            &mut w.s,
+            &mut w.r,
         )
     }
 

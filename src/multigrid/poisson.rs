@@ -21,7 +21,7 @@ use crate::bundle::Backend;
 use crate::error::{Error, Result};
 use crate::multigrid::{
     fmg, interpolant, l2_error_vector, level_rhs, memory_bytes, FmgParams, Multigrid,
-    MultigridParams, SmootherKind, MAX_LEVEL,
+    MultigridParams, PatchForm, SmootherKind, MAX_LEVEL,
 };
 use crate::scalar::Scalar;
 use crate::solver::driver::SolvePrecision;
@@ -67,6 +67,9 @@ pub struct PoissonOptions {
     pub solver: PoissonSolver,
     /// The smoother of the V-cycle (default the vertex patch).
     pub smoother: SmootherKind,
+    /// The form of the patch-smoothing step (default [`PatchForm::Auto`]: fused where its
+    /// kernel fits the device, else split).
+    pub patch_form: PatchForm,
     /// f64; mixed (the V-cycle in f32 inside the f64 solve); f32 throughout (default f64).
     pub precision: SolvePrecision,
     /// The right-hand side (default sine, whose exact solution gives the L2 error).
@@ -92,6 +95,7 @@ impl Default for PoissonOptions {
             levels: 5,
             solver: PoissonSolver::Fmg,
             smoother: SmootherKind::Patch,
+            patch_form: PatchForm::Auto,
             precision: SolvePrecision::F64,
             rhs: PoissonRhs::Sine,
             tol: 1e-9,
@@ -205,6 +209,8 @@ pub struct PoissonSolution {
     pub device: String,
     /// The finest grid.
     pub grid: Grid,
+    /// The form the patch-smoothing steps took ([`Multigrid::patch_form`]).
+    pub patch_form: Option<PatchForm>,
     /// V-cycles after FMG, or Krylov iterations.
     pub iterations: usize,
     /// Whether the method converged **and** the true relative residual of the f64 system
@@ -338,8 +344,10 @@ fn run<B: Backend + TensorOps, S: Scalar, T: Scalar>(
         smoother: options.smoother,
         atomic: options.scatter,
         symmetric: options.solver == PoissonSolver::Cg,
+        patch_form: options.patch_form,
     };
     let mg = Multigrid::<B, T>::new(b, options.dim, options.degree, options.levels, params)?;
+    let patch_form = mg.patch_form();
     let mut a = TensorOperator::<B, S>::new(b, grid, OperatorKind::Laplace)?;
     if let Some(atomic) = params.atomic {
         a = a.with_scatter(atomic)?;
@@ -448,6 +456,7 @@ fn run<B: Backend + TensorOps, S: Scalar, T: Scalar>(
     Ok(PoissonSolution {
         device: b.info().to_string(),
         grid,
+        patch_form,
         iterations,
         converged: converged && relative_residual <= options.tol,
         relative_residual,

@@ -164,9 +164,15 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
         {
             let (w, e) = (&mut work[l], &mut extra[l]);
             self.effective_rhs(&w.b, cl, g, &mut e.beff)?;
-            level
-                .smoother
-                .smooth(a, self.patch.as_ref(), &mut w.x, &e.beff, false, &mut w.s)?;
+            level.smoother.smooth(
+                a,
+                self.patch.as_ref(),
+                &mut w.x,
+                &e.beff,
+                false,
+                &mut w.s,
+                &mut w.r,
+            )?;
             a.apply(&w.x, &mut e.r)?;
             e.r.axpby(T::ONE, &e.beff, -T::ONE)?;
             boundary(grid, None, &mut e.r)?;
@@ -193,8 +199,14 @@ impl<B: Backend + TensorOps, T: Scalar> Multigrid<B, T> {
         };
         let e = &mut extra[l];
         self.effective_rhs(&w.b, cl, g, &mut e.beff)?;
-        level
-            .smoother
-            .smooth(a, self.patch.as_ref(), &mut w.x, &e.beff, false, &mut w.s)
+        level.smoother.smooth(
+            a,
+            self.patch.as_ref(),
+            &mut w.x,
+            &e.beff,
+            false,
+            &mut w.s,
+            &mut w.r,
+        )
     }
 }

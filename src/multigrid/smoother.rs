@@ -54,19 +54,30 @@ pub(crate) enum Smoother<B: Backend + TensorOps, T: Scalar> {
 
 /// One step of the vertex-patch smoother on `a`'s grid: every colour, in order or
 /// `reverse`d, with the hierarchy's patch data. On level 1 it is the exact solve
-/// (one patch, colour 0; the other colours have none).
+/// (one patch, colour 0; the other colours have none). In the split form each colour
+/// first computes `ax = A x` (`ax`: a scratch vector of the grid's size, overwritten;
+/// untouched by the fused form).
 pub(crate) fn patch_step<B: Backend + TensorOps, T: Scalar>(
     a: &TensorOperator<B, T>,
     data: &PatchData<B, T>,
     x: &mut Vector<B, T>,
     b: &Vector<B, T>,
     reverse: bool,
+    ax: &mut Vector<B, T>,
 ) -> Result<()> {
     let grid = a.grid();
     let coef = a.scaled_coefficients();
     for i in 0..grid.colours() {
         let c = if reverse { grid.colours() - 1 - i } else { i };
-        data.smooth(grid, c, coef, b, x)?;
+        if data.split() {
+            if grid.patch_count(c) == 0 {
+                continue;
+            }
+            a.apply(x, ax)?;
+            data.smooth(grid, c, coef, b, Some(ax), x)?;
+        } else {
+            data.smooth(grid, c, coef, b, None, x)?;
+        }
     }
     Ok(())
 }
@@ -90,7 +101,9 @@ impl<B: Backend + TensorOps, T: Scalar> Smoother<B, T> {
 
     /// One smoothing step `x ← S(x, b)`; `reverse` runs the patch colours backwards.
     /// `patch` is the patch data (present whenever a patch smoother was built); `s` holds
-    /// three scratch vectors of the level.
+    /// three scratch vectors of the level (Chebyshev's), `ax` one more of the level's size
+    /// (the split patch form's `A x`); both are overwritten.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn smooth(
         &self,
         a: &TensorOperator<B, T>,
@@ -99,9 +112,10 @@ impl<B: Backend + TensorOps, T: Scalar> Smoother<B, T> {
         b: &Vector<B, T>,
         reverse: bool,
         s: &mut [Vector<B, T>; 3],
+        ax: &mut Vector<B, T>,
     ) -> Result<()> {
         match (self, patch) {
-            (Smoother::Patch, Some(data)) => patch_step(a, data, x, b, reverse),
+            (Smoother::Patch, Some(data)) => patch_step(a, data, x, b, reverse, ax),
             (Smoother::Patch, None) => Err(Error::Unsupported {
                 backend: x.backend().info().device.clone(),
                 what: "the vertex-patch smoother".into(),

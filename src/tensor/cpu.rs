@@ -203,7 +203,11 @@ impl TensorOps for Cpu {
         true
     }
 
-    fn tensor_patch_fits<T: Scalar>(&self, _grid: Grid) -> std::result::Result<(), usize> {
+    fn tensor_patch_fits<T: Scalar>(
+        &self,
+        _grid: Grid,
+        _split: bool,
+    ) -> std::result::Result<(), usize> {
         Ok(())
     }
 
@@ -228,6 +232,7 @@ impl TensorOps for Cpu {
         coef: [T; 2],
         patch: &Vec<T>,
         b: &Vec<T>,
+        ax: Option<&Vec<T>>,
         x: &mut Vec<T>,
     ) -> Result<()> {
         let (k, dim) = (grid.degree, grid.dim);
@@ -253,14 +258,25 @@ impl TensorOps for Cpu {
                         0
                     }
                 });
-                let u = load_block(grid, n, origin, xs);
-                let au = local_operator(dim, n, 1, m, mass, stiff, coef, &u);
                 let inner: [usize; 3] = std::array::from_fn(|d| origin[d] + usize::from(d < dim));
-                let mut r: Vec<f64> = au
-                    .iter()
-                    .enumerate()
-                    .map(|(l, v)| b[global_node(grid, m, inner, l)].as_f64() - v)
-                    .collect();
+                let interior = m.pow(dim as u32);
+                let mut r: Vec<f64> = match ax {
+                    // The split form: the global residual on the interior.
+                    Some(ax) => (0..interior)
+                        .map(|l| {
+                            let g = global_node(grid, m, inner, l);
+                            b[g].as_f64() - ax[g].as_f64()
+                        })
+                        .collect(),
+                    None => {
+                        let u = load_block(grid, n, origin, xs);
+                        let au = local_operator(dim, n, 1, m, mass, stiff, coef, &u);
+                        au.iter()
+                            .enumerate()
+                            .map(|(l, v)| b[global_node(grid, m, inner, l)].as_f64() - v)
+                            .collect()
+                    }
+                };
                 let mut e = [m, m, if dim == 3 { m } else { 1 }];
                 for dir in 0..dim {
                     (r, e) = contract(&st, m, 0, m, &r, e, dir);

@@ -16,4 +16,4 @@ pub mod ops;
 pub use basis::{check_degree, gauss_lobatto, Basis1d, MAX_DEGREE};
 pub use grid::Grid;
 pub use operator::{ApplyPath, OperatorKind, TensorOperator};
-pub use ops::{Scatter, TensorOps, Tiling};
+pub use ops::{PatchForm, Scatter, TensorOps, Tiling};

@@ -114,9 +114,15 @@ pub trait TensorOps: VectorOps + Sealed {
         y: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
-    /// Whether the fused patch kernel of `grid` fits the device's on-chip memory for `T`
-    /// (always on the CPU); the bytes it needs otherwise.
-    fn tensor_patch_fits<T: Scalar>(&self, grid: Grid) -> std::result::Result<(), usize>;
+    /// Whether the patch kernel of `grid` fits the device's on-chip memory for `T` (always
+    /// on the CPU): the fused form, or with `split` the solve that reads the residual from
+    /// `b − A x` ([`tensor_patch_smooth`](Self::tensor_patch_smooth) with `ax`); the bytes
+    /// it needs otherwise.
+    fn tensor_patch_fits<T: Scalar>(
+        &self,
+        grid: Grid,
+        split: bool,
+    ) -> std::result::Result<(), usize>;
 
     /// On the boundary nodes: `y = src` (or `y = 0` without `src`); interior untouched.
     ///
@@ -134,13 +140,17 @@ pub trait TensorOps: VectorOps + Sealed {
 
     /// One colour of the multiplicative vertex-patch smoother: for every patch `j` of
     /// `colour`, `x_j += A_j⁻¹ (b_j − Ā_j x̄_j)` (local residual on the closure, local solve
-    /// by fast diagonalization, the interior written).
+    /// by fast diagonalization, the interior written). The split form (`ax = Some(A x)`,
+    /// the global operator applied to the same `x`): the residual read as `b − ax` on the
+    /// interior, which is the local residual there (every cell of an interior node is in
+    /// the patch); no closure is loaded, so the kernel needs far less on-chip memory.
     ///
     /// # Errors
     /// Device errors.
     ///
     /// # Safety
-    /// See the trait.
+    /// See the trait; `ax`, when given, holds `grid.len()` values.
+    #[allow(clippy::too_many_arguments)]
     unsafe fn tensor_patch_smooth<T: Scalar>(
         &self,
         grid: Grid,
@@ -148,6 +158,7 @@ pub trait TensorOps: VectorOps + Sealed {
         coef: [T; 2],
         patch: &Self::Buffer<T>,
         b: &Self::Buffer<T>,
+        ax: Option<&Self::Buffer<T>>,
         x: &mut Self::Buffer<T>,
     ) -> Result<()>;
 
@@ -192,18 +203,68 @@ pub trait TensorOps: VectorOps + Sealed {
     ) -> Result<()>;
 }
 
-/// Shared memory of the fused patch kernel, in values: the closure `n^d` plus the second
-/// x-pass array `m n^{d−1}` (`n = 2k + 1`, `m = 2k − 1`), per patch.
-pub(crate) fn patch_shared_values(grid: Grid) -> usize {
-    let n = 2 * grid.degree + 1;
-    n.pow(grid.dim as u32) + (n - 2) * n.pow(grid.dim as u32 - 1)
+/// Shared memory of the patch kernel, in values per patch: fused, the closure `n^d` plus
+/// the second x-pass array `m n^{d−1}` (`n = 2k + 1`, `m = 2k − 1`); split, the interior
+/// `m^d`.
+pub(crate) fn patch_shared_values(grid: Grid, split: bool) -> usize {
+    let (n, m, d) = (2 * grid.degree + 1, 2 * grid.degree - 1, grid.dim as u32);
+    if split {
+        m.pow(d)
+    } else {
+        n.pow(d) + m * n.pow(d - 1)
+    }
 }
 
-/// Shared memory of the fused patch kernel per cube, in values, besides the patches: the
-/// patch matrices `2 n²`, the eigenvectors `m²` and eigenvalues `m`.
-pub(crate) fn patch_fixed_values(grid: Grid) -> usize {
+/// Shared memory of the patch kernel per cube, in values, besides the patches: the
+/// eigenvectors `m²` and eigenvalues `m`, and fused the patch matrices `2 n²` (split: two
+/// unused values in their place).
+pub(crate) fn patch_fixed_values(grid: Grid, split: bool) -> usize {
     let (n, m) = (2 * grid.degree + 1, 2 * grid.degree - 1);
-    2 * n * n + m * m + m
+    m * m + m + if split { 2 } else { 2 * n * n }
+}
+
+/// The form of the vertex-patch smoothing step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum PatchForm {
+    /// Fused where its kernel fits the device's on-chip memory, else split (the default).
+    #[default]
+    Auto,
+    /// One kernel per colour: the local residual from the patch's closure and the local
+    /// solve, all on chip (`(n^d + m n^{d−1})` values a patch, `n = 2k + 1`, `m = 2k − 1`).
+    Fused,
+    /// Per colour the global operator `A x` (the level's operator kernel), then a kernel that
+    /// reads `b − A x` on each patch's interior and solves there (`m^d` values a patch): the
+    /// same iterates up to round-off, `2^d` operator launches a step (the level's residual
+    /// vector holds `A x`). It fits where the fused kernel does not (wgpu's 48 KiB: f64 from
+    /// `k = 7` in 3D).
+    Split,
+}
+
+impl PatchForm {
+    /// The name: `auto`, `fused` or `split`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PatchForm::Auto => "auto",
+            PatchForm::Fused => "fused",
+            PatchForm::Split => "split",
+        }
+    }
+}
+
+impl std::str::FromStr for PatchForm {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "auto" => Ok(PatchForm::Auto),
+            "fused" => Ok(PatchForm::Fused),
+            "split" => Ok(PatchForm::Split),
+            _ => Err(Error::InvalidArgument {
+                op: "PatchForm::from_str",
+                name: "patch_form",
+                reason: format!("unknown patch form `{s}`: expected `auto`, `fused` or `split`"),
+            }),
+        }
+    }
 }
 
 /// Checks a grid: dimension 2 or 3, degree in range, at least one cell.
@@ -368,43 +429,63 @@ impl<B: TensorOps, T: Scalar> CellMatrices<B, T> {
 }
 
 /// `[M_p | A_p | S | λ]` of the reference vertex patch (patch matrices, generalized
-/// eigenvectors and eigenvalues) on a device: the data of the fused patch-smoothing step.
+/// eigenvectors and eigenvalues) on a device: the data of the patch-smoothing step, with
+/// the form its kernel takes there.
 pub(crate) struct PatchData<B: TensorOps, T: Scalar> {
     backend: B,
     dim: usize,
     degree: usize,
+    /// The split form ([`PatchForm::Split`]): [`smooth`](Self::smooth) needs `A x`.
+    split: bool,
     data: B::Buffer<T>,
 }
 
 impl<B: TensorOps, T: Scalar> PatchData<B, T> {
-    /// The patch data of `basis` for grids of dimension `dim`.
+    /// The patch data of `basis` for grids of dimension `dim`, in `form` ([`PatchForm::Auto`]:
+    /// fused where it fits the device, else split).
     ///
     /// # Errors
-    /// [`Error::Unsupported`] where the fused patch kernel of this dimension and degree
-    /// exceeds the device's on-chip memory for `T` (with the bytes it needs), or the
+    /// [`Error::Unsupported`] where the kernel of the form asked for (with `Auto`, of both
+    /// forms) exceeds the device's on-chip memory for `T` (with the bytes it needs), or the
     /// backend lacks `T`; device errors.
-    pub(crate) fn new(backend: &B, dim: usize, basis: &Basis1d) -> Result<Self> {
+    pub(crate) fn new(backend: &B, dim: usize, basis: &Basis1d, form: PatchForm) -> Result<Self> {
         backend.require::<T>("the vertex-patch smoother")?;
         let grid = Grid {
             dim,
             degree: basis.degree,
             cells: 2,
         };
-        if let Err(bytes) = backend.tensor_patch_fits::<T>(grid) {
-            return Err(Error::Unsupported {
-                backend: backend.info().device.clone(),
-                what: format!(
-                    "the vertex-patch smoother for Q{} in {dim}D in {}",
-                    basis.degree,
-                    T::DTYPE.name()
-                ),
-                reason: format!(
-                    "its fused kernel needs {bytes} bytes of shared memory per patch, the device \
-                     allows {}; use the Chebyshev smoother or a lower degree",
-                    backend.info().max_shared_bytes
-                ),
-            });
-        }
+        let fits = |split: bool| backend.tensor_patch_fits::<T>(grid, split);
+        let split = match form {
+            PatchForm::Fused => fits(false).map(|()| false),
+            PatchForm::Split => fits(true).map(|()| true),
+            PatchForm::Auto => fits(false)
+                .map(|()| false)
+                .or_else(|_| fits(true).map(|()| true)),
+        };
+        let split = split.map_err(|bytes| Error::Unsupported {
+            backend: backend.info().device.clone(),
+            what: format!(
+                "the vertex-patch smoother for Q{} in {dim}D in {}",
+                basis.degree,
+                T::DTYPE.name()
+            ),
+            reason: format!(
+                "its {} kernel needs {bytes} bytes of shared memory per patch, the device \
+                 allows {}; use {}the Chebyshev smoother or a lower degree",
+                if form == PatchForm::Fused {
+                    "fused"
+                } else {
+                    "split"
+                },
+                backend.info().max_shared_bytes,
+                if form == PatchForm::Fused && fits(true).is_ok() {
+                    "the split form (PatchForm::Split, which fits), "
+                } else {
+                    ""
+                }
+            ),
+        })?;
         let (pm, pa) = basis.patch_matrices();
         let (s, lambda) = basis.patch_eigen()?;
         let values: Vec<T> = pm
@@ -418,22 +499,32 @@ impl<B: TensorOps, T: Scalar> PatchData<B, T> {
             backend: backend.clone(),
             dim,
             degree: basis.degree,
+            split,
             data: backend.upload(&values)?,
         })
     }
 
+    /// Whether the step takes the split form: [`smooth`](Self::smooth) then needs `A x`.
+    pub(crate) fn split(&self) -> bool {
+        self.split
+    }
+
     /// One colour of the multiplicative vertex-patch smoother on `grid`: for every patch `j`
-    /// of `colour`, `x_j += A_j⁻¹ (b_j − Ā_j x̄_j)`.
+    /// of `colour`, `x_j += A_j⁻¹ (b_j − Ā_j x̄_j)`. The split form reads the residual as
+    /// `b − ax`, where `ax` must be `A x` of this `x` (the level's operator; boundary values
+    /// of `x` read as zero, as the fused kernel reads them); the fused form ignores `ax`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a grid of another dimension or degree, or a colour out
-    /// of range; [`Error::DimensionMismatch`] and [`Error::DeviceMismatch`] for `b` and `x`.
+    /// [`Error::InvalidArgument`] for a grid of another dimension or degree, a colour out
+    /// of range, or no `ax` in the split form; [`Error::DimensionMismatch`] and
+    /// [`Error::DeviceMismatch`] for `b`, `ax` and `x`.
     pub(crate) fn smooth(
         &self,
         grid: Grid,
         colour: usize,
         coef: [T; 2],
         b: &Vector<B, T>,
+        ax: Option<&Vector<B, T>>,
         x: &mut Vector<B, T>,
     ) -> Result<()> {
         const OP: &str = "patch smoother";
@@ -454,8 +545,22 @@ impl<B: TensorOps, T: Scalar> PatchData<B, T> {
             ));
         }
         check_grid_vectors(OP, &self.backend, grid, b, x)?;
-        // SAFETY: b and x hold grid.len() values of this backend; `data` is the patch data of
-        // the grid's dimension and degree (checked above).
+        let ax = match (self.split, ax) {
+            (false, _) => None,
+            (true, None) => {
+                return Err(Error::invalid(
+                    OP,
+                    "ax",
+                    "the split form reads the residual from A x, and none was given",
+                ))
+            }
+            (true, Some(ax)) => {
+                check_grid_vectors(OP, &self.backend, grid, b, ax)?;
+                Some(ax.buffer()?)
+            }
+        };
+        // SAFETY: b, x (and ax) hold grid.len() values of this backend; `data` is the patch
+        // data of the grid's dimension and degree (checked above).
         unsafe {
             self.backend.tensor_patch_smooth(
                 grid,
@@ -463,6 +568,7 @@ impl<B: TensorOps, T: Scalar> PatchData<B, T> {
                 coef,
                 &self.data,
                 b.buffer()?,
+                ax,
                 x.buffer_mut()?,
             )
         }

@@ -199,6 +199,14 @@ fn poisson_mg_json() {
     assert!(rate > 2.8, "L2 rate {rate} for Q2");
     // f ≡ 1 has no exact solution: the key is null.
     assert!(solve("2", &["--rhs", "one"])["l2_error"].is_null());
+    // The patch step's form: fused on the CPU by default; split asked for, the same solve.
+    assert_eq!(coarse["patch_form"], "fused", "{coarse}");
+    let split = solve("3", &["--patch-form", "split"]);
+    assert_eq!(split["patch_form"], "split", "{split}");
+    assert_eq!(split["iterations"], coarse["iterations"]);
+    assert!(split["relative_residual"].as_f64().unwrap() <= 1e-9);
+    let (a, b) = (number(&split, "l2_error"), number(&coarse, "l2_error"));
+    assert!((a - b).abs() <= 1e-6 * b, "{a} vs {b}");
 }
 
 /// Bad dimensions, degrees, levels and tolerances exit with status 2 and name the

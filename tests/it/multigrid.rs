@@ -6,7 +6,7 @@ use galerkin::tensor::TensorOps;
 use std::f64::consts::PI;
 
 use galerkin::multigrid::{
-    fmg, l2_error, level_rhs, FmgParams, Multigrid, MultigridParams, SmootherKind,
+    fmg, l2_error, level_rhs, FmgParams, Multigrid, MultigridParams, PatchForm, SmootherKind,
 };
 use galerkin::solver::{fgmres, pcg, MixedPrecision, Progress, SolverParams, Stopping};
 use galerkin::tensor::{OperatorKind, TensorOperator};
@@ -184,11 +184,12 @@ fn fmg_on_every_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
         (3, 3, 2, 3),
     ] {
         let params = MultigridParams::default();
-        if let Err(bytes) = b.tensor_patch_fits::<T>(galerkin::tensor::Grid {
+        let grid = galerkin::tensor::Grid {
             dim,
             degree: k,
             cells: 2,
-        }) {
+        };
+        if let Err(bytes) = b.tensor_patch_fits::<T>(grid, true) {
             announce(&format!(
                 "[multigrid] {dim}D Q{k}: the patch kernel needs {bytes} bytes, skipped"
             ));
@@ -236,6 +237,125 @@ fn fmg_on_every_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
             "{dim}D Q{k}: {err} vs {scale}"
         );
     }
+}
+
+/// The split form of the patch smoother (the level's operator, then the local solves) at
+/// the degrees where the fused kernel outgrows a device's on-chip memory: one step equals
+/// the CPU's fused step in f64, and an FMG solve in the default form takes the CPU's cycles
+/// and reaches its solution.
+fn split_patch_smoother_at_high_degree<B: Backend + TensorOps, T: Scalar>(b: &B) {
+    use galerkin::verify::random_vec;
+    let cpu = Cpu::new();
+    for k in [6, 7, 8] {
+        let grid = galerkin::tensor::Grid {
+            dim: 3,
+            degree: k,
+            cells: 4,
+        };
+        let split = MultigridParams {
+            patch_form: PatchForm::Split,
+            ..Default::default()
+        };
+        let mg = Multigrid::<B, T>::new(b, 3, k, 2, split).unwrap();
+        let fused = MultigridParams {
+            patch_form: PatchForm::Fused,
+            ..Default::default()
+        };
+        let reference = Multigrid::<Cpu, f64>::new(&cpu, 3, k, 2, fused).unwrap();
+        // Random x and b, zero on the boundary (the smoother's contract).
+        let n1 = grid.n1();
+        let interior = |g: usize| {
+            [g % n1, (g / n1) % n1, g / (n1 * n1)]
+                .iter()
+                .all(|&c| c > 0 && c + 1 < n1)
+        };
+        let masked = |seed: u64| -> Vec<T> {
+            let mut v = random_vec::<T>(grid.len(), seed);
+            for (g, v) in v.iter_mut().enumerate() {
+                if !interior(g) {
+                    *v = T::ZERO;
+                }
+            }
+            v
+        };
+        let (x0, b0) = (masked(31 + k as u64), masked(37 + k as u64));
+        let wide = |v: &[T]| v.iter().map(|v| v.as_f64()).collect::<Vec<f64>>();
+        let mut xc = Vector::from_slice(&cpu, &wide(&x0)).unwrap();
+        let bc = Vector::from_slice(&cpu, &wide(&b0)).unwrap();
+        reference.smooth_once(&mut xc, &bc).unwrap();
+        let mut x = Vector::from_slice(b, &x0).unwrap();
+        let bd = Vector::from_slice(b, &b0).unwrap();
+        mg.smooth_once(&mut x, &bd).unwrap();
+        let (x, xc) = (x.to_vec().unwrap(), xc.to_vec().unwrap());
+        let scale = xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        let err = x
+            .iter()
+            .zip(&xc)
+            .fold(0.0f64, |m, (a, c)| m.max((a.as_f64() - c).abs()));
+        assert!(
+            scale > 0.0 && err <= 1e4 * T::EPS * scale,
+            "split step 3D Q{k}: max error {err:.3e}, scale {scale:.3e}"
+        );
+    }
+    // A whole solve in the default form (split where the fused kernel does not fit).
+    let (k, levels) = (7, 2);
+    let tol = if T::EPS > 1e-10 { 1e-4 } else { 1e-12 };
+    let mg = Multigrid::<B, T>::new(b, 3, k, levels, MultigridParams::default()).unwrap();
+    let rhs = rhs_levels(b, &mg, 1.0, |_| 1.0);
+    let mut x = Vector::<B, T>::zeros(b, mg.grid().len()).unwrap();
+    let stop = FmgParams::new(Stopping::new(tol, 30));
+    let report = fmg(&mg, mg.finest(), &rhs, &rhs[levels - 1], &mut x, &stop).unwrap();
+    let mgc = Multigrid::<Cpu, f64>::new(&cpu, 3, k, levels, MultigridParams::default()).unwrap();
+    let rhsc = rhs_levels(&cpu, &mgc, 1.0, |_| 1.0);
+    let mut xc = Vector::<Cpu, f64>::zeros(&cpu, mgc.grid().len()).unwrap();
+    let rc = fmg(&mgc, mgc.finest(), &rhsc, &rhsc[levels - 1], &mut xc, &stop).unwrap();
+    let rel = |r: &galerkin::multigrid::FmgReport| -> String {
+        let h: Vec<String> = r
+            .residual_history
+            .iter()
+            .map(|v| format!("{:.2e}", v / r.rhs_norm))
+            .collect();
+        h.join(" ")
+    };
+    announce(&format!(
+        "[multigrid] 3D Q{k} FMG ({} patch step): {} cycles [{}], CPU {} [{}]",
+        if b.tensor_patch_fits::<T>(mg.grid(), false).is_ok() {
+            "fused"
+        } else {
+            "split"
+        },
+        report.cycles,
+        rel(&report),
+        rc.cycles,
+        rel(&rc),
+    ));
+    assert!(report.converged && rc.converged, "{report:?} {rc:?}");
+    assert!(
+        report.cycles.abs_diff(rc.cycles) <= usize::from(T::EPS > 1e-10),
+        "cycles {} vs the CPU's {}",
+        report.cycles,
+        rc.cycles
+    );
+    if T::EPS < 1e-10 {
+        // In f64 the residual after every cycle is the CPU's, down to rounding.
+        for (r, c) in report.residual_history.iter().zip(&rc.residual_history) {
+            let (r, c) = (r / report.rhs_norm, c / rc.rhs_norm);
+            assert!(
+                (r - c).abs() <= 1e-2 * c + 1e3 * T::EPS,
+                "{r:e} vs the CPU's {c:e}"
+            );
+        }
+    }
+    let (x, xc) = (x.to_vec().unwrap(), xc.to_vec().unwrap());
+    let scale = xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let err = x
+        .iter()
+        .zip(&xc)
+        .fold(0.0f64, |m, (a, c)| m.max((a.as_f64() - c).abs()));
+    assert!(
+        err <= 100.0 * tol * scale + 1e3 * T::EPS * scale,
+        "3D Q{k} FMG: {err} vs {scale}"
+    );
 }
 
 /// GMRES and CG preconditioned by one V-cycle in `T` inside an f64 solve: converged to
@@ -409,7 +529,29 @@ fn bad_input<B: Backend + TensorOps, T: Scalar>(b: &B) {
         degree: 10,
         cells: 2,
     };
-    if let Err(bytes) = b.tensor_patch_fits::<T>(big) {
+    // The fused form asked for where it does not fit: refused with its bytes (the default
+    // takes the split form there).
+    let grid7 = galerkin::tensor::Grid {
+        dim: 3,
+        degree: 7,
+        cells: 2,
+    };
+    if let Err(bytes) = b.tensor_patch_fits::<T>(grid7, false) {
+        let fused = MultigridParams {
+            patch_form: PatchForm::Fused,
+            ..p
+        };
+        match Multigrid::<B, T>::new(b, 3, 7, 1, fused) {
+            Err(Error::Unsupported { reason, .. }) => {
+                assert!(reason.contains(&bytes.to_string()), "{reason}")
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a fused patch kernel of {bytes} bytes was accepted"),
+        }
+    }
+    // Neither form fits: refused with the split form's bytes.
+    if let Err(bytes) = b.tensor_patch_fits::<T>(big, true) {
+        assert!(b.tensor_patch_fits::<T>(big, false).is_err());
         match Multigrid::<B, T>::new(b, 3, 10, 1, p) {
             Err(Error::Unsupported { reason, .. }) => {
                 assert!(reason.contains(&bytes.to_string()), "{reason}")
@@ -426,7 +568,7 @@ fn bad_input<B: Backend + TensorOps, T: Scalar>(b: &B) {
     }
 }
 
-backend_tests!(bad_input);
+backend_tests!(bad_input, split_patch_smoother_at_high_degree);
 backend_tests!(tier2_devices: fmg_on_every_backend, krylov_with_vcycle);
 
 /// `l2_error` (sum factorisation, the exact solution tabulated per direction) against a
@@ -529,7 +671,7 @@ fn l2_error_on_the_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
         let want = l2_error(grid, &wide, g).unwrap();
         let x = Vector::<B, T>::from_slice(b, &uh).unwrap();
         let got = galerkin::multigrid::l2_error_vector(grid, &x, g).unwrap();
-        let tol = if T::EPS > 1e-10 { 1e-5 } else { 1e-12 };
+        let tol = if T::EPS > 1e-10 { 1e-4 } else { 1e-12 };
         assert!(
             (got - want).abs() <= tol * want,
             "{dim}D k={k}: {got} against {want}"

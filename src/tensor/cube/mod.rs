@@ -271,9 +271,13 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
         })
     }
 
-    fn tensor_patch_fits<T: Scalar>(&self, grid: Grid) -> std::result::Result<(), usize> {
-        let bytes =
-            (patch_shared_values(grid) + patch_fixed_values(grid)) * std::mem::size_of::<T>();
+    fn tensor_patch_fits<T: Scalar>(
+        &self,
+        grid: Grid,
+        split: bool,
+    ) -> std::result::Result<(), usize> {
+        let bytes = (patch_shared_values(grid, split) + patch_fixed_values(grid, split))
+            * std::mem::size_of::<T>();
         if bytes <= self.info().max_shared_bytes {
             Ok(())
         } else {
@@ -346,22 +350,29 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
         coef: [T; 2],
         patch: &CubeBuffer<T>,
         b: &CubeBuffer<T>,
+        ax: Option<&CubeBuffer<T>>,
         x: &mut CubeBuffer<T>,
     ) -> Result<()> {
         let (k, dim) = (grid.degree, grid.dim);
-        let n = 2 * k + 1;
-        let lanes = n.pow(dim as u32 - 1);
-        let cpc =
-            self.blocks_per_cube::<T>(lanes, patch_shared_values(grid), patch_fixed_values(grid));
+        let split = ax.is_some();
+        // A unit per line of the block held: the closure's (n) fused, the interior's split.
+        let w = if split { 2 * k - 1 } else { 2 * k + 1 };
+        let lanes = w.pow(dim as u32 - 1);
+        let cpc = self.blocks_per_cube::<T>(
+            lanes,
+            patch_shared_values(grid, split),
+            patch_fixed_values(grid, split),
+        );
         let counts = grid.patch_blocks(colour);
         let total: usize = counts.iter().product();
         if total == 0 {
             return Ok(());
         }
         let cubes = self.group_count(total.div_ceil(cpc));
-        self.launch::<T>(("patch", k, dim, cpc), || {
-            // SAFETY: every patch below `total` reads its closure and writes its interior,
-            // nodes of the grid; patch holds the documented values.
+        self.launch::<T>(("patch", k, dim, cpc, split), || {
+            // SAFETY: every patch below `total` reads its closure (split: its interior, in b
+            // and ax) and writes its interior, nodes of the grid; patch holds the documented
+            // values. Fused, ax is b again and not read.
             unsafe {
                 patch_kernel::launch_unchecked::<T, R>(
                     self.client(),
@@ -369,12 +380,14 @@ impl<R: CubeRuntime> TensorOps for Cube<R> {
                     CubeDim::new_2d(lanes as u32, cpc as u32),
                     patch.arg(),
                     b.arg(),
+                    ax.unwrap_or(b).arg(),
                     x.arg(),
                     CoefficientsLaunch::new(scalar(coef[0]), scalar(coef[1])),
                     blocks_arg(grid, counts, Some(colour)),
                     k,
                     dim,
                     cpc,
+                    split,
                 )
             }
         })
