@@ -13,7 +13,7 @@ use crate::tensor::{OperatorKind, TensorOperator};
 use crate::vector::Vector;
 use crate::verify::{round_to, Check, CheckOn};
 
-use super::{Multigrid, MultigridParams};
+use super::{Multigrid, MultigridParams, PatchForm};
 
 /// Which kernel a [`TensorCheck`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,8 +24,11 @@ pub enum TensorStage {
     LaplaceColour,
     /// The mass operator.
     Mass,
-    /// One step of the vertex-patch smoother (all colours).
+    /// One step of the vertex-patch smoother (all colours) in the default form.
     Smoother,
+    /// One step of the vertex-patch smoother in the split form ([`PatchForm::Split`]: the
+    /// operator, then the local solves).
+    SmootherSplit,
     /// Prolongation from level 1 to level 2.
     Prolongate,
     /// Restriction from level 2 to level 1.
@@ -54,6 +57,7 @@ impl TensorCheck {
             LaplaceColour,
             Mass,
             Smoother,
+            SmootherSplit,
             Prolongate,
             Restrict,
         ] {
@@ -98,6 +102,7 @@ impl Check for TensorCheck {
             TensorStage::LaplaceColour => "tensor laplace (colours)",
             TensorStage::Mass => "tensor mass",
             TensorStage::Smoother => "patch smoother step",
+            TensorStage::SmootherSplit => "patch smoother step (split)",
             TensorStage::Prolongate => "mg prolongation",
             TensorStage::Restrict => "mg restriction",
         };
@@ -109,7 +114,7 @@ impl Check for TensorCheck {
     fn terms(&self) -> usize {
         let n = (2 * self.degree + 1).pow(self.dim as u32);
         match self.stage {
-            TensorStage::Smoother => 64 * n * (2 * self.degree).pow(4),
+            TensorStage::Smoother | TensorStage::SmootherSplit => 64 * n * (2 * self.degree).pow(4),
             _ => 16 * n,
         }
     }
@@ -133,14 +138,16 @@ impl<B: Backend + TensorOps> CheckOn<B> for TensorCheck {
                 op.apply(&x, &mut y)?;
                 y.to_vec()
             }
-            TensorStage::Smoother => {
-                let mg = Multigrid::<B, T>::new(
-                    b,
-                    self.dim,
-                    self.degree,
-                    2,
-                    MultigridParams::default(),
-                )?;
+            TensorStage::Smoother | TensorStage::SmootherSplit => {
+                let params = MultigridParams {
+                    patch_form: if self.stage == TensorStage::SmootherSplit {
+                        PatchForm::Split
+                    } else {
+                        PatchForm::Auto
+                    },
+                    ..Default::default()
+                };
+                let mg = Multigrid::<B, T>::new(b, self.dim, self.degree, 2, params)?;
                 let mut x = random_interior::<B, T>(b, fine, 22, inputs)?;
                 let rhs = random_interior::<B, T>(b, fine, 23, inputs)?;
                 mg.smooth_once(&mut x, &rhs)?;
