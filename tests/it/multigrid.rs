@@ -13,7 +13,7 @@ use galerkin::tensor::{OperatorKind, TensorOperator};
 use galerkin::{Backend, Cpu, Error, Scalar, Vector};
 
 use crate::backend_tests;
-use crate::harness::announce;
+use crate::harness::{announce, widen};
 
 /// The right-hand sides of every level for `f = scale Π g(x_d)`.
 fn rhs_levels<B: Backend + TensorOps, T: Scalar>(
@@ -173,6 +173,17 @@ fn fmg_iterations_with_the_seed_codes_conventions_at_1e8_on_table_1s_fine_meshes
     }
 }
 
+/// The largest absolute difference of `x` from `reference`, and the largest magnitude in
+/// `reference` (the scale to judge it by).
+fn max_error<T: Scalar>(x: &[T], reference: &[f64]) -> (f64, f64) {
+    let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let err = x
+        .iter()
+        .zip(reference)
+        .fold(0.0f64, |m, (a, c)| m.max((a.as_f64() - c).abs()));
+    (err, scale)
+}
+
 /// FMG on every backend: 2D and 3D, the cycles within the seed's counts, the same
 /// solution as the CPU in f64.
 fn fmg_on_every_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
@@ -226,12 +237,7 @@ fn fmg_on_every_backend<B: Backend + TensorOps, T: Scalar>(b: &B) {
             &FmgParams::new(Stopping::new(1e-12, 30)),
         )
         .unwrap();
-        let (x, xc) = (x.to_vec().unwrap(), xc.to_vec().unwrap());
-        let scale = xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let err = x
-            .iter()
-            .zip(&xc)
-            .fold(0.0f64, |m, (a, c)| m.max((a.as_f64() - c).abs()));
+        let (err, scale) = max_error(&x.to_vec().unwrap(), &xc.to_vec().unwrap());
         assert!(
             err <= 100.0 * tol * scale.max(1e-300) + 1e3 * T::EPS * scale,
             "{dim}D Q{k}: {err} vs {scale}"
@@ -263,35 +269,23 @@ fn split_patch_smoother_at_high_degree<B: Backend + TensorOps, T: Scalar>(b: &B)
         };
         let reference = Multigrid::<Cpu, f64>::new(&cpu, 3, k, 2, fused).unwrap();
         // Random x and b, zero on the boundary (the smoother's contract).
-        let n1 = grid.n1();
-        let interior = |g: usize| {
-            [g % n1, (g / n1) % n1, g / (n1 * n1)]
-                .iter()
-                .all(|&c| c > 0 && c + 1 < n1)
-        };
         let masked = |seed: u64| -> Vec<T> {
             let mut v = random_vec::<T>(grid.len(), seed);
             for (g, v) in v.iter_mut().enumerate() {
-                if !interior(g) {
+                if grid.on_boundary(g) {
                     *v = T::ZERO;
                 }
             }
             v
         };
         let (x0, b0) = (masked(31 + k as u64), masked(37 + k as u64));
-        let wide = |v: &[T]| v.iter().map(|v| v.as_f64()).collect::<Vec<f64>>();
-        let mut xc = Vector::from_slice(&cpu, &wide(&x0)).unwrap();
-        let bc = Vector::from_slice(&cpu, &wide(&b0)).unwrap();
+        let mut xc = Vector::from_slice(&cpu, &widen(&x0)).unwrap();
+        let bc = Vector::from_slice(&cpu, &widen(&b0)).unwrap();
         reference.smooth_once(&mut xc, &bc).unwrap();
         let mut x = Vector::from_slice(b, &x0).unwrap();
         let bd = Vector::from_slice(b, &b0).unwrap();
         mg.smooth_once(&mut x, &bd).unwrap();
-        let (x, xc) = (x.to_vec().unwrap(), xc.to_vec().unwrap());
-        let scale = xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        let err = x
-            .iter()
-            .zip(&xc)
-            .fold(0.0f64, |m, (a, c)| m.max((a.as_f64() - c).abs()));
+        let (err, scale) = max_error(&x.to_vec().unwrap(), &xc.to_vec().unwrap());
         assert!(
             scale > 0.0 && err <= 1e4 * T::EPS * scale,
             "split step 3D Q{k}: max error {err:.3e}, scale {scale:.3e}"
@@ -346,12 +340,7 @@ fn split_patch_smoother_at_high_degree<B: Backend + TensorOps, T: Scalar>(b: &B)
             );
         }
     }
-    let (x, xc) = (x.to_vec().unwrap(), xc.to_vec().unwrap());
-    let scale = xc.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let err = x
-        .iter()
-        .zip(&xc)
-        .fold(0.0f64, |m, (a, c)| m.max((a.as_f64() - c).abs()));
+    let (err, scale) = max_error(&x.to_vec().unwrap(), &xc.to_vec().unwrap());
     assert!(
         err <= 100.0 * tol * scale + 1e3 * T::EPS * scale,
         "3D Q{k} FMG: {err} vs {scale}"
