@@ -101,6 +101,21 @@ fn products_transposes_and_filters_match_the_cpu<B: Backend, T: Scalar>(b: &B) {
             RandomPattern::uniform(900, 1500, 0, 128),
             RandomPattern::uniform(1500, 2000, 0, 6),
         ),
+        // Rows of 33..40 entries (a unit a row without planes, a plane a row with them;
+        // small enough for lavapipe's loop budget), and rows of all 32 columns of B.
+        (
+            RandomPattern::uniform(400, 900, 33, 40),
+            RandomPattern::uniform(900, 700, 0, 12),
+        ),
+        (
+            RandomPattern::uniform(300, 200, 33, 36),
+            RandomPattern::uniform(200, 32, 10, 23),
+        ),
+        // Rows of ~1200 distinct columns (lavapipe: the host).
+        (
+            RandomPattern::uniform(200, 3000, 33, 40),
+            RandomPattern::uniform(3000, 20000, 30, 40),
+        ),
         // Rows of 130..300 entries and a B of 80 columns: a cube per row, accumulated
         // densely in shared memory in up to 32 segments (lavapipe takes such rows to the
         // host).
