@@ -123,7 +123,9 @@ pub(super) fn tile_stats_kernel(
 }
 
 /// `out[i] = offsets[tile] + Σ_{j < i in the tile} counts[j]`, `out[n] = offsets[tiles]`
-/// (the total).
+/// (the total). The tile passes through shared memory, read and written with consecutive
+/// units on consecutive counts (each unit's `PER_UNIT` counts a row of `PER_UNIT + 1` words:
+/// no bank conflicts as a unit walks its row).
 #[cube(launch_unchecked)]
 pub(super) fn scan_apply_kernel(
     counts: &Array<u32>,
@@ -132,37 +134,50 @@ pub(super) fn scan_apply_kernel(
     offsets: &Array<u32>,
     out: &mut Array<u32>,
 ) {
+    let mut v = SharedMemory::<u32>::new(comptime![SCAN_UNITS * (PER_UNIT + 1)]);
     let mut s = SharedMemory::<u32>::new(SCAN_UNITS);
     let unit = UNIT_POS as usize;
+    let row = unit * comptime![PER_UNIT + 1];
     let mut tile = CUBE_POS;
     while tile < tiles {
-        let start = tile * TILE + unit * PER_UNIT;
+        let base = tile * TILE;
+        for e in 0..PER_UNIT {
+            let k = e * SCAN_UNITS + unit;
+            let mut c = 0u32;
+            if base + k < n {
+                c = counts[base + k];
+            }
+            v[(k / PER_UNIT) * comptime![PER_UNIT + 1] + k % PER_UNIT] = c;
+        }
+        sync_cube();
         let mut sum = 0u32;
         for e in 0..PER_UNIT {
-            let i = start + e;
-            if i < n {
-                sum += counts[i];
-            }
+            sum += v[row + e];
         }
         s[unit] = sum;
         sync_cube();
         let mut offset = 1usize;
         while offset < SCAN_UNITS {
-            let mut v = 0u32;
+            let mut add = 0u32;
             if unit >= offset {
-                v = s[unit - offset];
+                add = s[unit - offset];
             }
             sync_cube();
-            s[unit] += v;
+            s[unit] += add;
             sync_cube();
             offset *= 2;
         }
         let mut run = offsets[tile] + s[unit] - sum;
         for e in 0..PER_UNIT {
-            let i = start + e;
-            if i < n {
-                out[i] = run;
-                run += counts[i];
+            let c = v[row + e];
+            v[row + e] = run;
+            run += c;
+        }
+        sync_cube();
+        for e in 0..PER_UNIT {
+            let k = e * SCAN_UNITS + unit;
+            if base + k < n {
+                out[base + k] = v[(k / PER_UNIT) * comptime![PER_UNIT + 1] + k % PER_UNIT];
             }
         }
         sync_cube();
