@@ -8,6 +8,9 @@
 # part "c": the dg suite on wgpu in f64 and f32 (half size: wgpu's 2 GiB buffer limit);
 # part "d": the example on both runtimes and precisions, the cavity convergence study
 #           (dg-accuracy) on CUDA in f32 and f64, and the ncu view of the fused stage.
+# part "e": the dg tests (CUDA and wgpu required), then the dg suite on CUDA in f64 and f32
+#           at DEGREES (default 2..7): the `flip µs` column times the tuned blocking with
+#           the operators' placement (shared memory or the cache) flipped.
 # Full logs go to $OUT; the tail of each is printed.
 set -uo pipefail
 part=${1:-a}
@@ -17,7 +20,8 @@ mkdir -p "$out"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader | tee "$out/gpu.txt"
 it=$(ls $bin/it-* 2>/dev/null | head -1)
 suite() { # backend, precision, timeout[, scale]
-  timeout "$3" $bin/bench --suite dg --backend "$1" --precision "$2" --reps 10 --scale "${4:-1}" > "$out/dg_$1_$2.txt" 2>&1
+  timeout "$3" $bin/bench --suite dg --backend "$1" --precision "$2" --reps 10 --scale "${4:-1}" \
+    --degrees "${DEGREES:-1,2,3,4,5,6,7,8,9}" > "$out/dg_$1_$2.txt" 2>&1
   echo "dg $1 $2 rc=$?"; grep -vE "^\[bench\]" "$out/dg_$1_$2.txt" | tail -11
 }
 examples() {
@@ -41,6 +45,11 @@ elif [ "$part" = c ]; then
   # passes wgpu's 2 GiB buffer limit in f64 at full size.
   suite wgpu f64 280 0.5
   suite wgpu f32 280 0.5
+elif [ "$part" = e ]; then
+  GALERKIN_REQUIRE_BACKENDS=cuda,wgpu timeout 200 "$it" --include-ignored dg:: --skip hdg --skip examples --test-threads 4 > "$out/tests.txt" 2>&1
+  echo "tests rc=$?"; grep -E "test result|FAILED|panicked" "$out/tests.txt" | head -20
+  DEGREES=${DEGREES:-2,3,4,5,6,7} suite cuda f64 250
+  DEGREES=${DEGREES:-2,3,4,5,6,7} suite cuda f32 200
 elif [ "$part" = d ]; then
   examples
   for p in f32 f64; do

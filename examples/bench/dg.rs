@@ -4,7 +4,8 @@
 //! `--degrees` list), f32 and f64: the solver's stage with the autotuned parameters (fused
 //! or four kernels, whichever won: µs, DoF-updates/s, application GFLOP/s, GB/s, % of the
 //! measured copy bandwidth for the bytes the stage must move), the fused kernel with the
-//! tuned blocking, and the four kernels one by one (volume, flux, lift, update) with the
+//! tuned blocking, the same with the operators' placement flipped (shared memory or the
+//! cache; `-` where it does not fit), and the four kernels one by one (volume, flux, lift, update) with the
 //! default element blocking. Sizes aim at `1.2e8 · --scale` unknowns on a GPU (K ≥ 1M
 //! elements for N ≤ 3) and `2e6 · --scale` on the CPU.
 //!
@@ -59,8 +60,8 @@ fn stage_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()>
         T::DTYPE
     );
     println!(
-        "{:>1} {:>8} {:>10} {:>12} | {:>9} {:>7} {:>7} {:>6} {:>6} | {:>8} | {:>8} {:>8} {:>8} {:>8} {:>9} | {:>6}",
-        "N", "K", "dofs", "tuned", "stage µs", "GDoF/s", "GFLOP/s", "GB/s", "%roof", "fused µs", "vol µs",
+        "{:>1} {:>8} {:>10} {:>17} | {:>9} {:>7} {:>7} {:>6} {:>6} | {:>8} {:>8} | {:>8} {:>8} {:>8} {:>8} {:>9} | {:>6}",
+        "N", "K", "dofs", "tuned", "stage µs", "GDoF/s", "GFLOP/s", "GB/s", "%roof", "fused µs", "flip µs", "vol µs",
         "flux µs", "lift µs", "upd µs", "4-kern µs", "setup"
     );
     for &order in &options.hdg_degrees {
@@ -91,6 +92,17 @@ fn stage_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()>
         let t_fused = median(b, options.reps, || {
             dg.fused_stage(coef, &q, &mut res, &mut next)
         })?;
+        let flipped = DgParams {
+            fused: true,
+            shared_operators: !tuned.shared_operators,
+            ..tuned
+        };
+        let t_flip = match dg.set_params(flipped) {
+            Ok(()) => Some(median(b, options.reps, || {
+                dg.fused_stage(coef, &q, &mut res, &mut next)
+            })?),
+            Err(_) => None,
+        };
         // The four kernels with the default blocking (the fused flag does not matter here).
         dg.set_params(DgParams {
             fused: false,
@@ -107,15 +119,16 @@ fn stage_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()>
         let sum = us(t_vol) + us(t_flux) + us(t_lift) + us(t_upd);
         let bw = gbps(cost.bytes, t_stage);
         println!(
-            "{:>1} {:>8} {:>10} {:>12} | {:>9.1} {:>7.2} {:>7.0} {:>6.0} {:>6.1} | {:>8.1} | {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>9.1} | {:>5.1}s",
+            "{:>1} {:>8} {:>10} {:>17} | {:>9.1} {:>7.2} {:>7.0} {:>6.0} {:>6.1} | {:>8.1} {:>8} | {:>8.1} {:>8.1} {:>8.1} {:>8.1} {:>9.1} | {:>5.1}s",
             order,
             dg.shape().elements,
             dofs,
             format!(
-                "{}x{}{}",
+                "{}x{}{}{}",
                 tuned.elements_per_cube,
                 tuned.elements_per_unit,
-                if tuned.fused { " fused" } else { " 4-kern" }
+                if tuned.fused { " fused" } else { " 4-kern" },
+                if tuned.shared_operators { " smem" } else { "" }
             ),
             s * 1e6,
             dofs as f64 / s / 1e9,
@@ -123,6 +136,7 @@ fn stage_rows<B: FullBackend, T: Scalar>(b: &B, options: &Options) -> Result<()>
             bw,
             100.0 * bw / copy,
             us(t_fused),
+            t_flip.map_or("-".into(), |t| format!("{:.1}", us(t))),
             us(t_vol),
             us(t_flux),
             us(t_lift),

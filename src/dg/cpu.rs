@@ -347,6 +347,7 @@ impl DgOps for Cpu {
             elements_per_cube: 1,
             elements_per_unit: 1,
             fused: true,
+            shared_operators: false,
         }
     }
 

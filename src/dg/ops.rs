@@ -80,6 +80,11 @@ pub struct DgParams {
     /// One fused kernel per RK stage ([`DgOps::dg_stage`]) rather than four
     /// (volume, flux, lift, update).
     pub fused: bool,
+    /// The fused stage kernel copies the operator matrices (`3 Np² + 4 Np Nfp` values) into
+    /// shared memory once per cube and reads them there, rather than through the cache.
+    /// Only with `fused`, and only where the device's shared memory holds them beside the
+    /// elements' data.
+    pub shared_operators: bool,
 }
 
 /// The host arrays of a DG mesh, before [`DgMesh::new`] checks and uploads them (the fields

@@ -149,15 +149,27 @@ fn kernels_match_the_cpu_and_host<B: Backend + DgOps, T: Scalar>(backend: &B) {
         let next_ref: Vec<f64> = q64.iter().zip(&res_ref).map(|(q, r)| q + b * r).collect();
         let rs = max_abs(&res_ref);
         let default = dg.params();
-        for (epc, epu) in [(default.elements_per_cube, 1), (3, 2), (1, 4), (7, 2)] {
+        let mut staged_runs = 0;
+        for (epc, epu, shared_operators) in [
+            (default.elements_per_cube, 1, false),
+            (3, 2, false),
+            (1, 4, false),
+            (7, 2, false),
+            (default.elements_per_cube, 1, true),
+            (3, 2, true),
+            (1, 4, true),
+            (2, 1, true),
+        ] {
             let p = DgParams {
                 elements_per_cube: epc,
                 elements_per_unit: epu,
                 fused: true,
+                shared_operators,
             };
             if dg.set_params(p).is_err() {
                 continue; // a device without room for this blocking
             }
+            staged_runs += usize::from(shared_operators);
             let mut res = Vector::from_slice(backend, &r0t).unwrap();
             let mut next = Vector::from_slice(backend, &poison::<T>(n)).unwrap();
             dg.fused_stage([a, b, dt], &q, &mut res, &mut next).unwrap();
@@ -176,6 +188,10 @@ fn kernels_match_the_cpu_and_host<B: Backend + DgOps, T: Scalar>(backend: &B) {
                 &format!("fused q, {case}, {p:?}"),
             );
         }
+        assert!(
+            staged_runs > 0,
+            "{case}: no blocking with the operators in shared memory fits"
+        );
         dg.set_params(default).unwrap();
 
         // The update kernel alone.
@@ -342,9 +358,21 @@ fn autotune_keeps_and_caches_a_fitting_choice<B: Backend + DgOps, T: Scalar>(bac
         .set_params(DgParams {
             elements_per_cube: 0,
             elements_per_unit: 1,
-            fused: true
+            fused: true,
+            shared_operators: false,
         })
         .is_err());
+    assert!(
+        dg.set_params(DgParams {
+            elements_per_cube: 1,
+            elements_per_unit: 1,
+            fused: false,
+            shared_operators: true,
+        })
+        .is_err()
+            || backend.info().kind == galerkin::BackendKind::Cpu,
+        "the operators in shared memory without the fused kernel"
+    );
 }
 
 fn absorbing_faces_of_a_gmsh_mesh<B: Backend + DgOps, T: Scalar>(backend: &B) {

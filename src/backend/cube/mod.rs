@@ -158,6 +158,23 @@ pub(crate) fn ceil_div(a: usize, b: usize) -> usize {
     (a + b - 1) / b
 }
 
+/// Copies `len` values of `src[offset..]` into `dst` inside a kernel (all units of the cube
+/// share the work; the caller synchronizes the cube before reading `dst`).
+#[cube]
+pub(crate) fn stage<T: Float>(
+    src: &Array<T>,
+    dst: &mut SharedMemory<T>,
+    offset: usize,
+    len: usize,
+) {
+    let units = (CUBE_DIM_X * CUBE_DIM_Y) as usize;
+    let mut t = (UNIT_POS_Y * CUBE_DIM_X + UNIT_POS_X) as usize;
+    while t < len {
+        dst[t] = src[offset + t];
+        t += units;
+    }
+}
+
 /// Process-wide cache of connected backends, keyed by runtime type and device.
 type Registry = Mutex<HashMap<(TypeId, String), Arc<dyn Any + Send + Sync>>>;
 

@@ -9,7 +9,7 @@
 
 use cubecl::prelude::*;
 
-use crate::backend::cube::ceil_div;
+use crate::backend::cube::{ceil_div, stage};
 
 /// The scalars of one RK stage: `res = a res + dt L(q)`, `q += b res`; `alpha` of the flux.
 #[derive(CubeType, CubeLaunch)]
@@ -86,14 +86,25 @@ fn node_flux<T: Float>(
     out_p[5] = c5 - u5;
 }
 
+/// Operator value `at`: from the copy staged in shared memory (`staged`) or from `ops`.
+#[cube]
+fn op<T: Float>(ops: &Array<T>, sops: &SharedMemory<T>, at: usize, #[comptime] staged: bool) -> T {
+    if comptime![staged] {
+        sops[at]
+    } else {
+        ops[at]
+    }
+}
+
 /// The volume terms of node `lane` of `epu` elements, element `w` staged at
 /// `u[base + w 6 Np epc..]` (`6 Np`, field-major) with its inverse Jacobian at `elem[9 e_w..]`
 /// (`e_w = e0 + w epc`, clamped to the mesh), into `out[6 w..6 w + 6]`. Each operator entry
-/// read serves all `epu` elements.
+/// read serves all `epu` elements. The operators come from `sops` when `staged`.
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn volume_nodes<T: Float>(
     ops: &Array<T>,
+    sops: &SharedMemory<T>,
     elem: &Array<T>,
     u: &SharedMemory<T>,
     base: usize,
@@ -104,6 +115,7 @@ fn volume_nodes<T: Float>(
     #[comptime] np: usize,
     #[comptime] epc: usize,
     #[comptime] epu: usize,
+    #[comptime] staged: bool,
 ) {
     let mut d = Array::<T>::new(comptime![18 * epu]);
     #[unroll]
@@ -113,9 +125,9 @@ fn volume_nodes<T: Float>(
     // Column j of each operator: the element's units read it together (coalesced).
     for j in 0..np {
         let col = j * np + lane;
-        let dr = ops[col];
-        let ds = ops[comptime![np * np] + col];
-        let dt = ops[comptime![2 * np * np] + col];
+        let dr = op::<T>(ops, sops, col, staged);
+        let ds = op::<T>(ops, sops, comptime![np * np] + col, staged);
+        let dt = op::<T>(ops, sops, comptime![2 * np * np] + col, staged);
         #[unroll]
         for w in 0..epu {
             #[unroll]
@@ -171,11 +183,13 @@ fn load_fields<T: Float>(
     }
 }
 
-/// `acc[6 w + c] += Σ_b Lift[lane, b] fl[base + w 6 nf epc + c nf + b]` for `epu` elements.
+/// `acc[6 w + c] += Σ_b Lift[lane, b] fl[base + w 6 nf epc + c nf + b]` for `epu` elements
+/// (`Lift` from `sops` when `staged`).
 #[cube]
 #[allow(clippy::too_many_arguments)]
 fn lift_nodes<T: Float>(
     ops: &Array<T>,
+    sops: &SharedMemory<T>,
     fl: &SharedMemory<T>,
     base: usize,
     lane: usize,
@@ -184,11 +198,12 @@ fn lift_nodes<T: Float>(
     #[comptime] nfp: usize,
     #[comptime] epc: usize,
     #[comptime] epu: usize,
+    #[comptime] staged: bool,
 ) {
     let nf = comptime![4 * nfp];
     let first = comptime![3 * np * np] + lane;
     for b in 0..nf {
-        let l = ops[first + b * np];
+        let l = op::<T>(ops, sops, first + b * np, staged);
         #[unroll]
         for w in 0..epu {
             #[unroll]
@@ -216,6 +231,7 @@ pub(super) fn volume_kernel<T: Float>(
     #[comptime] epc: usize,
 ) {
     let mut u = SharedMemory::<T>::new(comptime![6 * np * epc]);
+    let unused = SharedMemory::<T>::new(1usize);
     let lane = UNIT_POS_X as usize;
     let slot = UNIT_POS_Y as usize;
     let len = elements * np;
@@ -232,7 +248,7 @@ pub(super) fn volume_kernel<T: Float>(
         if valid {
             let mut out = Array::<T>::new(6usize);
             volume_nodes::<T>(
-                ops, elem, &u, base, e, elements, lane, &mut out, np, epc, 1usize,
+                ops, &unused, elem, &u, base, e, elements, lane, &mut out, np, epc, 1usize, false,
             );
             #[unroll]
             for c in 0..6usize {
@@ -317,6 +333,7 @@ pub(super) fn lift_kernel<T: Float>(
 ) {
     let nf = comptime![4 * nfp];
     let mut fl = SharedMemory::<T>::new(comptime![6 * 4 * nfp * epc]);
+    let unused = SharedMemory::<T>::new(1usize);
     let lane = UNIT_POS_X as usize;
     let slot = UNIT_POS_Y as usize;
     let len = elements * np;
@@ -343,7 +360,9 @@ pub(super) fn lift_kernel<T: Float>(
             for c in 0..6usize {
                 acc[c] = T::new(0.0);
             }
-            lift_nodes::<T>(ops, &fl, base, lane, &mut acc, np, nfp, epc, 1usize);
+            lift_nodes::<T>(
+                ops, &unused, &fl, base, lane, &mut acc, np, nfp, epc, 1usize, false,
+            );
             #[unroll]
             for c in 0..6usize {
                 let i = c * len + e * np + lane;
@@ -380,7 +399,8 @@ pub(super) fn update_kernel<T: Float>(
 /// One fused RK stage per element: volume term, the element's own face fluxes (staged in
 /// shared memory), lift and update, `q_next = q + b (a res + dt L(q))`. A cube holds
 /// `epc epu` elements, `Np epc` units; unit `(lane, slot)` serves node `lane` of elements
-/// `g epc epu + w epc + slot`, `w < epu`.
+/// `g epc epu + w epc + slot`, `w < epu`. `staged`: the cube first copies the operators
+/// (`3 Np² + 4 Np Nfp` values) into shared memory and reads them there.
 #[cube(launch_unchecked)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn stage_kernel<T: Float>(
@@ -401,10 +421,21 @@ pub(super) fn stage_kernel<T: Float>(
     #[comptime] nfp: usize,
     #[comptime] epc: usize,
     #[comptime] epu: usize,
+    #[comptime] staged: bool,
 ) {
     let nf = comptime![4 * nfp];
     let mut u = SharedMemory::<T>::new(comptime![6 * np * epc * epu]);
     let mut fl = SharedMemory::<T>::new(comptime![6 * 4 * nfp * epc * epu]);
+    let ops_len = comptime![if staged {
+        3 * np * np + 4 * np * nfp
+    } else {
+        1
+    }];
+    let mut sops = SharedMemory::<T>::new(ops_len);
+    if comptime![staged] {
+        stage::<T>(ops, &mut sops, 0usize, ops_len);
+        sync_cube();
+    }
     let alpha = coef.alpha.get::<T>();
     let a = coef.a.get::<T>();
     let b = coef.b.get::<T>();
@@ -467,8 +498,12 @@ pub(super) fn stage_kernel<T: Float>(
         }
         sync_cube();
         let mut acc = Array::<T>::new(comptime![6 * epu]);
-        volume_nodes::<T>(ops, elem, &u, base_u, e0, end, lane, &mut acc, np, epc, epu);
-        lift_nodes::<T>(ops, &fl, base_f, lane, &mut acc, np, nfp, epc, epu);
+        volume_nodes::<T>(
+            ops, &sops, elem, &u, base_u, e0, end, lane, &mut acc, np, epc, epu, staged,
+        );
+        lift_nodes::<T>(
+            ops, &sops, &fl, base_f, lane, &mut acc, np, nfp, epc, epu, staged,
+        );
         #[unroll]
         for w in 0..epu {
             let e = e0 + comptime![w * epc];

@@ -18,6 +18,10 @@ fn coef<R: Runtime, T: Scalar>(c: [T; 3], alpha: T) -> StageCoefLaunch<R> {
     StageCoefLaunch::new(scalar(c[0]), scalar(c[1]), scalar(c[2]), scalar(alpha))
 }
 
+/// Cubes of a fused stage launch with the operators in shared memory (each cube copies them
+/// once; 2,048 cubes are 15 a multiprocessor on a 132-multiprocessor GPU).
+const STAGED_CUBES: usize = 2048;
+
 /// Shared-memory values per element of the fused stage kernel, `6 (Np + 4 Nfp)`.
 fn stage_values(shape: DgShape) -> usize {
     6 * (shape.np + 4 * shape.nfp)
@@ -183,8 +187,15 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
             elements: range.len(),
             ..s
         };
-        let (cubes, dim) = self.element_grid(part, epc, epu);
-        self.launch::<T>(("dg-stage", s.np, epc, epu), || {
+        let staged = params.shared_operators;
+        let (mut cubes, dim) = self.element_grid(part, epc, epu);
+        if staged {
+            // Each cube copies the operators once: a few cubes a multiprocessor, looping
+            // over the element groups, rather than a cube a group.
+            let groups = part.elements.div_ceil(epc * epu);
+            cubes = CubeCount::Static(groups.clamp(1, STAGED_CUBES) as u32, 1, 1);
+        }
+        self.launch::<T>(("dg-stage", s.np, epc, epu, staged), || {
             // SAFETY: as the volume, flux and lift kernels together; q_next is not q.
             unsafe {
                 stage_kernel::launch_unchecked::<T, R>(
@@ -208,6 +219,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
                     s.nfp,
                     epc,
                     epu,
+                    staged,
                 )
             }
         })
@@ -223,6 +235,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
                     elements_per_cube: epc,
                     elements_per_unit: 1,
                     fused: true,
+                    shared_operators: false,
                 },
             )
         {
@@ -232,6 +245,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
             elements_per_cube: epc,
             elements_per_unit: 1,
             fused: true,
+            shared_operators: false,
         }
     }
 
@@ -240,10 +254,15 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
         let info = self.info();
         // The fused kernel stages epc epu elements per cube; the others epc.
         let staged = if params.fused { epc * epu } else { epc };
-        let bytes = stage_values(shape) * staged * std::mem::size_of::<T>();
+        let operators = if params.shared_operators {
+            shape.ops_len()
+        } else {
+            0
+        };
+        let bytes = (stage_values(shape) * staged + operators) * std::mem::size_of::<T>();
         epc >= 1
             && epu >= 1
-            && (params.fused || epu == 1)
+            && (params.fused || (epu == 1 && !params.shared_operators))
             && shape.np * epc <= info.max_units_per_cube as usize
             && bytes <= info.max_shared_bytes
     }

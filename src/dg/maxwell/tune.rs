@@ -24,7 +24,8 @@ fn tune_cache() -> &'static Mutex<HashMap<TuneKey, DgParams>> {
 
 impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
     /// Times the candidate launch parameters (elements per cube; fused with 1, 2 or 4
-    /// elements per unit, or four kernels) on the device with stages of `dt = 0` (the fields
+    /// elements per unit, the operators read through the cache or from shared memory where
+    /// they fit, or four kernels) on the device with stages of `dt = 0` (the fields
     /// do not change), keeps the fastest and caches it per device, order and precision: a
     /// second call (or another `Maxwell` of the same order and precision on the same device)
     /// returns the cached choice.
@@ -53,13 +54,22 @@ impl<B: Backend + DgOps, T: Scalar> Maxwell<B, T> {
         let saved = self.params;
         self.res.fill(T::from_f64(0.0))?;
         let mut best: Option<(f64, DgParams)> = None;
-        let candidates = [(true, 1), (true, 2), (true, 4), (false, 1)];
-        for (fused, epu) in candidates {
+        let candidates = [
+            (true, 1, false),
+            (true, 2, false),
+            (true, 4, false),
+            (true, 1, true),
+            (true, 2, true),
+            (true, 4, true),
+            (false, 1, false),
+        ];
+        for (fused, epu, shared_operators) in candidates {
             for epc in [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64] {
                 let p = DgParams {
                     elements_per_cube: epc,
                     elements_per_unit: epu,
                     fused,
+                    shared_operators,
                 };
                 if !self.backend.dg_params_fit::<T>(self.mesh.shape, p) {
                     continue;

@@ -3,7 +3,7 @@
 
 use cubecl::prelude::*;
 
-use crate::backend::cube::ceil_div;
+use crate::backend::cube::{ceil_div, stage};
 
 /// `c_lap` and `c_mass` of the local operator.
 #[derive(CubeType, CubeLaunch)]
@@ -184,22 +184,6 @@ pub(super) fn apply_local<T: Float>(
             }
         }
         sync_cube();
-    }
-}
-
-/// Copies `len` values of `src[offset..]` into `dst` (all units of the cube share the work).
-#[cube]
-pub(super) fn stage<T: Float>(
-    src: &Array<T>,
-    dst: &mut SharedMemory<T>,
-    offset: usize,
-    len: usize,
-) {
-    let units = (CUBE_DIM_X * CUBE_DIM_Y) as usize;
-    let mut t = (UNIT_POS_Y * CUBE_DIM_X + UNIT_POS_X) as usize;
-    while t < len {
-        dst[t] = src[offset + t];
-        t += units;
     }
 }
 

@@ -4,9 +4,9 @@
 
 use cubecl::prelude::*;
 
-use crate::backend::cube::ceil_div;
+use crate::backend::cube::{ceil_div, stage};
 
-use super::kernels::{apply_local, block_origin, load_block, stage, Blocks, Coefficients};
+use super::kernels::{apply_local, block_origin, load_block, Blocks, Coefficients};
 
 /// Applies `S` (or `Sᵀ`) along the line of `m` values at `u[start + t step]`, in place
 /// (the line read into registers first; the output rows looped at run time, see
