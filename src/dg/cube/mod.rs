@@ -28,15 +28,19 @@ fn stage_values(shape: DgShape) -> usize {
 }
 
 impl<R: CubeRuntime> Cube<R> {
-    /// Cube count and dim of an element-wise launch, `epc epu` elements per cube.
-    fn element_grid(&self, shape: DgShape, epc: usize, epu: usize) -> (CubeCount, CubeDim) {
+    /// Cube count and dim of an element-wise launch, `epc epu` elements per cube, at most
+    /// `most` cubes (the kernels loop over the rest).
+    fn element_grid(
+        &self,
+        shape: DgShape,
+        epc: usize,
+        epu: usize,
+        most: usize,
+    ) -> (CubeCount, CubeDim) {
         let groups = shape.elements.div_ceil(epc * epu);
+        let most = most.min(self.config().max_cubes as usize);
         (
-            CubeCount::Static(
-                groups.clamp(1, self.config().max_cubes as usize) as u32,
-                1,
-                1,
-            ),
+            CubeCount::Static(groups.clamp(1, most.max(1)) as u32, 1, 1),
             CubeDim::new_2d(shape.np as u32, epc as u32),
         )
     }
@@ -52,7 +56,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
     ) -> Result<()> {
         let s = mesh.shape;
         let epc = params.elements_per_cube;
-        let (cubes, dim) = self.element_grid(s, epc, 1);
+        let (cubes, dim) = self.element_grid(s, epc, 1, usize::MAX);
         self.launch::<T>(("dg-volume", s.np, epc), || {
             // SAFETY: element e < K reads q and writes rhs at c L + e Np + lane (< 6 L),
             // ops rows below 3 Np², elem below 9 K.
@@ -123,7 +127,7 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
     ) -> Result<()> {
         let s = mesh.shape;
         let epc = params.elements_per_cube;
-        let (cubes, dim) = self.element_grid(s, epc, 1);
+        let (cubes, dim) = self.element_grid(s, epc, 1, usize::MAX);
         self.launch::<T>(("dg-lift", s.np, epc), || {
             // SAFETY: element e < K reads flux below 6 F and updates rhs below 6 L.
             unsafe {
@@ -188,13 +192,10 @@ impl<R: CubeRuntime> DgOps for Cube<R> {
             ..s
         };
         let staged = params.shared_operators;
-        let (mut cubes, dim) = self.element_grid(part, epc, epu);
-        if staged {
-            // Each cube copies the operators once: a few cubes a multiprocessor, looping
-            // over the element groups, rather than a cube a group.
-            let groups = part.elements.div_ceil(epc * epu);
-            cubes = CubeCount::Static(groups.clamp(1, STAGED_CUBES) as u32, 1, 1);
-        }
+        // Each cube copies the operators once: with them in shared memory, a few cubes a
+        // multiprocessor loop over the element groups rather than a cube a group.
+        let most = if staged { STAGED_CUBES } else { usize::MAX };
+        let (cubes, dim) = self.element_grid(part, epc, epu, most);
         self.launch::<T>(("dg-stage", s.np, epc, epu, staged), || {
             // SAFETY: as the volume, flux and lift kernels together; q_next is not q.
             unsafe {
